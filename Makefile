@@ -1,0 +1,49 @@
+# ns-doctor: `make demo` and `make test` are the two commands README.md starts with.
+SHELL := /bin/bash
+GO ?= go
+PKG := github.com/ns-doctor/ns-doctor
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X $(PKG)/internal/version.version=$(VERSION) -X $(PKG)/internal/version.commit=$(COMMIT) -X $(PKG)/internal/version.date=$(DATE)
+CLUSTER_DIR := $(CURDIR)/.cache/cluster
+
+.PHONY: build controlplane test demo cluster cluster-down release-check clean
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-ns_doctor ./cmd/kubectl-ns_doctor
+
+controlplane:
+	@bash hack/build-controlplane.sh
+
+# All tests, unit and against the real control plane.
+test:
+	@bin_dir=$$(bash hack/build-controlplane.sh) && \
+	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) test -count=1 -timeout 40m ./...
+
+# Builds everything, starts a control plane, makes a stuck namespace and
+# explains it through the real kubectl, then tears down.
+demo: build
+	@bin_dir=$$(bash hack/build-controlplane.sh) && \
+	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) run ./hack/demo -plugin-dir bin
+
+# A control plane for humans, in the background; `make cluster-down` stops it.
+cluster:
+	@mkdir -p $(CLUSTER_DIR) && rm -f $(CLUSTER_DIR)/kubeconfig && \
+	bin_dir=$$(bash hack/build-controlplane.sh) && $(GO) build -o $(CLUSTER_DIR)/cluster ./hack/cluster && \
+	(NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir nohup $(CLUSTER_DIR)/cluster -kubeconfig $(CLUSTER_DIR)/kubeconfig \
+		> $(CLUSTER_DIR)/cluster.log 2>&1 & echo $$! > $(CLUSTER_DIR)/pid) && \
+	for i in $$(seq 1 120); do [ -s $(CLUSTER_DIR)/kubeconfig ] && break; sleep 0.5; done; \
+	if [ -s $(CLUSTER_DIR)/kubeconfig ]; then echo "export KUBECONFIG=$(CLUSTER_DIR)/kubeconfig"; \
+	else echo "cluster did not start, see $(CLUSTER_DIR)/cluster.log" >&2; exit 1; fi
+
+cluster-down:
+	@if [ -f $(CLUSTER_DIR)/pid ]; then kill $$(cat $(CLUSTER_DIR)/pid) 2>/dev/null || true; \
+	while kill -0 $$(cat $(CLUSTER_DIR)/pid) 2>/dev/null; do sleep 0.2; done; rm -f $(CLUSTER_DIR)/pid $(CLUSTER_DIR)/kubeconfig; fi
+
+# goreleaser v2 at the pinned version (hack/install-goreleaser.sh).
+release-check:
+	@gr=$$(bash hack/install-goreleaser.sh) && $$gr check && $$gr build --snapshot --clean
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,73 @@
+// Command demo is `make demo`: it starts the local control plane, makes a
+// namespace stuck for the two most common reasons, and runs
+// `kubectl ns-doctor explain` on it through the real kubectl.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/controlplane"
+	"github.com/ns-doctor/ns-doctor/internal/scenario"
+)
+
+func main() {
+	pluginDir := flag.String("plugin-dir", "bin", "folder holding the built kubectl-ns_doctor")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, *pluginDir)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, pluginDir string) error {
+	pluginDir, err := filepath.Abs(pluginDir)
+	if err != nil {
+		return err
+	}
+	step("starting etcd, kube-apiserver and kube-controller-manager v1.36.3 on loopback")
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("tearing down the control plane")
+		cp.Stop()
+	}()
+	cluster, err := scenario.NewCluster(cp.Config)
+	if err != nil {
+		return err
+	}
+	step("creating namespace demo: a Widget with finalizer example.com/cleanup, and APIService v1beta1.metrics.k8s.io whose service is missing")
+	step("kubectl delete namespace demo, then waiting for the namespace controller's conditions")
+	if _, err := cluster.CreateDemo(ctx, "demo", "metrics.k8s.io", 90*time.Second); err != nil {
+		return err
+	}
+	step("kubectl ns-doctor explain demo")
+	cmd := exec.CommandContext(ctx, "kubectl", "ns-doctor", "explain", "demo")
+	cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
+		step("exit code 3: stuck, blockers found (as expected)")
+		return nil
+	}
+	if err == nil {
+		return errors.New("explain exited 0, but the demo namespace is stuck")
+	}
+	return fmt.Errorf("kubectl ns-doctor explain: %w", err)
+}
+
+func step(msg string) { fmt.Fprintf(os.Stderr, "==> %s\n", msg) }

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Exit codes, the one place they are defined (docs/exit-codes.md lists
+// them for users). Through kubectl on Windows every non-zero code becomes 1.
+const (
+	// ExitOK: the command did what was asked; explain: nothing is stuck.
+	ExitOK = 0
+	// ExitError: the command failed (API error, unreachable server, ...).
+	ExitError = 1
+	// ExitUsage: bad flags, arguments or names; nothing was sent.
+	ExitUsage = 2
+	// ExitStuck: explain found a terminating namespace held by blockers.
+	ExitStuck = 3
+	// ExitNotFound: the namespace named does not exist.
+	ExitNotFound = 4
+)
+
+// exitError carries an exit code with an optional message; an empty
+// message prints nothing (explain's "stuck" outcome is not an error).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFoundErrorf(format string, args ...any) error {
+	return &exitError{code: ExitNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps an error to the documented exit code.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		return ExitError
+	}
+}
+
+// describe turns any error into the one line users see: what went wrong
+// and what to do, never a stack or a multi-line dump.
+func describe(err error, server string) string {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return oneLine(ee.msg)
+	}
+	return oneLine(explainAPIError(err, server))
+}
+
+func explainAPIError(err error, server string) string {
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return "no cluster configured: set --kubeconfig, KUBECONFIG or --server"
+	case clientcmd.IsConfigurationInvalid(err):
+		return fmt.Sprintf("invalid kubeconfig: %v (check --kubeconfig and --context)", err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Sprintf("the API server at %s rejected the credentials (401 Unauthorized): log in again or check --token/--user", server)
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf("%v (see docs/rbac.md for the permissions ns-doctor needs)", apiMessage(err))
+	case isTimeout(err):
+		return fmt.Sprintf("the API server at %s did not answer in time: check that it is up, or raise --request-timeout", server)
+	case isConnRefused(err):
+		return fmt.Sprintf("cannot reach the API server at %s: connection refused; check --kubeconfig/--context and that the cluster is running", server)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return fmt.Sprintf("cannot reach the API server at %s: %v; check --kubeconfig/--context and your network", server, uerr.Err)
+	}
+	return err.Error()
+}
+
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+func isTimeout(err error) bool {
+	var nerr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &nerr) && nerr.Timeout()) || apierrors.IsTimeout(err) ||
+		strings.Contains(err.Error(), "Client.Timeout exceeded")
+}
+
+func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}

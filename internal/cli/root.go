@@ -1,0 +1,88 @@
+// Package cli is the command layer: it parses flags, calls the engine
+// packages and prints. Only cmd/kubectl-ns_doctor's main exits.
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Run executes ns-doctor with the given arguments and returns its exit code.
+func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := NewRootCommand(flags, streams)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if msg := describe(err, serverOf(flags)); msg != "" {
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", msg)
+	}
+	return exitCode(err)
+}
+
+// NewRootCommand builds the command tree around kubectl's standard flags.
+func NewRootCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ns-doctor",
+		Short: "Explain and fix namespaces stuck in Terminating",
+		Long: `ns-doctor tells why a namespace is stuck in Terminating, to the letter of the
+Kubernetes namespace controller, and finishes its deletion safely.`,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl ns-doctor"},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	// Flag errors are usage errors: one line, with where to read more.
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
+	})
+	flags.AddFlags(root.PersistentFlags())
+
+	root.AddCommand(
+		newExplainCommand(flags, streams),
+		newPurgeCommand(flags, streams),
+		newVersionCommand(streams),
+	)
+	return root
+}
+
+// serverOf names the API server for error messages, best effort.
+func serverOf(flags *genericclioptions.ConfigFlags) string {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil || cfg.Host == "" {
+		return "the configured server"
+	}
+	return cfg.Host
+}
+
+// exactArgs is cobra.ExactArgs as a usage error.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes exactly %d argument (%s), got %d (see '%s --help')", cmd.CommandPath(), n, what, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs as a usage error.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usageErrorf("%s takes at most %d argument (%s), got %d (see '%s --help')", cmd.CommandPath(), n, what, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}

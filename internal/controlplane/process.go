@@ -1,0 +1,84 @@
+package controlplane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// process is one running binary of the control plane, logging to a file in
+// the control plane's directory.
+type process struct {
+	name    string
+	path    string
+	args    []string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+func (p *process) start() error {
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening %s log: %w", p.name, err)
+	}
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", p.name, err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return nil
+}
+
+func (p *process) running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop asks politely, then kills: a wedged etcd must not hang a test run.
+func (p *process) stop() {
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// exitedError describes a process that died, with the end of its log, so a
+// failed start says why without digging through temp dirs.
+func (p *process) exitedError() error {
+	tail, _ := os.ReadFile(p.logPath)
+	if len(tail) > 2000 {
+		tail = tail[len(tail)-2000:]
+	}
+	tail = bytes.TrimSpace(tail)
+	return fmt.Errorf("%s exited (%v); end of %s:\n%s", p.name, p.waitErr, filepath.Base(p.logPath), tail)
+}
+
+var errNotReady = errors.New("not ready")

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package controlplane
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

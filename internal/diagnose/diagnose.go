@@ -1,0 +1,231 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+)
+
+// controllerGrace is how long after deletion a namespace may lack
+// conditions before ns-doctor suspects no namespace controller runs (the
+// controller looks at a namespace 5 s after deletion).
+const controllerGrace = 30 * time.Second
+
+// maxExamples bounds the names listed per resource type.
+const maxExamples = 3
+
+// Observation is everything read from the cluster for one namespace.
+type Observation struct {
+	Namespace    *v1.Namespace
+	Resources    []*metav1.APIResourceList
+	DiscoveryErr error
+	FailedGroups map[schema.GroupVersion]error
+	Snapshot     *deletion.Snapshot
+	APIServices  []apiregv1.APIService
+	Now          time.Time
+}
+
+// Diagnose builds the report for one namespace.
+func Diagnose(obs Observation) Report {
+	ns := obs.Namespace
+	r := Report{
+		APIVersion: APIVersion, Kind: Kind, ObservedAt: obs.Now,
+		Namespace: namespaceOf(ns),
+		Discovery: discoveryOf(obs),
+		Content:   contentOf(obs.Snapshot),
+		Blockers:  []Blocker{},
+	}
+	if ns.DeletionTimestamp == nil {
+		r.Verdict = Verdict{State: StateActive, Summary: fmt.Sprintf("namespace %s is Active: it is not being deleted", ns.Name)}
+		r.Conditions = compareConditions(ns.Status.Conditions, nil)
+		return r
+	}
+	result := predictPass(obs)
+	r.Conditions = compareConditions(ns.Status.Conditions, result.Conditions)
+	r.Pods = podsOf(obs, result)
+	r.Blockers = findBlockers(obs, r, result)
+	r.Verdict = verdictOf(r)
+	return r
+}
+
+// predictPass runs the controller's deletion pass over the snapshot without
+// sending anything, to get the conditions the controller would write.
+func predictPass(obs Observation) deletion.Result {
+	ops := deletion.NewPlanOps(obs.Snapshot)
+	d := &deletion.ContentDeleter{
+		Ops: ops, Pods: ops, Resources: obs.Resources, DiscoveryErr: obs.DiscoveryErr,
+		OrderedDeletion: true, Now: func() time.Time { return obs.Now },
+	}
+	return d.DeleteAllContent(context.Background(), obs.Namespace)
+}
+
+func namespaceOf(ns *v1.Namespace) Namespace {
+	out := Namespace{
+		Name: ns.Name, UID: string(ns.UID), Phase: string(ns.Status.Phase),
+		CreationTimestamp:  ns.CreationTimestamp.Time,
+		SpecFinalizers:     []string{},
+		MetadataFinalizers: append([]string{}, ns.Finalizers...),
+	}
+	if ns.DeletionTimestamp != nil {
+		t := ns.DeletionTimestamp.Time
+		out.DeletionTimestamp = &t
+	}
+	for _, f := range ns.Spec.Finalizers {
+		out.SpecFinalizers = append(out.SpecFinalizers, string(f))
+	}
+	return out
+}
+
+func discoveryOf(obs Observation) Discovery {
+	d := Discovery{Failures: []DiscoveryFailure{}}
+	for _, rl := range obs.Resources {
+		d.Resources += len(rl.APIResources)
+	}
+	for gv, err := range obs.FailedGroups {
+		f := DiscoveryFailure{GroupVersion: gv.String(), Error: err.Error()}
+		if svc := findAPIService(obs.APIServices, gv); svc != nil {
+			f.APIService = apiServiceOf(svc, obs.Namespace.Name)
+		}
+		d.Failures = append(d.Failures, f)
+	}
+	sort.Slice(d.Failures, func(i, j int) bool { return d.Failures[i].GroupVersion < d.Failures[j].GroupVersion })
+	return d
+}
+
+func findAPIService(services []apiregv1.APIService, gv schema.GroupVersion) *apiregv1.APIService {
+	for i := range services {
+		if services[i].Spec.Group == gv.Group && services[i].Spec.Version == gv.Version {
+			return &services[i]
+		}
+	}
+	return nil
+}
+
+func apiServiceOf(svc *apiregv1.APIService, namespace string) *APIService {
+	out := &APIService{Name: svc.Name, Available: "Unknown"}
+	if ref := svc.Spec.Service; ref != nil {
+		out.Service = ref.Namespace + "/" + ref.Name
+		out.SelfHosted = ref.Namespace == namespace
+	}
+	for _, c := range svc.Status.Conditions {
+		if c.Type == apiregv1.Available {
+			out.Available, out.Reason, out.Message = string(c.Status), c.Reason, c.Message
+		}
+	}
+	return out
+}
+
+func contentOf(snap *deletion.Snapshot) []Content {
+	out := []Content{}
+	for _, gvr := range snap.SortedGVRs() {
+		c := Content{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
+		if err := snap.ListErrs[gvr]; err != nil {
+			c.Error = err.Error()
+			out = append(out, c)
+			continue
+		}
+		list := snap.Lists[gvr]
+		if len(list.Items) == 0 {
+			continue
+		}
+		summarise(&c, list.Items)
+		out = append(out, c)
+	}
+	return out
+}
+
+func summarise(c *Content, items []metav1.PartialObjectMetadata) {
+	c.Count = len(items)
+	for i := range items {
+		m := &items[i]
+		if m.DeletionTimestamp != nil {
+			c.Terminating++
+			if c.OldestDeletion == nil || m.DeletionTimestamp.Time.Before(*c.OldestDeletion) {
+				t := m.DeletionTimestamp.Time
+				c.OldestDeletion = &t
+			}
+		}
+		for _, f := range m.Finalizers {
+			if c.Finalizers == nil {
+				c.Finalizers = map[string]int{}
+			}
+			c.Finalizers[f]++
+		}
+		if len(c.Examples) < maxExamples {
+			c.Examples = append(c.Examples, m.Name)
+		}
+	}
+}
+
+func podsOf(obs Observation, result deletion.Result) *PodsSummary {
+	pods := obs.Snapshot.Lists[schema.GroupVersionResource{Version: "v1", Resource: "pods"}]
+	if pods == nil || len(pods.Items) == 0 {
+		return nil
+	}
+	return &PodsSummary{
+		Remaining:           len(pods.Items),
+		EstimateSeconds:     deletion.EstimatePodGracePeriod(obs.Snapshot.Pods),
+		HoldingOtherContent: result.PodsBlocked,
+	}
+}
+
+func compareConditions(observed, computed []v1.NamespaceCondition) []Condition {
+	var out []Condition
+	for _, t := range deletion.ConditionTypes {
+		c := Condition{Type: string(t)}
+		c.Controller = valueOf(deletion.GetCondition(observed, t), true)
+		c.Computed = valueOf(deletion.GetCondition(computed, t), false)
+		c.Agree = c.Controller != nil && c.Computed != nil && c.Controller.Status == c.Computed.Status &&
+			c.Controller.Reason == c.Computed.Reason && c.Controller.Message == c.Computed.Message
+		out = append(out, c)
+	}
+	return out
+}
+
+func valueOf(c *v1.NamespaceCondition, withTime bool) *ConditionValue {
+	if c == nil {
+		return nil
+	}
+	v := &ConditionValue{Status: string(c.Status), Reason: normalizeReason(c.Reason), Message: c.Message}
+	if withTime && !c.LastTransitionTime.IsZero() {
+		t := c.LastTransitionTime.Time
+		v.LastTransitionTime = &t
+	}
+	return v
+}
+
+// normalizeReason maps reasons older controllers wrote to today's.
+func normalizeReason(reason string) string {
+	if reason == "SomeFinalizerRemain" {
+		return "SomeFinalizersRemain"
+	}
+	return reason
+}
+
+func verdictOf(r Report) Verdict {
+	if len(r.Blockers) == 0 {
+		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet", r.Namespace.Name)}
+	}
+	kinds := map[string]bool{}
+	var names []string
+	for _, b := range r.Blockers {
+		if !kinds[b.Kind] {
+			kinds[b.Kind] = true
+			names = append(names, b.Kind)
+		}
+	}
+	return Verdict{State: StateStuck, Summary: fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s): %s",
+		r.Namespace.Name, len(r.Blockers), strings.Join(names, ", "))}
+}
+
+func isForbidden(err error) bool { return apierrors.IsForbidden(err) }

@@ -1,0 +1,141 @@
+// Package diagnose turns what was observed of a namespace into a report:
+// the namespace, the controller's conditions beside ns-doctor's own, the
+// remaining content and the blockers with their next steps. It is pure:
+// no clients, no printing.
+package diagnose
+
+import (
+	"time"
+)
+
+// APIVersion and kinds of the machine-readable report (docs/schema.md).
+const (
+	APIVersion = "ns-doctor.dev/v1alpha1"
+	Kind       = "NamespaceDiagnosis"
+)
+
+// Verdict states.
+const (
+	StateStuck       = "Stuck"       // terminating, and blockers were found
+	StateTerminating = "Terminating" // terminating, nothing blocks it yet
+	StateActive      = "Active"      // not being deleted
+)
+
+// Report is one namespace's diagnosis; the table and JSON/YAML render it.
+type Report struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	ObservedAt time.Time    `json:"observedAt"`
+	Verdict    Verdict      `json:"verdict"`
+	Namespace  Namespace    `json:"namespace"`
+	Conditions []Condition  `json:"conditions"`
+	Discovery  Discovery    `json:"discovery"`
+	Content    []Content    `json:"content"`
+	Blockers   []Blocker    `json:"blockers"`
+	Pods       *PodsSummary `json:"pods,omitempty"`
+}
+
+// Verdict is the one-line answer.
+type Verdict struct {
+	State   string `json:"state"`
+	Summary string `json:"summary"`
+}
+
+// Namespace is the namespace object's deletion-relevant state.
+type Namespace struct {
+	Name               string     `json:"name"`
+	UID                string     `json:"uid"`
+	Phase              string     `json:"phase"`
+	CreationTimestamp  time.Time  `json:"creationTimestamp"`
+	DeletionTimestamp  *time.Time `json:"deletionTimestamp,omitempty"`
+	SpecFinalizers     []string   `json:"specFinalizers"`
+	MetadataFinalizers []string   `json:"metadataFinalizers"`
+}
+
+// Condition pairs the controller's condition of a type with the one
+// ns-doctor computed from what it saw.
+type Condition struct {
+	Type       string          `json:"type"`
+	Controller *ConditionValue `json:"controller,omitempty"`
+	Computed   *ConditionValue `json:"computed,omitempty"`
+	// Agree is true when status, reason and message are equal.
+	Agree bool `json:"agree"`
+}
+
+// ConditionValue is one condition's state.
+type ConditionValue struct {
+	Status             string     `json:"status"`
+	Reason             string     `json:"reason"`
+	Message            string     `json:"message"`
+	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// Discovery summarises the API discovery the controller would do.
+type Discovery struct {
+	Resources int                `json:"resources"`
+	Failures  []DiscoveryFailure `json:"failures"`
+}
+
+// DiscoveryFailure is one group-version that could not be discovered, traced
+// to the APIService that serves it.
+type DiscoveryFailure struct {
+	GroupVersion string      `json:"groupVersion"`
+	Error        string      `json:"error"`
+	APIService   *APIService `json:"apiService,omitempty"`
+}
+
+// APIService is an aggregated API's registration and availability.
+type APIService struct {
+	Name       string `json:"name"`
+	Service    string `json:"service,omitempty"` // namespace/name, empty when local
+	Available  string `json:"available"`         // True, False or Unknown
+	Reason     string `json:"reason,omitempty"`
+	Message    string `json:"message,omitempty"`
+	SelfHosted bool   `json:"selfHosted"`
+}
+
+// Content is what remains of one resource type.
+type Content struct {
+	Group       string `json:"group"`
+	Version     string `json:"version"`
+	Resource    string `json:"resource"`
+	Count       int    `json:"count"`
+	Terminating int    `json:"terminating"`
+	// OldestDeletion is the earliest deletionTimestamp among the items.
+	OldestDeletion *time.Time     `json:"oldestDeletion,omitempty"`
+	Finalizers     map[string]int `json:"finalizers,omitempty"`
+	Examples       []string       `json:"examples,omitempty"`
+	// Error is why the resource could not be listed (forbidden, unavailable).
+	Error string `json:"error,omitempty"`
+}
+
+// PodsSummary explains the ordered deletion of pods.
+type PodsSummary struct {
+	Remaining int `json:"remaining"`
+	// EstimateSeconds is the controller's graceful-termination estimate.
+	EstimateSeconds int64 `json:"estimateSeconds"`
+	// HoldingOtherContent: while pods remain the controller deletes nothing else.
+	HoldingOtherContent bool `json:"holdingOtherContent"`
+}
+
+// Blocker kinds (docs/blockers/<kind>.md explains each).
+const (
+	BlockerAPIServiceUnavailable = "APIServiceUnavailable"
+	BlockerSelfHostedAPIService  = "SelfHostedAPIService"
+	BlockerFinalizers            = "FinalizersRemaining"
+	BlockerPods                  = "PodsNotTerminating"
+	BlockerNamespaceFinalizer    = "NamespaceFinalizer"
+	BlockerControllerNotRunning  = "ControllerNotRunning"
+	BlockerForbidden             = "ListForbidden"
+	BlockerListFailed            = "ListFailed"
+	BlockerUnexpectedContent     = "ContentNotDeleted"
+)
+
+// Blocker is one reason the namespace cannot go, with the evidence and the
+// next step to take.
+type Blocker struct {
+	Kind     string   `json:"kind"`
+	Summary  string   `json:"summary"`
+	Evidence []string `json:"evidence"`
+	NextStep string   `json:"nextStep"`
+}

@@ -1,0 +1,102 @@
+// Package inspect reads from the cluster everything a diagnosis needs,
+// sharing one discovery across namespaces. It never writes.
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+// Inspector gathers observations with one set of clients.
+type Inspector struct {
+	Clients *kube.Clients
+	disc    *kube.Discovery
+	apisvcs []apiregv1.APIService
+}
+
+// New returns an inspector over clients.
+func New(c *kube.Clients) *Inspector { return &Inspector{Clients: c} }
+
+// Namespace gets one namespace; a NotFound error is returned as is.
+func (i *Inspector) Namespace(ctx context.Context, name string) (*v1.Namespace, error) {
+	return i.Clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+}
+
+// Terminating lists the namespaces being deleted, oldest deletion first.
+func (i *Inspector) Terminating(ctx context.Context) ([]v1.Namespace, error) {
+	list, err := i.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	var out []v1.Namespace
+	for _, ns := range list.Items {
+		if ns.DeletionTimestamp != nil {
+			out = append(out, ns)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].DeletionTimestamp.Before(out[b].DeletionTimestamp) })
+	return out, nil
+}
+
+// Observe reads one namespace's content, discovering the API once per
+// inspector.
+func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
+	if err := i.discover(ctx); err != nil {
+		return diagnose.Observation{}, err
+	}
+	var gvrs []schema.GroupVersionResource
+	for gvr, r := range i.disc.DeletableResources() {
+		if hasVerb(r.Verbs, "list") {
+			gvrs = append(gvrs, gvr)
+		}
+	}
+	snap := kube.Sweep(ctx, i.Clients, ns.Name, gvrs)
+	if err := ctx.Err(); err != nil {
+		return diagnose.Observation{}, err
+	}
+	return diagnose.Observation{
+		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
+		Snapshot: snap, APIServices: i.apisvcs, Now: time.Now(),
+	}, nil
+}
+
+func (i *Inspector) discover(ctx context.Context) error {
+	if i.disc != nil {
+		return nil
+	}
+	d, err := kube.Discover(i.Clients.Discovery)
+	if err != nil {
+		return err
+	}
+	i.disc = d
+	if len(d.Failed) > 0 {
+		// Best effort: without permission to read APIServices the report
+		// still names the failing group-versions.
+		if c, err := aggregator.NewForConfig(i.Clients.Config); err == nil {
+			if list, err := c.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{}); err == nil {
+				i.apisvcs = list.Items
+			}
+		}
+	}
+	return nil
+}
+
+func hasVerb(verbs []string, verb string) bool {
+	for _, v := range verbs {
+		if v == verb {
+			return true
+		}
+	}
+	return false
+}

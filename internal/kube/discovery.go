@@ -1,0 +1,55 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+)
+
+// Discovery is the API surface as the namespace controller sees it.
+type Discovery struct {
+	// Resources are the preferred namespaced resources, partial when some
+	// groups failed.
+	Resources []*metav1.APIResourceList
+	// Err is discovery's error exactly as returned (the controller's
+	// DiscoveryFailure message is built from it), nil when complete.
+	Err error
+	// Failed names each group-version that could not be discovered.
+	Failed map[schema.GroupVersion]error
+}
+
+// Discover runs the controller's discovery call. Only a total failure is an
+// error; a partial one is recorded in the result.
+func Discover(client discovery.DiscoveryInterface) (*Discovery, error) {
+	resources, err := discovery.ServerPreferredNamespacedResources(client)
+	d := &Discovery{Resources: resources, Err: err}
+	var groupErr *discovery.ErrGroupDiscoveryFailed
+	switch {
+	case err == nil:
+	case errors.As(err, &groupErr):
+		d.Failed = groupErr.Groups
+	case len(resources) == 0:
+		return nil, fmt.Errorf("discovering the API's resources: %w", err)
+	}
+	return d, nil
+}
+
+// DeletableResources are the resources the controller deletes: namespaced,
+// preferred version, supporting delete.
+func (d *Discovery) DeletableResources() map[schema.GroupVersionResource]metav1.APIResource {
+	out := map[schema.GroupVersionResource]metav1.APIResource{}
+	deletable := discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete"}}, d.Resources)
+	for _, rl := range deletable {
+		gv, err := schema.ParseGroupVersion(rl.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range rl.APIResources {
+			out[gv.WithResource(r.Name)] = r
+		}
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package kube
+
+import (
+	"context"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+)
+
+// sweepConcurrency bounds parallel list requests: enough to hide latency
+// over 150 resource types, few enough not to trip priority and fairness.
+const sweepConcurrency = 16
+
+// listPageSize keeps each response small on namespaces with 100k objects.
+const listPageSize = 500
+
+// Sweep lists every given resource in namespace, metadata only and paged,
+// with bounded concurrency, plus the pods with their spec (the controller
+// reads their grace periods). A failing resource is recorded, not fatal.
+func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.GroupVersionResource) *deletion.Snapshot {
+	snap := &deletion.Snapshot{
+		Lists:    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{},
+		ListErrs: map[schema.GroupVersionResource]error{},
+	}
+	var mu sync.Mutex
+	sem := make(chan struct{}, sweepConcurrency)
+	var wg sync.WaitGroup
+	for _, gvr := range gvrs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			list, err := ListMetadata(ctx, c.Metadata, gvr, namespace)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				snap.ListErrs[gvr] = err
+				return
+			}
+			snap.Lists[gvr] = list
+		})
+	}
+	wg.Wait()
+	if pods := snap.Lists[schema.GroupVersionResource{Version: "v1", Resource: "pods"}]; pods != nil && len(pods.Items) > 0 {
+		if list, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+			snap.Pods = list.Items
+		}
+	}
+	return snap
+}
+
+// ListMetadata lists one resource in a namespace page by page, keeping
+// only the metadata ns-doctor reads (managed fields and annotations can be
+// most of an object's size).
+func ListMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	out := &metav1.PartialObjectMetadataList{}
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+	})
+	p.PageSize = listPageSize
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		item := obj.(*metav1.PartialObjectMetadata)
+		out.Items = append(out.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: trimMeta(item.ObjectMeta)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+		Labels:                     m.Labels, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
+	}
+}

@@ -1,0 +1,263 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+// width is the terminal width the human view is laid out for.
+const width = 100
+
+// Human renders reports for people.
+type Human struct {
+	Color bool
+	// Now anchors relative times ("3m ago"); golden tests fix it.
+	Now time.Time
+}
+
+func (h Human) paint(attrs ...color.Attribute) func(string) string {
+	c := color.New(attrs...)
+	if h.Color {
+		c.EnableColor()
+	} else {
+		c.DisableColor()
+	}
+	return func(s string) string { return c.Sprint(s) }
+}
+
+// Report renders one diagnosis: the verdict first, then the sections.
+func (h Human) Report(w io.Writer, r diagnose.Report) error {
+	p := &errWriter{w: w}
+	h.verdict(p, r.Verdict)
+	h.namespace(p, r)
+	h.blockers(p, r.Blockers)
+	h.conditions(p, r)
+	h.discovery(p, r.Discovery)
+	h.content(p, r)
+	return p.err
+}
+
+func (h Human) verdict(p *errWriter, v diagnose.Verdict) {
+	style := map[string][]color.Attribute{
+		diagnose.StateStuck:       {color.FgRed, color.Bold},
+		diagnose.StateTerminating: {color.FgYellow, color.Bold},
+		diagnose.StateActive:      {color.FgGreen, color.Bold},
+	}[v.State]
+	p.printf("%s %s\n", h.paint(style...)(strings.ToUpper(v.State)), v.Summary)
+}
+
+func (h Human) namespace(p *errWriter, r diagnose.Report) {
+	ns := r.Namespace
+	bold := h.paint(color.Bold)
+	p.printf("\n%s\n", bold("Namespace"))
+	p.printf("  name:       %s (uid %s)\n", ns.Name, ns.UID)
+	p.printf("  phase:      %s\n", ns.Phase)
+	p.printf("  created:    %s\n", h.when(ns.CreationTimestamp))
+	if ns.DeletionTimestamp != nil {
+		p.printf("  deleted:    %s\n", h.when(*ns.DeletionTimestamp))
+	}
+	p.printf("  finalizers: spec [%s], metadata [%s]\n", strings.Join(ns.SpecFinalizers, ", "), strings.Join(ns.MetadataFinalizers, ", "))
+}
+
+func (h Human) blockers(p *errWriter, blockers []diagnose.Blocker) {
+	if len(blockers) == 0 {
+		return
+	}
+	bold, red := h.paint(color.Bold), h.paint(color.FgRed, color.Bold)
+	p.printf("\n%s\n", bold("Blockers"))
+	for i, b := range blockers {
+		p.printf("%d. %s %s\n", i+1, red(b.Kind), wrap(b.Summary, width-len(b.Kind)-4, "   "))
+		for _, e := range b.Evidence {
+			p.printf("   - %s\n", wrap(e, width-5, "     "))
+		}
+		// Never wrapped: a command must survive copy and paste.
+		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), b.NextStep)
+	}
+}
+
+func (h Human) conditions(p *errWriter, r diagnose.Report) {
+	bold := h.paint(color.Bold)
+	p.printf("\n%s\n", bold("Conditions (controller's, and ns-doctor's own evaluation)"))
+	t := newTable(p, "TYPE", "STATUS", "REASON", "SINCE", "NS-DOCTOR")
+	var messages []string
+	for _, c := range r.Conditions {
+		status, reason, since := "-", "(not set)", "-"
+		if v := c.Controller; v != nil {
+			status, reason = v.Status, v.Reason
+			if v.LastTransitionTime != nil {
+				since = h.ago(*v.LastTransitionTime)
+			}
+			if v.Status == "True" {
+				messages = append(messages, fmt.Sprintf("%s: %s", strings.TrimPrefix(c.Type, "Namespace"), v.Message))
+			}
+		}
+		_ = t.Append(strings.TrimPrefix(c.Type, "Namespace"), status, reason, since, h.agreement(c))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	for _, m := range messages {
+		p.printf("  %s\n", wrap(m, width-2, "    "))
+	}
+	for _, c := range r.Conditions {
+		if !c.Agree && c.Computed != nil && c.Controller != nil && c.Computed.Message != c.Controller.Message {
+			p.printf("  ns-doctor %s: %s\n", strings.TrimPrefix(c.Type, "Namespace"), wrap(c.Computed.Message, width-14, "    "))
+		}
+	}
+}
+
+func (h Human) agreement(c diagnose.Condition) string {
+	switch {
+	case c.Computed == nil:
+		return "-"
+	case c.Agree:
+		return h.paint(color.FgGreen)("agrees")
+	case c.Controller == nil:
+		return h.paint(color.FgYellow)(fmt.Sprintf("would set %s %s", c.Computed.Status, c.Computed.Reason))
+	case c.Controller.Status != c.Computed.Status || c.Controller.Reason != c.Computed.Reason:
+		return h.paint(color.FgYellow)(fmt.Sprintf("differs: %s %s", c.Computed.Status, c.Computed.Reason))
+	default:
+		return h.paint(color.FgYellow)("differs: message")
+	}
+}
+
+func (h Human) discovery(p *errWriter, d diagnose.Discovery) {
+	p.printf("\n%s %d namespaced resource types discovered", h.paint(color.Bold)("Discovery:"), d.Resources)
+	if len(d.Failures) == 0 {
+		p.printf(", no failures\n")
+		return
+	}
+	p.printf(", %d group-version(s) failing\n", len(d.Failures))
+	t := newTable(p, "GROUP-VERSION", "APISERVICE", "SERVICE", "AVAILABLE", "REASON")
+	for _, f := range d.Failures {
+		svc, backend, avail, reason := "-", "-", "-", "-"
+		if s := f.APIService; s != nil {
+			svc, backend, avail, reason = s.Name, orDash(s.Service), s.Available, orDash(s.Reason)
+		}
+		_ = t.Append(f.GroupVersion, svc, backend, avail, reason)
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+}
+
+func (h Human) content(p *errWriter, r diagnose.Report) {
+	bold := h.paint(color.Bold)
+	if len(r.Content) == 0 {
+		p.printf("\n%s none left\n", bold("Remaining content:"))
+		return
+	}
+	p.printf("\n%s\n", bold("Remaining content"))
+	t := newTable(p, "RESOURCE", "COUNT", "TERMINATING", "FINALIZERS", "EXAMPLES")
+	for _, c := range r.Content {
+		name := c.Resource
+		if c.Group != "" {
+			name += "." + c.Group
+		}
+		if c.Error != "" {
+			_ = t.Append(name, "?", "?", "-", truncate("cannot list: "+c.Error, 50))
+			continue
+		}
+		_ = t.Append(name, fmt.Sprint(c.Count), fmt.Sprint(c.Terminating), finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	if r.Pods != nil && r.Pods.HoldingOtherContent {
+		p.printf("  pods are deleted first: while %d remain, the controller deletes nothing else (estimate %ds)\n", r.Pods.Remaining, r.Pods.EstimateSeconds)
+	}
+}
+
+func finalizerCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for f, n := range m {
+		parts = append(parts, fmt.Sprintf("%s=%d", f, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (h Human) when(t time.Time) string {
+	return fmt.Sprintf("%s (%s)", t.UTC().Format(time.RFC3339), h.ago(t))
+}
+
+func (h Human) ago(t time.Time) string {
+	d := h.Now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// wrap breaks s into lines of at most n runes, continuing with indent.
+func wrap(s string, n int, indent string) string {
+	words := strings.Fields(s)
+	var lines []string
+	line := ""
+	for _, w := range words {
+		if line != "" && len(line)+1+len(w) > n {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	lines = append(lines, line)
+	return strings.Join(lines, "\n"+indent)
+}
+
+// errWriter keeps the first write error so rendering code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+
+func (e *errWriter) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}

@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each bad input gives one line on stderr, a documented exit code, and no
+// stack trace.
+func TestBadInput(t *testing.T) {
+	closed := kubeconfigFor(t, closedPort(t))
+	silent := kubeconfigFor(t, silentServer(t))
+	cases := []struct {
+		name       string
+		kubeconfig string
+		args       []string
+		code       int
+		want       string
+	}{
+		{"unknown namespace", cp.Kubeconfig, []string{"explain", "no-such-namespace"}, 4, `namespace "no-such-namespace" not found`},
+		{"invalid name", cp.Kubeconfig, []string{"explain", "Not_Valid"}, 2, `"Not_Valid" is not a valid namespace name`},
+		{"unknown flag", cp.Kubeconfig, []string{"explain", "x", "--no-such-flag"}, 2, "unknown flag: --no-such-flag"},
+		{"missing argument", cp.Kubeconfig, []string{"explain"}, 2, "takes exactly 1 argument"},
+		{"unknown output format", cp.Kubeconfig, []string{"explain", "x", "-o", "xml"}, 2, `unknown output format "xml"`},
+		{"unreachable server", closed, []string{"explain", "x", "--request-timeout=5s"}, 1, "connection refused"},
+		{"server that never answers", silent, []string{"explain", "x", "--request-timeout=1s"}, 1, "did not answer in time"},
+		{"purge a system namespace", cp.Kubeconfig, []string{"purge", "kube-system"}, 2, "refusing to purge"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r := kubectl(t, tc.kubeconfig, append([]string{"ns-doctor"}, tc.args...)...)
+			lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+			if r.code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], tc.want) {
+				t.Fatalf("code %d (want %d), stderr:\n%s", r.code, tc.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "panic") {
+				t.Fatalf("stack trace on stderr:\n%s", r.stderr)
+			}
+			if tc.name == "server that never answers" && time.Since(start) > 30*time.Second {
+				t.Fatalf("--request-timeout=1s not honoured: took %s", time.Since(start))
+			}
+		})
+	}
+}
+
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// silentServer accepts connections and never answers.
+func silentServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+func kubeconfigFor(t *testing.T, addr string) string {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	data := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://" + addr + "\", insecure-skip-tls-verify: true}\n" +
+		"contexts:\n- name: c\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {token: t}\ncurrent-context: c\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
