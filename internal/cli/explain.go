@@ -7,6 +7,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -24,28 +25,35 @@ type ExplainOptions struct {
 	genericiooptions.IOStreams
 	configFlags *genericclioptions.ConfigFlags
 
-	Name   string
-	Output string
-	Color  string
-
-	clients *kube.Clients
+	Name            string
+	Output          string
+	Color           string
+	IfDeleted       bool
+	ControllerGrace time.Duration
 }
 
 func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ExplainOptions{IOStreams: streams, configFlags: flags}
 	cmd := &cobra.Command{
-		Use:   "explain NAME",
+		Use:   "explain [NAME]",
 		Short: "Explain why a namespace is stuck in Terminating",
 		Long: `Explain why a namespace is stuck in Terminating: its conditions beside ns-doctor's
 own evaluation, what remains in it per resource type, and each blocker with the next step.
+With no NAME: one line for every terminating namespace, sharing one API discovery.
 
 Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad usage, 1 error.`,
 		Example: `  # Why is namespace "demo" still there?
   kubectl ns-doctor explain demo
 
   # The same, for automation
-  kubectl ns-doctor explain demo -o json`,
-		Args:              exactArgs(1, "the namespace name"),
+  kubectl ns-doctor explain demo -o json
+
+  # Every terminating namespace, a line each
+  kubectl ns-doctor explain
+
+  # What would block deleting an Active namespace today?
+  kubectl ns-doctor explain team-a --if-deleted`,
+		Args:              maxArgs(1, "the namespace name"),
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
@@ -59,19 +67,30 @@ Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad 
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: human-readable)")
 	cmd.Flags().StringVar(&o.Color, "color", "auto", "Colour the human output: auto (a terminal and NO_COLOR unset), always or never")
+	cmd.Flags().BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
+	cmd.Flags().DurationVar(&o.ControllerGrace, "controller-grace", 30*time.Second, "How long after deletion a namespace may look untouched before the namespace controller is suspected")
 	return cmd
 }
 
 // Complete fills the options from the arguments.
 func (o *ExplainOptions) Complete(args []string) error {
-	o.Name = args[0]
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
 	return nil
 }
 
 // Validate rejects bad input before anything is sent to the cluster.
 func (o *ExplainOptions) Validate() error {
-	if err := validateNamespaceName(o.Name); err != nil {
-		return err
+	if o.Name != "" {
+		if err := validateNamespaceName(o.Name); err != nil {
+			return err
+		}
+	} else if o.IfDeleted {
+		return usageErrorf("--if-deleted needs a namespace NAME")
+	}
+	if o.ControllerGrace <= 0 {
+		return usageErrorf("--controller-grace must be positive, got %s", o.ControllerGrace)
 	}
 	if err := printer.ValidateFormat(o.Output); err != nil {
 		return usageErrorf("%v", err)
@@ -79,13 +98,16 @@ func (o *ExplainOptions) Validate() error {
 	return validateColor(o.Color)
 }
 
-// Run diagnoses the namespace and prints the report.
+// Run diagnoses the namespace, or every terminating one, and prints.
 func (o *ExplainOptions) Run(ctx context.Context) error {
 	clients, err := kube.NewClients(o.configFlags)
 	if err != nil {
 		return err
 	}
 	in := inspect.New(clients)
+	if o.Name == "" {
+		return o.runAll(ctx, in)
+	}
 	ns, err := in.Namespace(ctx, o.Name)
 	if apierrors.IsNotFound(err) {
 		return notFoundErrorf("namespace %q not found (it may already be deleted): list namespaces with 'kubectl get namespaces'", o.Name)
@@ -93,20 +115,66 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	obs, err := in.Observe(ctx, ns)
+	report, err := o.diagnose(ctx, in, ns)
 	if err != nil {
 		return err
 	}
-	report := diagnose.Diagnose(obs)
 	if o.Output != "" {
 		err = printer.Print(o.Out, o.Output, report)
 	} else {
-		err = printer.Human{Color: useColor(o.Color, o.Out), Now: time.Now()}.Report(o.Out, report)
+		err = o.human().Report(o.Out, report)
 	}
 	if err != nil {
 		return err
 	}
-	if report.Verdict.State == diagnose.StateStuck {
+	return stuckExit(report)
+}
+
+func (o *ExplainOptions) runAll(ctx context.Context, in *inspect.Inspector) error {
+	namespaces, err := in.Terminating(ctx)
+	if err != nil {
+		return err
+	}
+	var reports []diagnose.Report
+	for i := range namespaces {
+		report, err := o.diagnose(ctx, in, &namespaces[i])
+		if err != nil {
+			return err
+		}
+		reports = append(reports, report)
+	}
+	if o.Output != "" {
+		err = printer.Print(o.Out, o.Output, diagnose.NewReportList(reports))
+	} else {
+		err = o.human().Summary(o.Out, reports)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range reports {
+		if err := stuckExit(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns *v1.Namespace) (diagnose.Report, error) {
+	obs, err := in.Observe(ctx, ns)
+	if err != nil {
+		return diagnose.Report{}, err
+	}
+	obs.ControllerGrace, obs.IfDeleted = o.ControllerGrace, o.IfDeleted
+	return diagnose.Diagnose(obs), nil
+}
+
+func (o *ExplainOptions) human() printer.Human {
+	return printer.Human{Color: useColor(o.Color, o.Out), Now: time.Now()}
+}
+
+// stuckExit turns a stuck verdict into exit code 3, printing nothing more.
+func stuckExit(r diagnose.Report) error {
+	if r.Verdict.State == diagnose.StateStuck {
 		return &exitError{code: ExitStuck}
 	}
 	return nil
@@ -142,4 +210,3 @@ func useColor(mode string, out any) bool {
 	f, ok := out.(interface{ Fd() uintptr })
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
-

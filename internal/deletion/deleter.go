@@ -3,6 +3,7 @@ package deletion
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -290,7 +291,7 @@ func EstimatePodGracePeriod(pods []v1.Pod) int64 {
 }
 
 func (d *ContentDeleter) estimateGracefulTerminationForPods(ctx context.Context, namespace string) (int64, error) {
-	if d.Pods == nil {
+	if d.Pods == nil || reflect.ValueOf(d.Pods).IsNil() {
 		return 0, fmt.Errorf("unexpected: podsGetter is nil. Cannot estimate grace period seconds for pods")
 	}
 	pods, err := d.Pods.ListPods(ctx, namespace)

@@ -29,9 +29,12 @@ type PlannedRequest struct {
 // survive it. This is how explain predicts the controller's next pass.
 type PlanOps struct {
 	Snapshot *Snapshot
-	Requests []PlannedRequest
-	deleted  map[schema.GroupVersionResource]bool
-	pods     map[string]*v1.Pod
+	// DeleteErrs are the answers the API server is expected to give to a
+	// DELETE of a resource (a fail-closed webhook whose backend is gone).
+	DeleteErrs map[schema.GroupVersionResource]error
+	Requests   []PlannedRequest
+	deleted    map[schema.GroupVersionResource]bool
+	pods       map[string]*v1.Pod
 }
 
 // NewPlanOps plans over snap.
@@ -52,6 +55,9 @@ func (p *PlanOps) DeleteCollection(_ context.Context, gvr schema.GroupVersionRes
 		return err
 	}
 	p.Requests = append(p.Requests, PlannedRequest{Verb: "deletecollection", Resource: gvr})
+	if err := p.DeleteErrs[gvr]; err != nil {
+		return err
+	}
 	p.deleted[gvr] = true
 	return nil
 }
@@ -59,6 +65,9 @@ func (p *PlanOps) DeleteCollection(_ context.Context, gvr schema.GroupVersionRes
 // Delete records the deletion of one item.
 func (p *PlanOps) Delete(_ context.Context, gvr schema.GroupVersionResource, _ string, name string) error {
 	p.Requests = append(p.Requests, PlannedRequest{Verb: "delete", Resource: gvr, Name: name})
+	if err := p.DeleteErrs[gvr]; err != nil {
+		return err
+	}
 	p.deleted[gvr] = true
 	return nil
 }

@@ -18,7 +18,8 @@ func findBlockers(obs Observation, r Report, result deletion.Result) []Blocker {
 	out = append(out, namespaceFinalizerBlockers(r.Namespace)...)
 	out = append(out, podBlockers(obs, r)...)
 	out = append(out, contentBlockers(obs, r)...)
-	if b := controllerBlocker(obs, r); b != nil {
+	out = append(out, webhookBlockers(obs, r)...)
+	if b := controllerBlocker(obs, r, result); b != nil {
 		out = append(out, *b)
 	}
 	return out
@@ -35,6 +36,9 @@ func apiServiceBlockers(r Report) []Blocker {
 		}
 		if s := f.APIService; s != nil {
 			b.Evidence = append(b.Evidence, fmt.Sprintf("apiservice/%s Available=%s reason=%s: %s", s.Name, s.Available, s.Reason, s.Message))
+			if s.Backend != nil {
+				b.Evidence = append(b.Evidence, fmt.Sprintf("service %s: %s", s.Service, describeService(*s.Backend)))
+			}
 			b.NextStep = fmt.Sprintf("restore the service %s behind apiservice/%s, or if that API is gone for good: kubectl delete apiservice %s", s.Service, s.Name, s.Name)
 			if s.SelfHosted {
 				b.Kind = BlockerSelfHostedAPIService
@@ -77,16 +81,9 @@ func podBlockers(obs Observation, r Report) []Blocker {
 	}
 	var stuck []string
 	for _, pod := range obs.Snapshot.Pods {
-		dt := pod.DeletionTimestamp
-		if dt == nil {
-			continue
-		}
-		grace := int64(0)
-		if pod.DeletionGracePeriodSeconds != nil {
-			grace = *pod.DeletionGracePeriodSeconds
-		}
-		if obs.Now.Sub(dt.Time) > time.Duration(grace)*time.Second {
-			stuck = append(stuck, fmt.Sprintf("pod/%s on node %q terminating since %s (grace %ds)", pod.Name, pod.Spec.NodeName, dt.UTC().Format(time.RFC3339), grace))
+		// A pod's deletionTimestamp is when its grace period ends.
+		if dt := pod.DeletionTimestamp; dt != nil && obs.Now.After(dt.Time) {
+			stuck = append(stuck, fmt.Sprintf("pod/%s on node %q: grace period ended %s ago", pod.Name, pod.Spec.NodeName, obs.Now.Sub(dt.Time).Round(time.Second)))
 		}
 	}
 	if len(stuck) == 0 {
@@ -113,6 +110,14 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 				Evidence: []string{c.Error},
 				NextStep: fmt.Sprintf("kubectl auth can-i list %s -n %s  # ask for list access (docs/rbac.md)", res, r.Namespace.Name),
 			})
+		case c.Error != "" && conversionDown(obs, gvr) != nil:
+			crd := findCRD(obs.CRDs, gvr)
+			out = append(out, Blocker{
+				Kind:     BlockerConversionWebhook,
+				Summary:  fmt.Sprintf("%s cannot be read: the conversion webhook of CRD %s is down", res, crd.Name),
+				Evidence: []string{c.Error, fmt.Sprintf("conversion service %s: %s", crd.ConversionService.Key(), describeService(*conversionDown(obs, gvr)))},
+				NextStep: fmt.Sprintf("restore service %s; if that operator is gone for good, set spec.conversion.strategy=None: kubectl patch crd %s --type=merge -p '{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}'", crd.ConversionService.Key(), crd.Name),
+			})
 		case c.Error != "":
 			out = append(out, Blocker{
 				Kind: BlockerListFailed, Summary: fmt.Sprintf("%s cannot be listed, so the controller cannot delete it", res),
@@ -120,7 +125,13 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 				NextStep: fmt.Sprintf("kubectl get %s -n %s  # fix the API behind it (CRD, conversion webhook, aggregated API)", res, r.Namespace.Name),
 			})
 		case len(c.Finalizers) > 0 && c.Resource != "pods":
-			out = append(out, finalizerBlocker(c, res, r.Namespace.Name))
+			b := finalizerBlocker(c, res, r.Namespace.Name)
+			if crd := findCRD(obs.CRDs, gvr); crd != nil && crd.Deleting {
+				b.Kind = BlockerCRDDeleting
+				b.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances, whose finalizers nobody may remove any more (%s)", crd.Name, c.Count, strings.Join(sortedKeys(c.Finalizers), ", "))
+				b.Evidence = append(b.Evidence, fmt.Sprintf("customresourcedefinition/%s has a deletionTimestamp", crd.Name))
+			}
+			out = append(out, b)
 		}
 	}
 	return out
@@ -157,20 +168,53 @@ var wellKnownFinalizers = map[string]string{
 	"external-attacher/csi":            "the CSI external-attacher",
 }
 
-func controllerBlocker(obs Observation, r Report) *Blocker {
-	if len(obs.Namespace.Status.Conditions) > 0 || r.Namespace.DeletionTimestamp == nil {
+// controllerBlocker suspects a missing or stalled namespace controller: no
+// conditions long after deletion, or content it would delete still there.
+func controllerBlocker(obs Observation, r Report, result deletion.Result) *Blocker {
+	if r.Namespace.DeletionTimestamp == nil {
 		return nil
 	}
 	since := obs.Now.Sub(*r.Namespace.DeletionTimestamp)
-	if since < controllerGrace {
+	if since < obs.controllerGrace() {
 		return nil
 	}
-	return &Blocker{
+	b := &Blocker{
 		Kind:     BlockerControllerNotRunning,
-		Summary:  "no namespace controller has looked at this namespace: it has no deletion conditions",
-		Evidence: []string{fmt.Sprintf("deleted %s ago, status.conditions empty", since.Round(time.Second))},
-		NextStep: fmt.Sprintf("check kube-controller-manager is running with the namespace controller; or run the pass yourself: kubectl ns-doctor purge %s", r.Namespace.Name),
+		NextStep: fmt.Sprintf("check that kube-controller-manager runs the namespace controller; or run the pass yourself: kubectl ns-doctor purge %s", r.Namespace.Name),
 	}
+	if len(obs.Namespace.Status.Conditions) == 0 {
+		b.Summary = "no namespace controller has looked at this namespace: it has no deletion conditions"
+		b.Evidence = []string{fmt.Sprintf("deleted %s ago, status.conditions is empty", since.Round(time.Second))}
+		return b
+	}
+	if deletable := deletableLeft(obs, result); len(deletable) > 0 {
+		b.Summary = "content the namespace controller deletes at once is still there: the controller is not running or not keeping up"
+		b.Evidence = append([]string{fmt.Sprintf("deleted %s ago", since.Round(time.Second))}, firstN(deletable, 5)...)
+		return b
+	}
+	return nil
+}
+
+// deletableLeft names items a pass would delete outright (no finalizers,
+// not terminating), unless pods legitimately hold them back.
+func deletableLeft(obs Observation, result deletion.Result) []string {
+	if result.PodsBlocked {
+		return nil
+	}
+	var out []string
+	for _, gvr := range obs.Snapshot.SortedGVRs() {
+		list := obs.Snapshot.Lists[gvr]
+		if list == nil {
+			continue
+		}
+		for _, item := range list.Items {
+			if item.DeletionTimestamp == nil && len(item.Finalizers) == 0 {
+				out = append(out, resourceName(gvr)+"/"+item.Name+" is not even marked for deletion")
+				break
+			}
+		}
+	}
+	return out
 }
 
 // resourceName renders a resource the way kubectl accepts it.
@@ -186,4 +230,36 @@ func firstN(s []string, n int) []string {
 		return append(s[:n:n], fmt.Sprintf("... and %d more", len(s)-n))
 	}
 	return s
+}
+
+func findCRD(crds []CRD, gvr schema.GroupVersionResource) *CRD {
+	for i := range crds {
+		if crds[i].Group == gvr.Group && crds[i].Plural == gvr.Resource {
+			return &crds[i]
+		}
+	}
+	return nil
+}
+
+// conversionDown returns the state of a CRD's conversion webhook backend
+// when it is down.
+func conversionDown(obs Observation, gvr schema.GroupVersionResource) *ServiceState {
+	crd := findCRD(obs.CRDs, gvr)
+	if crd == nil || crd.ConversionService == nil {
+		return nil
+	}
+	state, ok := obs.Services[crd.ConversionService.Key()]
+	if !ok || !state.Down() {
+		return nil
+	}
+	return &state
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

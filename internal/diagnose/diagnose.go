@@ -19,7 +19,7 @@ import (
 // controllerGrace is how long after deletion a namespace may lack
 // conditions before ns-doctor suspects no namespace controller runs (the
 // controller looks at a namespace 5 s after deletion).
-const controllerGrace = 30 * time.Second
+const defaultControllerGrace = 30 * time.Second
 
 // maxExamples bounds the names listed per resource type.
 const maxExamples = 3
@@ -32,7 +32,23 @@ type Observation struct {
 	FailedGroups map[schema.GroupVersion]error
 	Snapshot     *deletion.Snapshot
 	APIServices  []apiregv1.APIService
-	Now          time.Time
+	Webhooks     []Webhook
+	CRDs         []CRD
+	// Services are the backends referenced above, by namespace/name.
+	Services map[string]ServiceState
+	Now      time.Time
+	// ControllerGrace is how long after deletion a namespace may look
+	// untouched before the controller is suspected; zero means 30 s.
+	ControllerGrace time.Duration
+	// IfDeleted diagnoses an Active namespace as if it were deleted now.
+	IfDeleted bool
+}
+
+func (o Observation) controllerGrace() time.Duration {
+	if o.ControllerGrace > 0 {
+		return o.ControllerGrace
+	}
+	return defaultControllerGrace
 }
 
 // Diagnose builds the report for one namespace.
@@ -46,9 +62,7 @@ func Diagnose(obs Observation) Report {
 		Blockers:  []Blocker{},
 	}
 	if ns.DeletionTimestamp == nil {
-		r.Verdict = Verdict{State: StateActive, Summary: fmt.Sprintf("namespace %s is Active: it is not being deleted", ns.Name)}
-		r.Conditions = compareConditions(ns.Status.Conditions, nil)
-		return r
+		return diagnoseActive(obs, r)
 	}
 	result := predictPass(obs)
 	r.Conditions = compareConditions(ns.Status.Conditions, result.Conditions)
@@ -58,10 +72,31 @@ func Diagnose(obs Observation) Report {
 	return r
 }
 
+// diagnoseActive reports an Active namespace; with IfDeleted, it lists
+// what would block its deletion if it were deleted now.
+func diagnoseActive(obs Observation, r Report) Report {
+	name := obs.Namespace.Name
+	r.Conditions = compareConditions(obs.Namespace.Status.Conditions, nil)
+	r.Verdict = Verdict{State: StateActive, Summary: fmt.Sprintf("namespace %s is Active: it is not being deleted (--if-deleted shows what would block it)", name)}
+	if !obs.IfDeleted {
+		return r
+	}
+	ns := obs.Namespace.DeepCopy()
+	now := metav1.NewTime(obs.Now)
+	ns.DeletionTimestamp = &now
+	obs.Namespace = ns
+	result := predictPass(obs)
+	r.Pods = podsOf(obs, result)
+	r.Blockers = findBlockers(obs, r, result)
+	r.Verdict.Summary = fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s", name, len(r.Blockers), kindList(r.Blockers))
+	return r
+}
+
 // predictPass runs the controller's deletion pass over the snapshot without
 // sending anything, to get the conditions the controller would write.
 func predictPass(obs Observation) deletion.Result {
 	ops := deletion.NewPlanOps(obs.Snapshot)
+	ops.DeleteErrs = webhookRejections(obs)
 	d := &deletion.ContentDeleter{
 		Ops: ops, Pods: ops, Resources: obs.Resources, DiscoveryErr: obs.DiscoveryErr,
 		OrderedDeletion: true, Now: func() time.Time { return obs.Now },
@@ -95,6 +130,10 @@ func discoveryOf(obs Observation) Discovery {
 		f := DiscoveryFailure{GroupVersion: gv.String(), Error: err.Error()}
 		if svc := findAPIService(obs.APIServices, gv); svc != nil {
 			f.APIService = apiServiceOf(svc, obs.Namespace.Name)
+			if f.APIService.Service != "" {
+				state := obs.Services[f.APIService.Service]
+				f.APIService.Backend = &state
+			}
 		}
 		d.Failures = append(d.Failures, f)
 	}
@@ -213,19 +252,41 @@ func normalizeReason(reason string) string {
 }
 
 func verdictOf(r Report) Verdict {
+	// Not being allowed to look is not a reason the namespace is stuck.
+	var unseen []string
+	var blocking []Blocker
+	for _, b := range r.Blockers {
+		if b.Kind == BlockerForbidden {
+			unseen = append(unseen, b.Kind)
+			continue
+		}
+		blocking = append(blocking, b)
+	}
+	r.Blockers = blocking
+	if len(r.Blockers) == 0 && len(unseen) > 0 {
+		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted; nothing blocks it among what you may see (%d resource type(s) could not be listed)", r.Namespace.Name, len(unseen))}
+	}
 	if len(r.Blockers) == 0 {
 		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet", r.Namespace.Name)}
 	}
-	kinds := map[string]bool{}
+	return Verdict{State: StateStuck, Summary: fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s",
+		r.Namespace.Name, len(r.Blockers), kindList(r.Blockers))}
+}
+
+// kindList renders ": KindA, KindB" for the distinct kinds, in order.
+func kindList(blockers []Blocker) string {
+	seen := map[string]bool{}
 	var names []string
-	for _, b := range r.Blockers {
-		if !kinds[b.Kind] {
-			kinds[b.Kind] = true
+	for _, b := range blockers {
+		if !seen[b.Kind] {
+			seen[b.Kind] = true
 			names = append(names, b.Kind)
 		}
 	}
-	return Verdict{State: StateStuck, Summary: fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s): %s",
-		r.Namespace.Name, len(r.Blockers), strings.Join(names, ", "))}
+	if len(names) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(names, ", ")
 }
 
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }

@@ -92,6 +92,8 @@ type APIService struct {
 	Reason     string `json:"reason,omitempty"`
 	Message    string `json:"message,omitempty"`
 	SelfHosted bool   `json:"selfHosted"`
+	// Backend is the Service's state, when the APIService names one.
+	Backend *ServiceState `json:"backend,omitempty"`
 }
 
 // Content is what remains of one resource type.
@@ -129,6 +131,10 @@ const (
 	BlockerForbidden             = "ListForbidden"
 	BlockerListFailed            = "ListFailed"
 	BlockerUnexpectedContent     = "ContentNotDeleted"
+	BlockerWebhook               = "BlockingWebhook"
+	BlockerSelfHostedWebhook     = "SelfHostedWebhook"
+	BlockerCRDDeleting           = "CRDBeingDeleted"
+	BlockerConversionWebhook     = "ConversionWebhookDown"
 )
 
 // Blocker is one reason the namespace cannot go, with the evidence and the
@@ -138,4 +144,31 @@ type Blocker struct {
 	Summary  string   `json:"summary"`
 	Evidence []string `json:"evidence"`
 	NextStep string   `json:"nextStep"`
+}
+
+// ListKind is the kind of the report over every terminating namespace.
+const ListKind = "NamespaceDiagnosisList"
+
+// ReportList is explain's answer with no name: every terminating namespace.
+type ReportList struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Items      []Report `json:"items"`
+}
+
+// NewReportList wraps reports.
+func NewReportList(items []Report) ReportList {
+	if items == nil {
+		items = []Report{}
+	}
+	return ReportList{APIVersion: APIVersion, Kind: ListKind, Items: items}
+}
+
+// Remaining counts the objects left, or -1 when some types were unreadable.
+func (r Report) Remaining() int {
+	n := 0
+	for _, c := range r.Content {
+		n += c.Count
+	}
+	return n
 }

@@ -20,9 +20,12 @@ import (
 
 // Inspector gathers observations with one set of clients.
 type Inspector struct {
-	Clients *kube.Clients
-	disc    *kube.Discovery
-	apisvcs []apiregv1.APIService
+	Clients  *kube.Clients
+	disc     *kube.Discovery
+	apisvcs  []apiregv1.APIService
+	webhooks []diagnose.Webhook
+	crds     []diagnose.CRD
+	services map[string]diagnose.ServiceState
 }
 
 // New returns an inspector over clients.
@@ -67,7 +70,8 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	}
 	return diagnose.Observation{
 		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
-		Snapshot: snap, APIServices: i.apisvcs, Now: time.Now(),
+		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: i.services,
+		Now: time.Now(),
 	}, nil
 }
 
@@ -80,6 +84,8 @@ func (i *Inspector) discover(ctx context.Context) error {
 		return err
 	}
 	i.disc = d
+	i.webhooks = i.listWebhooks(ctx)
+	i.crds = i.listCRDs(ctx)
 	if len(d.Failed) > 0 {
 		// Best effort: without permission to read APIServices the report
 		// still names the failing group-versions.
@@ -89,7 +95,36 @@ func (i *Inspector) discover(ctx context.Context) error {
 			}
 		}
 	}
+	i.services = i.backendStates(ctx)
 	return nil
+}
+
+// backendStates reads every Service a failing APIService, a fail-closed
+// webhook or a CRD conversion webhook points at, once each.
+func (i *Inspector) backendStates(ctx context.Context) map[string]diagnose.ServiceState {
+	refs := map[string]diagnose.ServiceRef{}
+	for _, svc := range i.apisvcs {
+		if s := svc.Spec.Service; s != nil {
+			if _, failing := i.disc.Failed[schema.GroupVersion{Group: svc.Spec.Group, Version: svc.Spec.Version}]; failing {
+				refs[s.Namespace+"/"+s.Name] = diagnose.ServiceRef{Namespace: s.Namespace, Name: s.Name}
+			}
+		}
+	}
+	for _, wh := range i.webhooks {
+		if wh.Service != nil && wh.FailurePolicy == "Fail" {
+			refs[wh.Service.Key()] = *wh.Service
+		}
+	}
+	for _, crd := range i.crds {
+		if crd.ConversionService != nil {
+			refs[crd.ConversionService.Key()] = *crd.ConversionService
+		}
+	}
+	out := map[string]diagnose.ServiceState{}
+	for key, ref := range refs {
+		out[key] = i.serviceState(ctx, ref)
+	}
+	return out
 }
 
 func hasVerb(verbs []string, verb string) bool {

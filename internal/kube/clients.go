@@ -41,6 +41,9 @@ func NewClients(getter genericclioptions.RESTClientGetter) (*Clients, error) {
 func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = RaisedRateLimit(cfg.QPS, cfg.Burst)
+	// Sweeping every resource type lists deprecated ones too (v1
+	// Endpoints); their deprecation warnings are not the user's concern.
+	cfg.WarningHandler = rest.NoWarnings{}
 	c := &Clients{Config: cfg}
 	var err error
 	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {

@@ -261,3 +261,31 @@ func (e *errWriter) fail(err error) {
 		e.err = err
 	}
 }
+
+// Summary renders one line per namespace: explain with no name.
+func (h Human) Summary(w io.Writer, reports []diagnose.Report) error {
+	p := &errWriter{w: w}
+	if len(reports) == 0 {
+		p.printf("no namespace is being deleted\n")
+		return p.err
+	}
+	t := newTable(p, "NAMESPACE", "STATE", "DELETED", "REMAINING", "BLOCKERS", "TOP BLOCKER")
+	for _, r := range reports {
+		deleted, top := "-", "-"
+		if r.Namespace.DeletionTimestamp != nil {
+			deleted = h.ago(*r.Namespace.DeletionTimestamp)
+		}
+		if len(r.Blockers) > 0 {
+			top = truncate(r.Blockers[0].Kind+": "+r.Blockers[0].Summary, 60)
+		}
+		state := r.Verdict.State
+		if state == diagnose.StateStuck {
+			state = h.paint(color.FgRed, color.Bold)(state)
+		}
+		_ = t.Append(r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blockers)), top)
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	return p.err
+}

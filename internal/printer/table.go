@@ -11,7 +11,7 @@ import (
 // newTable is a kubectl-like table: no borders or lines, left aligned,
 // three spaces between columns, headers as given.
 func newTable(w io.Writer, header ...string) *tablewriter.Table {
-	t := tablewriter.NewTable(w,
+	t := tablewriter.NewTable(&trimWriter{w: w},
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders:  tw.BorderNone,
 			Settings: tw.Settings{Separators: tw.SeparatorsNone, Lines: tw.LinesNone},
@@ -48,4 +48,36 @@ func padding(columns int) []tw.Padding {
 		out[columns-1] = tw.Padding{Left: "", Right: "", Overwrite: true}
 	}
 	return out
+}
+
+// trimWriter drops the blanks tablewriter pads the last column with, so
+// lines end where their text does.
+type trimWriter struct {
+	w       io.Writer
+	pending []byte
+}
+
+func (t *trimWriter) Write(b []byte) (int, error) {
+	for _, c := range b {
+		switch c {
+		case ' ':
+			t.pending = append(t.pending, c)
+		case '\n':
+			t.pending = t.pending[:0]
+			if _, err := t.w.Write([]byte{c}); err != nil {
+				return 0, err
+			}
+		default:
+			if len(t.pending) > 0 {
+				if _, err := t.w.Write(t.pending); err != nil {
+					return 0, err
+				}
+				t.pending = t.pending[:0]
+			}
+			if _, err := t.w.Write([]byte{c}); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(b), nil
 }

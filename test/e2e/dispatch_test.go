@@ -27,7 +27,7 @@ func TestPluginDispatchVersion(t *testing.T) {
 
 func TestPluginHelpReadsAsKubectlPlugin(t *testing.T) {
 	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--help")
-	if r.code != 0 || !strings.Contains(r.stdout, "kubectl ns-doctor explain NAME") || !strings.Contains(r.stdout, "--kubeconfig") {
+	if r.code != 0 || !strings.Contains(r.stdout, "kubectl ns-doctor explain [NAME]") || !strings.Contains(r.stdout, "--kubeconfig") {
 		t.Fatalf("help: code %d\n%s", r.code, r.stdout)
 	}
 }

@@ -1,0 +1,50 @@
+package diagnose
+
+import (
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ServiceRef names an in-cluster backend (APIService, webhook, conversion).
+type ServiceRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Port      int32  `json:"port,omitempty"`
+	Path      string `json:"path,omitempty"`
+}
+
+// Key is namespace/name.
+func (s ServiceRef) Key() string { return s.Namespace + "/" + s.Name }
+
+// ServiceState is what was found of a backend Service.
+type ServiceState struct {
+	Exists         bool `json:"exists"`
+	ReadyEndpoints int  `json:"readyEndpoints"`
+	// Unknown is true when the Service could not be read (forbidden).
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// Down tells whether a backend certainly cannot answer.
+func (s ServiceState) Down() bool { return !s.Unknown && (!s.Exists || s.ReadyEndpoints == 0) }
+
+// Webhook is one admission webhook, validating or mutating alike.
+type Webhook struct {
+	Configuration     string
+	Name              string
+	Type              string // Validating or Mutating
+	FailurePolicy     string
+	TimeoutSeconds    int32
+	Service           *ServiceRef
+	Rules             []admissionregv1.RuleWithOperations
+	NamespaceSelector *metav1.LabelSelector
+	ObjectSelector    *metav1.LabelSelector
+}
+
+// CRD is what matters of a CustomResourceDefinition for a stuck namespace.
+type CRD struct {
+	Name              string
+	Group             string
+	Plural            string
+	Deleting          bool
+	ConversionService *ServiceRef
+}

@@ -1,0 +1,205 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// webhookRejections predicts the API server's answer to a DELETE of each
+// remaining resource caught by a fail-closed webhook whose backend is down,
+// in the words kube-apiserver uses, so the predicted ContentDeletionFailed
+// condition matches the controller's.
+func webhookRejections(obs Observation) map[schema.GroupVersionResource]error {
+	out := map[schema.GroupVersionResource]error{}
+	for _, wh := range obs.Webhooks {
+		if wh.FailurePolicy != string(admissionregv1.Fail) || wh.Service == nil || !selects(wh.NamespaceSelector, obs.Namespace.Labels) {
+			continue
+		}
+		state, known := obs.Services[wh.Service.Key()]
+		if !known || !state.Down() {
+			continue
+		}
+		for gvr, list := range obs.Snapshot.Lists {
+			if _, done := out[gvr]; done || list == nil || !catchesDelete(wh, gvr, list.Items) {
+				continue
+			}
+			out[gvr] = webhookCallError(wh, state)
+		}
+	}
+	return out
+}
+
+func catchesDelete(wh Webhook, gvr schema.GroupVersionResource, items []metav1.PartialObjectMetadata) bool {
+	ops := matchingOperations(wh.Rules, gvr)
+	if len(ops) == 0 || ops[0] != "DELETE" {
+		return false
+	}
+	for i := range items {
+		if selects(wh.ObjectSelector, items[i].Labels) {
+			return true
+		}
+	}
+	return false
+}
+
+func webhookCallError(wh Webhook, state ServiceState) error {
+	svc := wh.Service
+	reason := fmt.Sprintf("service %q not found", svc.Name)
+	if state.Exists {
+		reason = fmt.Sprintf("no endpoints available for service %q", svc.Name)
+	}
+	return fmt.Errorf(`Internal error occurred: failed calling webhook %q: failed to call webhook: Post "https://%s.%s.svc:%d%s?timeout=%ds": %s`,
+		wh.Name, svc.Name, svc.Namespace, svc.Port, svc.Path, wh.TimeoutSeconds, reason)
+}
+
+// webhookBlockers finds fail-closed webhooks whose backend is down and whose
+// rules catch the DELETE of remaining content or the UPDATE that removes
+// its finalizers: the API server rejects those requests, so neither the
+// controller nor the finalizers' owners can make progress.
+func webhookBlockers(obs Observation, r Report) []Blocker {
+	var out []Blocker
+	for _, wh := range obs.Webhooks {
+		if wh.FailurePolicy != string(admissionregv1.Fail) || wh.Service == nil {
+			continue
+		}
+		state, known := obs.Services[wh.Service.Key()]
+		if !known || !state.Down() {
+			continue
+		}
+		if !selects(wh.NamespaceSelector, obs.Namespace.Labels) {
+			continue
+		}
+		caught := caughtResources(wh, obs)
+		if len(caught) == 0 {
+			continue
+		}
+		out = append(out, webhookBlocker(wh, state, caught, r.Namespace.Name))
+	}
+	return out
+}
+
+func webhookBlocker(wh Webhook, state ServiceState, caught []string, namespace string) Blocker {
+	kind := strings.ToLower(wh.Type) + "webhookconfiguration"
+	b := Blocker{
+		Kind: BlockerWebhook,
+		Summary: fmt.Sprintf("%s webhook %q fails closed and its service %s is down: it rejects deleting or un-finalizing %s",
+			wh.Type, wh.Name, wh.Service.Key(), strings.Join(caught, ", ")),
+		Evidence: []string{
+			fmt.Sprintf("%s/%s webhook %s: failurePolicy=Fail", kind, wh.Configuration, wh.Name),
+			fmt.Sprintf("service %s: %s", wh.Service.Key(), describeService(state)),
+		},
+		NextStep: fmt.Sprintf("restore service %s, or if its webhook is gone for good: kubectl delete %s %s", wh.Service.Key(), kind, wh.Configuration),
+	}
+	if wh.Service.Namespace == namespace {
+		b.Kind = BlockerSelfHostedWebhook
+		b.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s",
+			wh.Type, wh.Name, strings.Join(caught, ", "))
+		b.NextStep = fmt.Sprintf("kubectl delete %s %s  # its backend is going away with the namespace", kind, wh.Configuration)
+	}
+	return b
+}
+
+func describeService(s ServiceState) string {
+	switch {
+	case s.Unknown:
+		return "could not be read"
+	case !s.Exists:
+		return "not found"
+	default:
+		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints)
+	}
+}
+
+// caughtResources lists the remaining resource types the webhook's rules
+// catch for DELETE or UPDATE, honouring its objectSelector.
+func caughtResources(wh Webhook, obs Observation) []string {
+	var out []string
+	for gvr, list := range obs.Snapshot.Lists {
+		if list == nil || len(list.Items) == 0 {
+			continue
+		}
+		ops := matchingOperations(wh.Rules, gvr)
+		if len(ops) == 0 {
+			continue
+		}
+		for i := range list.Items {
+			if selects(wh.ObjectSelector, list.Items[i].Labels) {
+				out = append(out, fmt.Sprintf("%s (%s)", resourceName(gvr), strings.Join(ops, ",")))
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// matchingOperations returns DELETE and/or UPDATE when a rule covers gvr.
+func matchingOperations(rules []admissionregv1.RuleWithOperations, gvr schema.GroupVersionResource) []string {
+	found := map[string]bool{}
+	for _, rule := range rules {
+		if !ruleCovers(rule.Rule, gvr) {
+			continue
+		}
+		for _, op := range rule.Operations {
+			switch op {
+			case admissionregv1.OperationAll:
+				found["DELETE"], found["UPDATE"] = true, true
+			case admissionregv1.Delete, admissionregv1.Update:
+				found[string(op)] = true
+			}
+		}
+	}
+	var out []string
+	for _, op := range []string{"DELETE", "UPDATE"} {
+		if found[op] {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func ruleCovers(rule admissionregv1.Rule, gvr schema.GroupVersionResource) bool {
+	if rule.Scope != nil && *rule.Scope == admissionregv1.ClusterScope {
+		return false
+	}
+	return anyOf(rule.APIGroups, gvr.Group) && anyOf(rule.APIVersions, gvr.Version) && coversResource(rule.Resources, gvr.Resource)
+}
+
+func anyOf(list []string, v string) bool {
+	for _, x := range list {
+		if x == "*" || x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// coversResource matches the main resource: "*", "*/*", "res" and "res/*";
+// rules that name only subresources ("pods/status") do not catch DELETE.
+func coversResource(list []string, resource string) bool {
+	for _, x := range list {
+		if x == "*" || x == "*/*" || x == resource || x == resource+"/*" {
+			return true
+		}
+	}
+	return false
+}
+
+// selects evaluates a label selector the way admission does: nil or empty
+// selects everything; an invalid one selects nothing.
+func selects(sel *metav1.LabelSelector, set map[string]string) bool {
+	if sel == nil {
+		return true
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	return s.Matches(labels.Set(set))
+}

@@ -1,0 +1,118 @@
+package inspect
+
+import (
+	"context"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// webhooks lists admission webhooks, validating and mutating, in one shape.
+// Reading them is best effort: without permission the report lacks only
+// the webhook blockers.
+func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
+	var out []diagnose.Webhook
+	adm := i.Clients.Kube.AdmissionregistrationV1()
+	// Mutating webhooks are called before validating ones.
+	if list, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, cfg := range list.Items {
+			for _, wh := range cfg.Webhooks {
+				out = append(out, webhookOf(cfg.Name, "Mutating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
+			}
+		}
+	}
+	if list, err := adm.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, cfg := range list.Items {
+			for _, wh := range cfg.Webhooks {
+				out = append(out, webhookOf(cfg.Name, "Validating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
+			}
+		}
+	}
+	return out
+}
+
+func webhookOf(cfg, typ, name string, policy *admissionregv1.FailurePolicyType, timeout *int32, cc admissionregv1.WebhookClientConfig,
+	rules []admissionregv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector) diagnose.Webhook {
+	// failurePolicy defaults to Fail in admissionregistration/v1.
+	fp := string(admissionregv1.Fail)
+	if policy != nil {
+		fp = string(*policy)
+	}
+	wh := diagnose.Webhook{Configuration: cfg, Name: name, Type: typ, FailurePolicy: fp, TimeoutSeconds: 10, Rules: rules, NamespaceSelector: nsSel, ObjectSelector: objSel}
+	if timeout != nil {
+		wh.TimeoutSeconds = *timeout
+	}
+	if s := cc.Service; s != nil {
+		wh.Service = &diagnose.ServiceRef{Namespace: s.Namespace, Name: s.Name, Path: deref(s.Path), Port: 443}
+		if s.Port != nil {
+			wh.Service.Port = *s.Port
+		}
+	}
+	return wh
+}
+
+// crds lists CustomResourceDefinitions (best effort).
+func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
+	list, err := i.Clients.Dynamic.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []diagnose.CRD
+	for _, item := range list.Items {
+		crd := diagnose.CRD{Name: item.GetName(), Deleting: item.GetDeletionTimestamp() != nil}
+		crd.Group, _, _ = unstructured.NestedString(item.Object, "spec", "group")
+		crd.Plural, _, _ = unstructured.NestedString(item.Object, "spec", "names", "plural")
+		if strategy, _, _ := unstructured.NestedString(item.Object, "spec", "conversion", "strategy"); strategy == "Webhook" {
+			svc, found, _ := unstructured.NestedMap(item.Object, "spec", "conversion", "webhook", "clientConfig", "service")
+			if found {
+				ns, _ := svc["namespace"].(string)
+				name, _ := svc["name"].(string)
+				crd.ConversionService = &diagnose.ServiceRef{Namespace: ns, Name: name}
+			}
+		}
+		out = append(out, crd)
+	}
+	return out
+}
+
+// serviceState reads a Service and counts its ready endpoints.
+func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) diagnose.ServiceState {
+	_, err := i.Clients.Kube.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return diagnose.ServiceState{}
+	case err != nil:
+		return diagnose.ServiceState{Unknown: true}
+	}
+	state := diagnose.ServiceState{Exists: true}
+	slices, err := i.Clients.Kube.DiscoveryV1().EndpointSlices(ref.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelServiceName + "=" + ref.Name,
+	})
+	if err != nil {
+		state.Unknown = true
+		return state
+	}
+	for _, s := range slices.Items {
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				state.ReadyEndpoints += len(ep.Addresses)
+			}
+		}
+	}
+	return state
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,84 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// CreateConfigMap creates a ConfigMap with labels and finalizers.
+func (c *Cluster) CreateConfigMap(ctx context.Context, namespace, name string, labels map[string]string, finalizers ...string) error {
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Finalizers: finalizers},
+		Data: map[string]string{"secret-looking": "value-" + name}}
+	if _, err := c.Kube.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating configmap %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// CreateBoundPod creates a pod bound to a node that does not exist: no
+// kubelet will ever confirm its termination, so it stays Terminating.
+func (c *Cluster) CreateBoundPod(ctx context.Context, namespace, name string, graceSeconds int64) error {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1.PodSpec{
+			NodeName:                      "node-gone",
+			TerminationGracePeriodSeconds: ptr.To(graceSeconds),
+			Containers:                    []v1.Container{{Name: "main", Image: "registry.invalid/none"}},
+		},
+	}
+	if _, err := c.Kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// CreateNamespaceWithFinalizers creates a namespace whose spec.finalizers
+// holds tokens besides "kubernetes".
+func (c *Cluster) CreateNamespaceWithFinalizers(ctx context.Context, name string, tokens ...string) error {
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, t := range append([]string{"kubernetes"}, tokens...) {
+		ns.Spec.Finalizers = append(ns.Spec.Finalizers, v1.FinalizerName(t))
+	}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// FailClosedWebhook registers a validating webhook (failurePolicy Fail)
+// whose Service svcNamespace/svcName does not exist, catching DELETE and
+// UPDATE of the given resources in the namespace named target only.
+func (c *Cluster) FailClosedWebhook(ctx context.Context, name, target, svcNamespace, svcName string, gvr schema.GroupVersionResource) error {
+	cfg := &admissionregv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregv1.ValidatingWebhook{{
+			Name:                    "deny." + name + ".example.com",
+			ClientConfig:            admissionregv1.WebhookClientConfig{Service: &admissionregv1.ServiceReference{Namespace: svcNamespace, Name: svcName, Path: ptr.To("/validate")}},
+			FailurePolicy:           ptr.To(admissionregv1.Fail),
+			SideEffects:             ptr.To(admissionregv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				"kubernetes.io/metadata.name": target,
+			}},
+			Rules: []admissionregv1.RuleWithOperations{{
+				Operations: []admissionregv1.OperationType{admissionregv1.Delete, admissionregv1.Update},
+				Rule:       admissionregv1.Rule{APIGroups: []string{gvr.Group}, APIVersions: []string{gvr.Version}, Resources: []string{gvr.Resource}},
+			}},
+		}},
+	}
+	if _, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, cfg, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating webhook %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteWebhook removes a validating webhook configuration.
+func (c *Cluster) DeleteWebhook(ctx context.Context, name string) error {
+	return c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
+}

@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+func TestBlockerFailClosedWebhook(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil))
+	must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
+	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	if e.code != 3 {
+		t.Fatalf("exit code %d, want 3", e.code)
+	}
+	e.blocker(t, diagnose.BlockerWebhook, "service webhook-system/guard: not found", "kubectl delete validatingwebhookconfiguration "+name)
+	e.agrees(t)
+}
+
+func TestBlockerSelfHostedWebhook(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", map[string]string{"app": "x"}, "example.com/hold"))
+	must(t, cluster.FailClosedWebhook(ctx, name, name, name, "cert-manager-webhook", configMaps))
+	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	b := e.blocker(t, diagnose.BlockerSelfHostedWebhook, "failurePolicy=Fail", "kubectl delete validatingwebhookconfiguration "+name)
+	if !strings.Contains(b.Summary, "configmaps (DELETE,UPDATE)") {
+		t.Errorf("summary does not name what the webhook catches: %q", b.Summary)
+	}
+	e.agrees(t)
+}
+
+func TestBlockerPodsNotTerminating(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateBoundPod(ctx, name, "stuck", 1))
+	must(t, cluster.CreateConfigMap(ctx, name, "waits-for-pods", nil))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	// Past the grace period the controller calls the pod unexpected.
+	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.blocker(t, diagnose.BlockerPods, `pod/stuck on node "node-gone"`, "--grace-period=0 --force")
+	if e.report.Pods == nil || !e.report.Pods.HoldingOtherContent || e.report.Pods.EstimateSeconds != 1 {
+		t.Errorf("pods summary %+v: want holding other content, estimate 1", e.report.Pods)
+	}
+	if !strings.Contains(e.human, "the controller deletes nothing else") {
+		t.Errorf("human output does not explain ordered deletion:\n%s", e.human)
+	}
+	e.agrees(t)
+}
+
+func TestBlockerNamespaceFinalizer(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	// The controller finalizes its own token and leaves the other one.
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		ns, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(ns.Spec.Finalizers) == 1, err
+	})
+	must(t, err)
+
+	e := explain(t, cp.Kubeconfig, name)
+	if e.code != 3 {
+		t.Fatalf("exit code %d, want 3", e.code)
+	}
+	e.blocker(t, diagnose.BlockerNamespaceFinalizer, "spec.finalizers: example.com/hold", "--remove-namespace-finalizers")
+	e.agrees(t)
+}
+
+func TestBlockerControllerNotRunning(t *testing.T) {
+	ctx := context.Background()
+	cp.StopControllerManager()
+	t.Cleanup(func() { must(t, cp.StartControllerManager()) })
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "left", nil))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	time.Sleep(2 * time.Second)
+
+	e := explain(t, cp.Kubeconfig, name, "--controller-grace=1s")
+	e.blocker(t, diagnose.BlockerControllerNotRunning, "status.conditions is empty", "kubectl ns-doctor purge "+name)
+	for _, c := range e.report.Conditions {
+		if c.Controller != nil || c.Computed == nil {
+			t.Errorf("condition %s: controller %+v (want none), computed %+v", c.Type, c.Controller, c.Computed)
+		}
+	}
+	// Within the grace period nothing is suspected yet.
+	e = explain(t, cp.Kubeconfig, name, "--controller-grace=1h")
+	for _, b := range e.report.Blockers {
+		if b.Kind == diagnose.BlockerControllerNotRunning {
+			t.Errorf("controller suspected within its grace period: %+v", b)
+		}
+	}
+}
+
+func TestBlockerSelfHostedAPIService(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	group := fmt.Sprintf("s%d.example.com", time.Now().UnixNano()%100000)
+	must(t, cluster.CreateNamespace(ctx, name))
+	svc, err := cluster.BrokenAPIService(ctx, group, "v1beta1", name, "metrics-server")
+	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
+	must(t, err)
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionDiscoveryFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.blocker(t, diagnose.BlockerSelfHostedAPIService, "reason=ServiceNotFound", "kubectl delete apiservice "+svc)
+	e.agrees(t)
+}
+
+func TestBlockerCRDBeingDeleted(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	group := fmt.Sprintf("g%d.example.com", time.Now().UnixNano()%100000)
+	gvr, err := cluster.EnsureCRD(ctx, group, "Gadget", "gadgets")
+	must(t, err)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateCustomResource(ctx, gvr, "Gadget", name, "g1", "example.com/cleanup"))
+	must(t, cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+		Delete(ctx, "gadgets."+group, metav1.DeleteOptions{}))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.blocker(t, diagnose.BlockerCRDDeleting, "customresourcedefinition/gadgets."+group+" has a deletionTimestamp", "--remove-finalizers=example.com/cleanup")
+	e.agrees(t)
+}

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+// A namespace held by a ConfigMap finalizer, with a Secret beside it.
+func heldNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	_, err := cluster.Kube.CoreV1().Secrets(name).Create(ctx, &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds", Finalizers: []string{"example.com/hold"}},
+		StringData: map[string]string{"password": "s3cr3t-value-" + name},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+	return name
+}
+
+func TestExplainOracleEmptyNamespaceWithDiscoveryFailure(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	group := fmt.Sprintf("e%d.example.com", time.Now().UnixNano()%100000)
+	must(t, cluster.CreateNamespace(ctx, name))
+	svc, err := cluster.BrokenAPIService(ctx, group, "v1", "kube-system", "gone")
+	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
+	must(t, err)
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionDiscoveryFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.agrees(t)
+	e.blocker(t, diagnose.BlockerAPIServiceUnavailable, "service kube-system/gone: not found", "kubectl delete apiservice "+svc)
+	if len(e.report.Content) != 0 {
+		t.Errorf("empty namespace reported content: %+v", e.report.Content)
+	}
+}
+
+func TestExplainOracleFinalizersOnBuiltins(t *testing.T) {
+	name := heldNamespace(t)
+	e := explain(t, cp.Kubeconfig, name)
+	e.agrees(t)
+	b := e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers=example.com/hold")
+	if !strings.Contains(b.Summary, "configmaps") {
+		t.Errorf("summary %q", b.Summary)
+	}
+}
+
+func TestExplainNeverShowsSecretOrConfigMapData(t *testing.T) {
+	name := heldNamespace(t)
+	for _, format := range [][]string{nil, {"-o", "json"}, {"-o", "yaml"}} {
+		r := kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "explain", name}, format...)...)
+		if r.code != 3 {
+			t.Fatalf("explain %v: exit %d\n%s", format, r.code, r.stderr)
+		}
+		for _, secret := range []string{"s3cr3t-value-" + name, "value-held"} {
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("explain %v printed object data %q", format, secret)
+			}
+		}
+	}
+}
+
+func TestExplainAllTerminatingNamespaces(t *testing.T) {
+	a, b := heldNamespace(t), heldNamespace(t)
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain")
+	if r.code != 3 || !strings.Contains(r.stdout, "NAMESPACE") {
+		t.Fatalf("explain with no name: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, ns := range []string{a, b} {
+		line := lineWith(r.stdout, ns)
+		if !strings.Contains(line, "Stuck") || !strings.Contains(line, diagnose.BlockerFinalizers) {
+			t.Errorf("line for %s: %q", ns, line)
+		}
+	}
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json")
+	var list diagnose.ReportList
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.Kind != diagnose.ListKind {
+		t.Fatalf("explain -o json: %v, kind %q", err, list.Kind)
+	}
+	found := 0
+	for _, item := range list.Items {
+		if item.Namespace.DeletionTimestamp == nil {
+			t.Errorf("active namespace %s in the list", item.Namespace.Name)
+		}
+		if item.Namespace.Name == a || item.Namespace.Name == b {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("found %d of the 2 stuck namespaces in %d items", found, len(list.Items))
+	}
+}
+
+func TestExplainActiveNamespace(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+
+	e := explain(t, cp.Kubeconfig, name)
+	if e.code != 0 || e.report.Verdict.State != diagnose.StateActive || len(e.report.Blockers) != 0 {
+		t.Fatalf("active namespace: exit %d, verdict %+v, blockers %+v", e.code, e.report.Verdict, e.report.Blockers)
+	}
+	if !strings.Contains(e.human, "--if-deleted") {
+		t.Errorf("human output does not offer --if-deleted:\n%s", e.human)
+	}
+	e = explain(t, cp.Kubeconfig, name, "--if-deleted")
+	if e.code != 0 || e.report.Verdict.State != diagnose.StateActive {
+		t.Fatalf("--if-deleted: exit %d, verdict %+v", e.code, e.report.Verdict)
+	}
+	e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers=example.com/hold")
+}
+
+// A user who may not list Secrets gets the rest of the report, and the
+// report names what it could not see.
+func TestExplainPartialReportUnderRBAC(t *testing.T) {
+	ctx := context.Background()
+	name := heldNamespace(t)
+	user := "viewer-" + name
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "configmaps", "services", "endpoints", "persistentvolumeclaims",
+				"serviceaccounts", "events", "replicationcontrollers", "resourcequotas", "limitranges", "podtemplates"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
+				"events.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io", "example.com", "resource.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		},
+	}
+	_, err := cluster.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	must(t, err)
+	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, kubeconfig, err := cp.MintUser(user)
+	must(t, err)
+
+	e := explain(t, kubeconfig, name)
+	if e.code != 3 {
+		t.Fatalf("exit %d, want 3 (the ConfigMap finalizer still blocks)", e.code)
+	}
+	b := e.blocker(t, diagnose.BlockerForbidden, `cannot list resource "secrets"`, "kubectl auth can-i list secrets")
+	if !strings.Contains(b.Summary, "secrets") {
+		t.Errorf("forbidden blocker does not name secrets: %+v", b)
+	}
+	e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers")
+}
+
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+// explained is explain's answer on one namespace, human and JSON.
+type explained struct {
+	human  string
+	report diagnose.Report
+	code   int
+}
+
+func explain(t *testing.T, kubeconfig, name string, extra ...string) explained {
+	t.Helper()
+	h := kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name}, extra...)...)
+	j := kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name, "-o", "json"}, extra...)...)
+	if h.code != j.code {
+		t.Fatalf("human and JSON exit codes differ: %d vs %d", h.code, j.code)
+	}
+	var r diagnose.Report
+	if err := json.Unmarshal([]byte(j.stdout), &r); err != nil {
+		t.Fatalf("explain -o json: %v\nstdout %q\nstderr %q", err, j.stdout, j.stderr)
+	}
+	return explained{human: h.stdout, report: r, code: h.code}
+}
+
+// blocker asserts a blocker of kind whose evidence and next step contain
+// the given texts, in the JSON and in the human output alike.
+func (e explained) blocker(t *testing.T, kind, evidence, next string) diagnose.Blocker {
+	t.Helper()
+	for _, b := range e.report.Blockers {
+		if b.Kind != kind {
+			continue
+		}
+		if !strings.Contains(strings.Join(b.Evidence, "\n"), evidence) || !strings.Contains(b.NextStep, next) {
+			continue
+		}
+		if !strings.Contains(e.human, kind) || !strings.Contains(e.human, b.NextStep) {
+			t.Errorf("human output lacks blocker %s or its next step %q:\n%s", kind, b.NextStep, e.human)
+		}
+		return b
+	}
+	t.Fatalf("no blocker %s with evidence %q and next step %q; blockers: %+v\n%s", kind, evidence, next, e.report.Blockers, e.human)
+	return diagnose.Blocker{}
+}
+
+// agrees asserts ns-doctor's computed conditions equal the controller's.
+func (e explained) agrees(t *testing.T) {
+	t.Helper()
+	for _, c := range e.report.Conditions {
+		if !c.Agree {
+			t.Errorf("condition %s: controller %+v, ns-doctor %+v", c.Type, c.Controller, c.Computed)
+		}
+	}
+}
+
+// waitCondition waits until the controller has set condition t to status.
+func waitCondition(t *testing.T, name string, ct v1.NamespaceConditionType, status v1.ConditionStatus) *v1.Namespace {
+	t.Helper()
+	var ns *v1.Namespace
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if ns, err = cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		for _, c := range ns.Status.Conditions {
+			if c.Type == ct && c.Status == status {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s=%s on %s: %v (status %+v)", ct, status, name, err, ns.Status)
+	}
+	return ns
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
