@@ -21,9 +21,10 @@ import (
 
 func main() {
 	pluginDir := flag.String("plugin-dir", "bin", "folder holding the built kubectl-ns_doctor")
+	doMeasure := flag.Bool("measure", false, "after the demo, time explain and the usual shell loop and count their API requests")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *pluginDir)
+	err := run(ctx, *pluginDir, *doMeasure)
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
@@ -31,7 +32,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, pluginDir string) error {
+func run(ctx context.Context, pluginDir string, doMeasure bool) error {
 	pluginDir, err := filepath.Abs(pluginDir)
 	if err != nil {
 		return err
@@ -55,13 +56,18 @@ func run(ctx context.Context, pluginDir string) error {
 		return err
 	}
 	step("kubectl ns-doctor explain demo")
+	env := append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
 	cmd := exec.CommandContext(ctx, "kubectl", "ns-doctor", "explain", "demo")
-	cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err = cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
 		step("exit code 3: stuck, blockers found (as expected)")
+		if doMeasure {
+			step("measuring explain against the shell loop on the same namespace")
+			return measure(ctx, cp, env)
+		}
 		return nil
 	}
 	if err == nil {

@@ -225,7 +225,7 @@ func compareConditions(observed, computed []v1.NamespaceCondition) []Condition {
 		c.Controller = valueOf(deletion.GetCondition(observed, t), true)
 		c.Computed = valueOf(deletion.GetCondition(computed, t), false)
 		c.Agree = c.Controller != nil && c.Computed != nil && c.Controller.Status == c.Computed.Status &&
-			c.Controller.Reason == c.Computed.Reason && c.Controller.Message == c.Computed.Message
+			c.Controller.Reason == c.Computed.Reason && normalizeMessage(c.Controller.Message) == c.Computed.Message
 		out = append(out, c)
 	}
 	return out
@@ -241,6 +241,16 @@ func valueOf(c *v1.NamespaceCondition, withTime bool) *ConditionValue {
 		v.LastTransitionTime = &t
 	}
 	return v
+}
+
+// normalizeMessage maps the wording older controllers used for remaining
+// finalizers to today's, so an older cluster is not reported as disagreeing.
+func normalizeMessage(msg string) string {
+	const old, current = "Some finalizers are remaining: ", "Some content in the namespace has finalizers remaining: "
+	if strings.HasPrefix(msg, old) {
+		return current + strings.TrimPrefix(msg, old)
+	}
+	return msg
 }
 
 // normalizeReason maps reasons older controllers wrote to today's.

@@ -50,7 +50,8 @@ func (h Human) verdict(p *errWriter, v diagnose.Verdict) {
 		diagnose.StateTerminating: {color.FgYellow, color.Bold},
 		diagnose.StateActive:      {color.FgGreen, color.Bold},
 	}[v.State]
-	p.printf("%s %s\n", h.paint(style...)(strings.ToUpper(v.State)), v.Summary)
+	label := strings.ToUpper(v.State)
+	p.printf("%s %s\n", h.paint(style...)(label), wrap(v.Summary, width-len(label)-1, strings.Repeat(" ", len(label)+1)))
 }
 
 func (h Human) namespace(p *errWriter, r diagnose.Report) {
@@ -108,7 +109,8 @@ func (h Human) conditions(p *errWriter, r diagnose.Report) {
 	}
 	for _, c := range r.Conditions {
 		if !c.Agree && c.Computed != nil && c.Controller != nil && c.Computed.Message != c.Controller.Message {
-			p.printf("  ns-doctor %s: %s\n", strings.TrimPrefix(c.Type, "Namespace"), wrap(c.Computed.Message, width-14, "    "))
+			prefix := fmt.Sprintf("  ns-doctor %s: ", strings.TrimPrefix(c.Type, "Namespace"))
+			p.printf("%s%s\n", prefix, wrap(c.Computed.Message, width-len(prefix), "    "))
 		}
 	}
 }
@@ -162,7 +164,8 @@ func (h Human) content(p *errWriter, r diagnose.Report) {
 			name += "." + c.Group
 		}
 		if c.Error != "" {
-			_ = t.Append(name, "?", "?", "-", truncate("cannot list: "+c.Error, 50))
+			// The error itself is in the blockers' evidence.
+			_ = t.Append(name, "?", "?", "?", "cannot list, see blockers")
 			continue
 		}
 		_ = t.Append(name, fmt.Sprint(c.Count), fmt.Sprint(c.Terminating), finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))

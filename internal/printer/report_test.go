@@ -1,0 +1,138 @@
+package printer
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *time.Time {
+	t := now.Add(-d)
+	return &t
+}
+
+// stuckReport is the demo's diagnosis, fixed.
+func stuckReport() diagnose.Report {
+	cond := func(typ, status, reason, msg string) diagnose.Condition {
+		v := &diagnose.ConditionValue{Status: status, Reason: reason, Message: msg, LastTransitionTime: at(2 * time.Minute)}
+		c := *v
+		c.LastTransitionTime = nil
+		return diagnose.Condition{Type: typ, Controller: v, Computed: &c, Agree: true}
+	}
+	return diagnose.Report{
+		APIVersion: diagnose.APIVersion, Kind: diagnose.Kind, ObservedAt: now,
+		Verdict: diagnose.Verdict{State: diagnose.StateStuck, Summary: "namespace demo is stuck in Terminating: 2 blocker(s): APIServiceUnavailable, FinalizersRemaining"},
+		Namespace: diagnose.Namespace{Name: "demo", UID: "0d5c3d4e-1111-2222-3333-444455556666", Phase: "Terminating",
+			CreationTimestamp: *at(3 * time.Hour), DeletionTimestamp: at(2 * time.Minute),
+			SpecFinalizers: []string{"kubernetes"}, MetadataFinalizers: []string{}},
+		Conditions: []diagnose.Condition{
+			cond("NamespaceDeletionDiscoveryFailure", "True", "DiscoveryFailed", "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"),
+			cond("NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+			cond("NamespaceDeletionContentFailure", "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization"),
+			cond("NamespaceContentRemaining", "True", "SomeResourcesRemain", "Some resources are remaining: widgets.example.com has 1 resource instances"),
+			{Type: "NamespaceFinalizersRemaining",
+				Controller: &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some finalizers are remaining: example.com/cleanup in 1 resource instances", LastTransitionTime: at(time.Minute)},
+				Computed:   &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 resource instances"}},
+		},
+		Discovery: diagnose.Discovery{Resources: 34, Failures: []diagnose.DiscoveryFailure{{
+			GroupVersion: "metrics.k8s.io/v1beta1", Error: "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
+			APIService: &diagnose.APIService{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Available: "False",
+				Reason: "ServiceNotFound", Message: `service/metrics-server in "kube-system" is not present`, Backend: &diagnose.ServiceState{}},
+		}}},
+		Content: []diagnose.Content{
+			{Group: "example.com", Version: "v1", Resource: "widgets", Count: 1, Terminating: 1, OldestDeletion: at(2 * time.Minute),
+				Finalizers: map[string]int{"example.com/cleanup": 1}, Examples: []string{"stuck-widget"}},
+			{Version: "v1", Resource: "secrets", Error: `secrets is forbidden: User "viewer" cannot list resource "secrets" in API group "" in the namespace "demo"`},
+		},
+		Blockers: []diagnose.Blocker{
+			{Kind: diagnose.BlockerAPIServiceUnavailable, Summary: "API group metrics.k8s.io/v1beta1 cannot be discovered, so the namespace controller will not finalize any namespace",
+				Evidence: []string{"discovery: stale GroupVersion discovery: metrics.k8s.io/v1beta1", "service kube-system/metrics-server: not found"},
+				NextStep: "kubectl delete apiservice v1beta1.metrics.k8s.io"},
+			{Kind: diagnose.BlockerFinalizers, Summary: "1 widgets.example.com wait for finalizer(s) example.com/cleanup; owner: the controller that added it",
+				Evidence: []string{"example.com/cleanup on 1 of 1 widgets.example.com", "e.g. stuck-widget"},
+				NextStep: "kubectl ns-doctor purge demo --remove-finalizers=example.com/cleanup"},
+		},
+	}
+}
+
+func TestHumanReportGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := (Human{Now: now}).Report(&buf, stuckReport()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "stuck.golden", buf.Bytes())
+	for i, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "next:") || strings.HasPrefix(line, "GROUP-VERSION") || strings.HasPrefix(line, "metrics.k8s.io") {
+			continue // commands are never wrapped; table rows are as wide as their names
+		}
+		if len(line) > width {
+			t.Errorf("line %d is %d columns: %q", i+1, len(line), line)
+		}
+	}
+}
+
+func TestHumanSummaryGolden(t *testing.T) {
+	active := stuckReport()
+	active.Namespace.Name, active.Namespace.DeletionTimestamp = "team-a", nil
+	active.Verdict = diagnose.Verdict{State: diagnose.StateActive}
+	active.Blockers = nil
+	var buf bytes.Buffer
+	if err := (Human{Now: now}).Summary(&buf, []diagnose.Report{stuckReport(), active}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "summary.golden", buf.Bytes())
+}
+
+func TestColourOnlyWhenAsked(t *testing.T) {
+	var plain, coloured bytes.Buffer
+	_ = Human{Now: now}.Report(&plain, stuckReport())
+	_ = Human{Now: now, Color: true}.Report(&coloured, stuckReport())
+	if strings.Contains(plain.String(), "\x1b[") {
+		t.Error("colour escapes without Color")
+	}
+	if !strings.Contains(coloured.String(), "\x1b[31;1mSTUCK\x1b[") {
+		t.Errorf("no red verdict with Color:\n%q", coloured.String()[:80])
+	}
+	var js bytes.Buffer
+	if err := Print(&js, "json", stuckReport()); err != nil || strings.Contains(js.String(), "\x1b[") {
+		t.Errorf("json: %v, escapes present: %v", err, strings.Contains(js.String(), "\x1b["))
+	}
+}
+
+func TestValidateFormat(t *testing.T) {
+	for _, ok := range []string{"", "json", "yaml"} {
+		if err := ValidateFormat(ok); err != nil {
+			t.Errorf("%q rejected: %v", ok, err)
+		}
+	}
+	if err := ValidateFormat("xml"); err == nil || !strings.Contains(err.Error(), "use -o json or -o yaml") {
+		t.Errorf("xml: %v", err)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/printer -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test ./internal/printer -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
