@@ -74,4 +74,3 @@ func requestTotal(ctx context.Context, client kubernetes.Interface) (float64, er
 	}
 	return total, sc.Err()
 }
-
