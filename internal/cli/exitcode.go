@@ -27,6 +27,9 @@ const (
 	ExitStuck = 3
 	// ExitNotFound: the namespace named does not exist.
 	ExitNotFound = 4
+	// ExitIncomplete: purge --force stopped (timeout) with the namespace
+	// still there; re-running it continues.
+	ExitIncomplete = 5
 )
 
 // exitError carries an exit code with an optional message; an empty

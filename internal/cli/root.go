@@ -12,7 +12,14 @@ import (
 )
 
 // Run executes ns-doctor with the given arguments and returns its exit code.
-func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams) (code int) {
+	// A bug must still end in one line and a documented code, not a stack.
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(streams.ErrOut, "error: internal error: %v (please report it with the command you ran)\n", r)
+			code = ExitError
+		}
+	}()
 	flags := genericclioptions.NewConfigFlags(true)
 	root := NewRootCommand(flags, streams)
 	root.SetArgs(args)

@@ -291,7 +291,7 @@ func EstimatePodGracePeriod(pods []v1.Pod) int64 {
 }
 
 func (d *ContentDeleter) estimateGracefulTerminationForPods(ctx context.Context, namespace string) (int64, error) {
-	if d.Pods == nil || reflect.ValueOf(d.Pods).IsNil() {
+	if isNil(d.Pods) {
 		return 0, fmt.Errorf("unexpected: podsGetter is nil. Cannot estimate grace period seconds for pods")
 	}
 	pods, err := d.Pods.ListPods(ctx, namespace)
@@ -306,4 +306,17 @@ func (d *ContentDeleter) now() time.Time {
 		return d.Now()
 	}
 	return time.Now()
+}
+
+// isNil is upstream's nil check, also for a nil pointer in the interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
 }

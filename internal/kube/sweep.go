@@ -4,9 +4,11 @@ import (
 	"context"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
 
@@ -81,4 +83,17 @@ func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
 		Labels:                     m.Labels, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
 	}
+}
+
+// PodLister lists pods with their spec, for the controller's grace-period
+// estimate.
+type PodLister struct{ Client kubernetes.Interface }
+
+// ListPods lists the pods of namespace.
+func (l PodLister) ListPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
+	list, err := l.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }

@@ -62,6 +62,10 @@ func TestBlockerPodsNotTerminating(t *testing.T) {
 	must(t, cluster.DeleteNamespace(ctx, name))
 	// Past the grace period the controller calls the pod unexpected.
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+	pod, err := cluster.Kube.CoreV1().Pods(name).Get(ctx, "stuck", metav1.GetOptions{})
+	must(t, err)
+	// Its deletionTimestamp is when its grace period ends.
+	time.Sleep(time.Until(pod.DeletionTimestamp.Time) + time.Second)
 
 	e := explain(t, cp.Kubeconfig, name)
 	e.blocker(t, diagnose.BlockerPods, `pod/stuck on node "node-gone"`, "--grace-period=0 --force")

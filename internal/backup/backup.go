@@ -1,0 +1,106 @@
+// Package backup saves objects before ns-doctor deletes them or strips
+// their finalizers, as YAML a user can re-apply: nothing is lost.
+package backup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// Writer writes one YAML file per object under Dir/objects, and the
+// namespace itself to Dir/namespace.yaml. Saving the same object twice
+// keeps the first copy: the state before ns-doctor touched it.
+type Writer struct {
+	Dir   string
+	mu    sync.Mutex
+	saved map[string]bool
+	count int
+}
+
+// DefaultDir is the user's cache directory, one folder per run.
+func DefaultDir(namespace string, now time.Time) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the cache directory for backups (set --backup-dir): %w", err)
+	}
+	return filepath.Join(cache, "ns-doctor", "backups", namespace+"-"+now.UTC().Format("20060102T150405Z")), nil
+}
+
+// New prepares dir.
+func New(dir string) (*Writer, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o700); err != nil {
+		return nil, fmt.Errorf("creating backup folder %s: %w", dir, err)
+	}
+	return &Writer{Dir: dir, saved: map[string]bool{}}, nil
+}
+
+// Count is how many objects were saved.
+func (w *Writer) Count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count
+}
+
+// Save writes obj (of resource gvr) unless an earlier copy exists.
+func (w *Writer) Save(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
+	key := string(obj.GetUID())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.saved[key] {
+		return nil
+	}
+	name := fmt.Sprintf("%s.%s_%s.yaml", gvr.Resource, groupOrCore(gvr.Group), obj.GetName())
+	if err := writeYAML(filepath.Join(w.Dir, "objects", name), Reappliable(obj)); err != nil {
+		return err
+	}
+	w.saved[key] = true
+	w.count++
+	return nil
+}
+
+// SaveNamespace writes the namespace object as it is, for the record.
+func (w *Writer) SaveNamespace(obj *unstructured.Unstructured) error {
+	return writeYAML(filepath.Join(w.Dir, "namespace.yaml"), obj.Object)
+}
+
+// Reappliable strips what the server owns, so `kubectl apply -n NEW -f`
+// recreates the object anywhere: identity, versions, timestamps, managed
+// fields, status, namespace, and owner references (their UIDs would not
+// exist, and the garbage collector would delete the restored object).
+func Reappliable(obj *unstructured.Unstructured) map[string]any {
+	out := obj.DeepCopy()
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+		"managedFields", "generation", "selfLink", "namespace", "ownerReferences"} {
+		unstructured.RemoveNestedField(out.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(out.Object, "status")
+	return out.Object
+}
+
+func writeYAML(path string, obj map[string]any) error {
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	// Write then rename: an interrupted run never leaves half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("writing backup %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+func groupOrCore(g string) string {
+	if g == "" {
+		return "core"
+	}
+	return strings.ReplaceAll(g, "/", "_")
+}

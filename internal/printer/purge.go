@@ -1,0 +1,157 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/fatih/color"
+
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// Purge renders a purge plan or result.
+func (h Human) Purge(w io.Writer, r *purge.Report) error {
+	p := &errWriter{w: w}
+	h.purgeHeadline(p, r)
+	h.purgeSteps(p, r)
+	h.purgeStrips(p, r)
+	h.purgeRemaining(p, r)
+	h.purgeConditions(p, r)
+	h.purgeFinalize(p, r)
+	h.purgeLists(p, r)
+	return p.err
+}
+
+func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
+	label, style := "PLAN", []color.Attribute{color.FgCyan, color.Bold}
+	switch r.Outcome {
+	case purge.OutcomeGone:
+		label, style = "DONE", []color.Attribute{color.FgGreen, color.Bold}
+	case purge.OutcomeRemaining:
+		label, style = "INCOMPLETE", []color.Attribute{color.FgRed, color.Bold}
+	}
+	where := ""
+	if r.Context != "" {
+		where = fmt.Sprintf(" (context %s, cluster %s)", r.Context, r.Cluster)
+	}
+	p.printf("%s namespace %s%s: %s\n", h.paint(style...)(label), r.Namespace, where, r.Message)
+	if r.Passes > 1 {
+		p.printf("  %d passes\n", r.Passes)
+	}
+}
+
+func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
+	var rows [][]string
+	quiet := 0
+	for _, s := range r.Steps {
+		// Upstream sends deletecollection to every resource type; the empty
+		// ones that succeed are noise for a person.
+		if s.Objects == 0 && !strings.HasPrefix(s.Result, "failed") && s.Resource != "namespaces" {
+			quiet++
+			continue
+		}
+		rows = append(rows, []string{s.Verb, s.Resource, fmt.Sprint(s.Objects), s.Result})
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Deletion pass"))
+	if len(rows) > 0 {
+		t := newTable(p, "REQUEST", "RESOURCE", "OBJECTS", "RESULT")
+		for _, row := range rows {
+			_ = t.Append(row[0], row[1], row[2], truncate(row[3], 60))
+		}
+		if err := t.Render(); err != nil {
+			p.fail(err)
+		}
+	}
+	if quiet > 0 {
+		p.printf("  and deletecollection on %d empty resource types\n", quiet)
+	}
+}
+
+func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
+	if len(r.Strips) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers to remove (escalation)"))
+	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
+	for _, s := range r.Strips {
+		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), truncate(s.Result, 50))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+}
+
+func (h Human) purgeRemaining(p *errWriter, r *purge.Report) {
+	if len(r.Remaining) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Remaining after the pass"))
+	t := newTable(p, "RESOURCE", "COUNT", "FINALIZERS")
+	for _, rem := range r.Remaining {
+		_ = t.Append(rem.Resource, fmt.Sprint(rem.Count), finalizerCounts(rem.Finalizers))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+}
+
+func (h Human) purgeConditions(p *errWriter, r *purge.Report) {
+	if len(r.Conditions) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Conditions, as the namespace controller would write them"))
+	t := newTable(p, "TYPE", "STATUS", "REASON")
+	var messages []string
+	for _, c := range r.Conditions {
+		_ = t.Append(strings.TrimPrefix(c.Type, "Namespace"), c.Status, c.Reason)
+		if c.Status == "True" {
+			messages = append(messages, strings.TrimPrefix(c.Type, "Namespace")+": "+c.Message)
+		}
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	for _, m := range messages {
+		p.printf("  %s\n", wrap(m, width-2, "    "))
+	}
+}
+
+func (h Human) purgeFinalize(p *errWriter, r *purge.Report) {
+	f := r.Finalize
+	switch {
+	case f.Done:
+		p.printf("\n%s finalized (removed %s)\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "))
+	case f.Would && r.Outcome == purge.OutcomePlanned:
+		p.printf("\n%s would finalize, removing %s: %s\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "), f.Reason)
+	default:
+		p.printf("\n%s not %s: %s\n", h.paint(color.Bold)("Finalize:"), map[bool]string{true: "yet", false: "possible"}[r.Outcome != purge.OutcomePlanned], f.Reason)
+	}
+}
+
+func (h Human) purgeLists(p *errWriter, r *purge.Report) {
+	section := func(title string, items []string, attrs ...color.Attribute) {
+		if len(items) == 0 {
+			return
+		}
+		p.printf("\n%s\n", h.paint(attrs...)(title))
+		for _, s := range items {
+			p.printf("  - %s\n", wrap(s, width-4, "    "))
+		}
+	}
+	section("Missing permissions (nothing was changed)", r.MissingPermissions, color.FgRed, color.Bold)
+	section("Errors from the API server", r.Errors, color.FgRed, color.Bold)
+	section("Warnings", r.Warnings, color.FgYellow, color.Bold)
+	if r.Mode == purge.ModeNone {
+		changes := r.Changes
+		if len(changes) == 0 {
+			changes = []string{"none besides the deletion pass's requests above"}
+		}
+		section("Changes made", changes, color.Bold)
+	}
+	if r.BackupDir != "" {
+		p.printf("\n%s %s (%d objects); restore with: kubectl apply -n NAMESPACE -f %s\n",
+			h.paint(color.Bold)("Backup:"), r.BackupDir, r.BackedUp, filepath.Join(r.BackupDir, "objects"))
+	}
+}

@@ -1,0 +1,73 @@
+package purge
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+type schemaGVR = schema.GroupVersionResource
+
+// backupOps saves every object in full before a request may delete it:
+// whatever purge deletes by force can be re-applied. It also counts the
+// objects each request reaches.
+type backupOps struct {
+	inner  deletion.Operations
+	bk     *backup.Writer
+	dyn    *kube.Clients
+	counts map[schemaGVR]int
+}
+
+func (b *backupOps) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
+	if err := b.saveAll(ctx, gvr, ns); err != nil {
+		return err
+	}
+	return b.inner.DeleteCollection(ctx, gvr, ns)
+}
+
+func (b *backupOps) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
+	obj, err := b.dyn.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := b.bk.Save(gvr, obj); err != nil {
+		return err
+	}
+	return b.inner.Delete(ctx, gvr, ns, name)
+}
+
+func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.PartialObjectMetadataList, error) {
+	return b.inner.List(ctx, gvr, ns)
+}
+
+// saveAll pages through the full objects of a resource and saves them. A
+// resource that cannot be listed is left to the deletion request, whose
+// error the pass reports.
+func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error {
+	n := 0
+	pg := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtimeObject, error) {
+		return b.dyn.Dynamic.Resource(gvr).Namespace(ns).List(ctx, opts)
+	})
+	var saveErr error
+	_ = pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtimeObject) error {
+		n++
+		saveErr = b.bk.Save(gvr, obj.(*unstructured.Unstructured))
+		return saveErr
+	})
+	b.counts[gvr] = n
+	if saveErr != nil {
+		return fmt.Errorf("backing up %s before deleting them: %w", resourceName(gvr), saveErr)
+	}
+	return nil
+}
+
+type runtimeObject = runtime.Object

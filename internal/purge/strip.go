@@ -1,0 +1,100 @@
+package purge
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+// conflictRetries bounds how often a strip is recomputed after someone
+// else changed the object.
+const conflictRetries = 3
+
+// stripRemaining removes the asked-for finalizers from what a pass left,
+// saving each object first. It returns how many objects it changed.
+func (p *Purger) stripRemaining(ctx context.Context, r *Report, bk *backup.Writer, result deletion.Result, ns string) int {
+	changed := 0
+	for gvr := range result.Totals.GVRToNumRemaining {
+		list, err := kube.ListMetadata(ctx, p.Clients.Metadata, gvr, ns)
+		if err != nil {
+			r.Errors = appendNew(r.Errors, fmt.Sprintf("listing %s to strip finalizers: %v", resourceName(gvr), err))
+			continue
+		}
+		for _, item := range list.Items {
+			if len(matchFinalizers(item.Finalizers, p.Opts.RemoveFinalizers, p.Opts.RemoveAllFinalizers)) == 0 {
+				continue
+			}
+			s := p.stripOne(ctx, r, bk, gvr, ns, item.Name)
+			r.Strips = append(r.Strips, s)
+			if s.Result == "removed" {
+				changed++
+			}
+		}
+	}
+	return changed
+}
+
+// stripOne saves the object, patches its finalizers guarded by its
+// resourceVersion, retries after a concurrent change, and checks that no
+// live controller put a finalizer back (reported, not fought).
+func (p *Purger) stripOne(ctx context.Context, r *Report, bk *backup.Writer, gvr schemaGVR, ns, name string) Strip {
+	s := Strip{Resource: resourceName(gvr), Name: name}
+	for attempt := 0; attempt < conflictRetries; attempt++ {
+		obj, err := p.Clients.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			s.Result = "gone before its finalizers were removed"
+			return s
+		}
+		if err != nil {
+			return p.stripFailed(r, s, err)
+		}
+		strip := matchFinalizers(obj.GetFinalizers(), p.Opts.RemoveFinalizers, p.Opts.RemoveAllFinalizers)
+		if len(strip) == 0 {
+			s.Result = "no matching finalizer left"
+			return s
+		}
+		s.Finalizers = strip
+		if err := bk.Save(gvr, obj); err != nil {
+			return p.stripFailed(r, s, err)
+		}
+		err = p.patchFinalizers(ctx, gvr, ns, name, obj.GetResourceVersion(), without(obj.GetFinalizers(), strip), false)
+		if apierrors.IsConflict(err) {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s/%s changed while purge worked on it; re-read and retried", s.Resource, name))
+			continue
+		}
+		if err != nil {
+			return p.stripFailed(r, s, err)
+		}
+		r.change("removed finalizers %v from %s/%s", strip, s.Resource, name)
+		s.Result = "removed"
+		p.checkReadded(ctx, r, gvr, ns, name, strip)
+		return s
+	}
+	return p.stripFailed(r, s, fmt.Errorf("the object kept changing (%d conflicts); left alone", conflictRetries))
+}
+
+func (p *Purger) stripFailed(r *Report, s Strip, err error) Strip {
+	s.Result = "failed: " + err.Error()
+	r.Errors = appendNew(r.Errors, fmt.Sprintf("removing finalizers from %s/%s: %v", s.Resource, s.Name, err))
+	return s
+}
+
+func (p *Purger) checkReadded(ctx context.Context, r *Report, gvr schemaGVR, ns, name string, removed []string) {
+	m, err := p.Clients.Metadata.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	for _, f := range m.Finalizers {
+		for _, gone := range removed {
+			if f == gone {
+				r.Warnings = appendNew(r.Warnings, fmt.Sprintf("%s/%s: finalizer %s was put back by a live controller; purge does not fight it", resourceName(gvr), name, f))
+			}
+		}
+	}
+}

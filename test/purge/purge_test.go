@@ -1,0 +1,235 @@
+package purge_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// mixedNamespace holds built-in objects, custom resources, pods and objects
+// with finalizers, and is then deleted (no controller will act on it).
+func mixedNamespace(t *testing.T) (string, schema.GroupVersionResource) {
+	t.Helper()
+	ctx := context.Background()
+	name := uniqueName(t)
+	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
+	must(t, err)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", map[string]string{"app": "x"}, "example.com/hold"))
+	_, err = cluster.Kube.CoreV1().Secrets(name).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		StringData: map[string]string{"password": "pw"}}, metav1.CreateOptions{})
+	must(t, err)
+	must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w1", "example.com/cleanup"))
+	must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w2"))
+	_, err = cluster.Kube.CoreV1().Pods(name).Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "held-pod", Finalizers: []string{"example.com/pod-hold"}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = cluster.Kube.CoreV1().Pods(name).Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain-pod"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	must(t, cluster.DeleteNamespace(ctx, name))
+	return name, gvr
+}
+
+func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
+	ctx := context.Background()
+	name, _ := mixedNamespace(t)
+	backupDir := filepath.Join(t.TempDir(), "backup")
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-finalizers=example.com/*",
+		"--backup-dir", backupDir, "--timeout=2m", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("purge: exit %d\nstderr:\n%s\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	}
+	var rep purge.Report
+	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	if rep.Outcome != purge.OutcomeGone || !rep.Finalize.Done {
+		t.Fatalf("outcome %s, finalize %+v, message %q", rep.Outcome, rep.Finalize, rep.Message)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there after purge reported it gone: %v", err)
+	}
+	stripped := map[string]bool{}
+	for _, s := range rep.Strips {
+		if s.Result == "removed" {
+			stripped[s.Resource+"/"+s.Name] = true
+		}
+	}
+	for _, want := range []string{"pods/held-pod", "configmaps/held", "widgets.example.com/w1"} {
+		if !stripped[want] {
+			t.Errorf("strip of %s not reported: %+v", want, rep.Strips)
+		}
+	}
+	if !strings.Contains(r.stderr, "pass 1:") {
+		t.Errorf("no progress on stderr:\n%s", r.stderr)
+	}
+
+	// Everything deleted or stripped is in the backup, and re-applies.
+	files, _ := filepath.Glob(filepath.Join(backupDir, "objects", "*.yaml"))
+	var saved []string
+	for _, f := range files {
+		saved = append(saved, filepath.Base(f))
+	}
+	sort.Strings(saved)
+	want := []string{"configmaps.core_held.yaml", "configmaps.core_plain.yaml", "pods.core_held-pod.yaml", "pods.core_plain-pod.yaml",
+		"secrets.core_creds.yaml", "widgets.example.com_w1.yaml", "widgets.example.com_w2.yaml"}
+	if strings.Join(saved, " ") != strings.Join(want, " ") {
+		t.Fatalf("backup holds %v, want %v", saved, want)
+	}
+	restored := uniqueName(t) + "-restored"
+	must(t, cluster.CreateNamespace(ctx, restored))
+	a := kubectl(t, cp.Kubeconfig, "apply", "-n", restored, "-f", filepath.Join(backupDir, "objects"))
+	if a.code != 0 {
+		t.Fatalf("re-applying the backup: %s\n%s", a.stdout, a.stderr)
+	}
+	cm, err := cluster.Kube.CoreV1().ConfigMaps(restored).Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || cm.Data["secret-looking"] != "value-held" || len(cm.Finalizers) != 1 {
+		t.Fatalf("restored configmap: %v %+v", err, cm)
+	}
+	sec, err := cluster.Kube.CoreV1().Secrets(restored).Get(ctx, "creds", metav1.GetOptions{})
+	if err != nil || string(sec.Data["password"]) != "pw" {
+		t.Fatalf("restored secret: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(backupDir, "namespace.yaml")); err != nil {
+		t.Errorf("namespace not saved: %v", err)
+	}
+}
+
+// resourceVersions records every object's resourceVersion in a namespace,
+// and the namespace's own.
+func resourceVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	mc, err := metadata.NewForConfig(cp.Config)
+	must(t, err)
+	out := map[string]string{}
+	n, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	must(t, err)
+	out["namespace"] = n.ResourceVersion + fmt.Sprint(n.Spec.Finalizers)
+	for _, gvr := range []schema.GroupVersionResource{configMaps, {Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "pods"},
+		{Group: "example.com", Version: "v1", Resource: "widgets"}} {
+		list, err := mc.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		must(t, err)
+		for _, item := range list.Items {
+			out[gvr.Resource+"/"+item.Name] = item.ResourceVersion
+		}
+	}
+	return out
+}
+
+func TestDryRunsChangeNothing(t *testing.T) {
+	name, _ := mixedNamespace(t)
+	before := resourceVersions(t, name)
+	if len(before) != 8 {
+		t.Fatalf("fixture has %d objects: %v", len(before), before)
+	}
+	for _, mode := range []string{"client", "server"} {
+		r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run="+mode, "--remove-all-finalizers", "--remove-namespace-finalizers", "-o", "json")
+		if r.code != 0 {
+			t.Fatalf("--dry-run=%s: exit %d\n%s\n%s", mode, r.code, r.stderr, r.stdout)
+		}
+		var rep purge.Report
+		must(t, json.Unmarshal([]byte(r.stdout), &rep))
+		if rep.Outcome != purge.OutcomePlanned || len(rep.Changes) != 0 || len(rep.Errors) != 0 {
+			t.Errorf("--dry-run=%s: outcome %s, changes %v, errors %v", mode, rep.Outcome, rep.Changes, rep.Errors)
+		}
+		// Pods go first: the plan strips the held pod, and nothing else is
+		// reached in this pass, exactly as the controller would do.
+		if len(rep.Strips) != 1 || rep.Strips[0].Name != "held-pod" || rep.Finalize.Would {
+			t.Errorf("--dry-run=%s: strips %+v, finalize %+v", mode, rep.Strips, rep.Finalize)
+		}
+		after := resourceVersions(t, name)
+		if fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("--dry-run=%s changed the cluster:\nbefore %v\nafter  %v", mode, before, after)
+		}
+	}
+	h := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name)
+	for _, s := range []string{"PLAN", "nothing was changed", "deletecollection", "pods", "Finalize:"} {
+		if !strings.Contains(h.stdout, s) {
+			t.Errorf("human plan lacks %q:\n%s", s, h.stdout)
+		}
+	}
+}
+
+func TestFailClosedWebhookIsReported(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
+	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
+	must(t, cluster.DeleteNamespace(ctx, name))
+	before := resourceVersions(t, name)
+
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run=server", "--remove-finalizers=example.com/hold", "-o", "json")
+	var rep purge.Report
+	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	if !strings.Contains(strings.Join(rep.Errors, "\n"), `failed calling webhook "deny.`+name+`.example.com"`) {
+		t.Errorf("server dry run does not report the webhook: %+v", rep.Errors)
+	}
+	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
+		t.Fatal("server dry run changed the cluster")
+	}
+
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-finalizers=example.com/hold",
+		"--backup-dir", t.TempDir(), "--timeout=5s")
+	if r.code != 5 {
+		t.Fatalf("force against the webhook: exit %d, want 5 (incomplete)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "INCOMPLETE") || !strings.Contains(r.stdout, "failed calling webhook") || !strings.Contains(r.stderr, "error: namespace "+name+" still exists") {
+		t.Errorf("force run does not say what failed:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
+
+func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
+	name, _ := mixedNamespace(t)
+	before := resourceVersions(t, name)
+	_, kubeconfig, err := cp.MintUser("nobody-" + name)
+	must(t, err)
+	// Reading the namespace is the least a user needs to get a plan at all.
+	r := kubectl(t, kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stderr, "error:") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
+		t.Fatal("a user without permissions changed the cluster")
+	}
+}
+
+func TestActiveNamespaceRefused(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes")
+	if r.code != 2 || !strings.Contains(r.stderr, "--delete-namespace") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--delete-namespace", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.code != 0 {
+		t.Fatalf("--delete-namespace: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+	_ = time.Second
+}
