@@ -96,7 +96,7 @@ func diagnoseActive(obs Observation, r Report) Report {
 // sending anything, to get the conditions the controller would write.
 func predictPass(obs Observation) deletion.Result {
 	ops := deletion.NewPlanOps(obs.Snapshot)
-	ops.DeleteErrs = webhookRejections(obs)
+	ops.DeleteErrs = WebhookRejections(obs)
 	d := &deletion.ContentDeleter{
 		Ops: ops, Pods: ops, Resources: obs.Resources, DiscoveryErr: obs.DiscoveryErr,
 		OrderedDeletion: true, Now: func() time.Time { return obs.Now },

@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// webhookRejections predicts the API server's answer to a DELETE of each
+// WebhookRejections predicts the API server's answer to a DELETE of each
 // remaining resource caught by a fail-closed webhook whose backend is down,
 // in the words kube-apiserver uses, so the predicted ContentDeletionFailed
 // condition matches the controller's.
-func webhookRejections(obs Observation) map[schema.GroupVersionResource]error {
+func WebhookRejections(obs Observation) map[schema.GroupVersionResource]error {
 	out := map[schema.GroupVersionResource]error{}
 	for _, wh := range obs.Webhooks {
 		if wh.FailurePolicy != string(admissionregv1.Fail) || wh.Service == nil || !selects(wh.NamespaceSelector, obs.Namespace.Labels) {

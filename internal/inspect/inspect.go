@@ -52,6 +52,10 @@ func (i *Inspector) Terminating(ctx context.Context) ([]v1.Namespace, error) {
 	return out, nil
 }
 
+// Discovery is the discovery shared by this inspector's observations (nil
+// before the first Observe).
+func (i *Inspector) Discovery() *kube.Discovery { return i.disc }
+
 // Observe reads one namespace's content, discovering the API once per
 // inspector.
 func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {

@@ -2,6 +2,7 @@ package purge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -22,11 +23,11 @@ import (
 // before it is changed, passes repeated the controller's way until the
 // namespace is gone or the timeout expires.
 func (p *Purger) force(ctx context.Context, r *Report, ns *v1.Namespace) error {
-	disc, snap, err := p.snapshot(ctx, ns.Name)
+	disc, obs, err := p.snapshot(ctx, ns)
 	if err != nil {
 		return err
 	}
-	if r.MissingPermissions, err = p.missingPermissions(ctx, ns, disc, snap); err != nil {
+	if r.MissingPermissions, err = p.missingPermissions(ctx, ns, disc, obs.Snapshot); err != nil {
 		return err
 	}
 	if len(r.MissingPermissions) > 0 {
@@ -191,6 +192,10 @@ func (p *Purger) namespaceFinalizers(ctx context.Context, r *Report, bk *backup.
 // stopped ends a force run early, keeping the report of what was done.
 func (p *Purger) stopped(r *Report, ctx context.Context, err error) error {
 	r.Outcome = OutcomeRemaining
+	if errors.Is(ctx.Err(), context.Canceled) {
+		r.Message = fmt.Sprintf("interrupted; everything changed so far is listed below and saved in the backup; re-run purge to continue")
+		return nil
+	}
 	if ctx.Err() != nil {
 		r.Message = fmt.Sprintf("namespace %s still exists after --timeout=%s; re-run purge to continue where it stopped", r.Namespace, p.Opts.Timeout)
 		return nil

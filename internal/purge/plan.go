@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
 // plan runs one pass without changing anything: predicted from a snapshot
@@ -27,11 +28,16 @@ func (p *Purger) plan(ctx context.Context, r *Report, ns *v1.Namespace) error {
 		now := metav1.NewTime(p.now())
 		ns.DeletionTimestamp = &now
 	}
-	disc, snap, err := p.snapshot(ctx, ns.Name)
+	disc, obs, err := p.snapshot(ctx, ns)
 	if err != nil {
 		return err
 	}
+	snap := obs.Snapshot
 	planOps := deletion.NewPlanOps(snap)
+	if !server {
+		// The server answers for itself in a server dry run.
+		planOps.DeleteErrs = diagnose.WebhookRejections(obs)
+	}
 	var ops deletion.Operations = planOps
 	if server {
 		ops = &deletion.ServerDryRunOps{Server: &deletion.MetadataOps{Client: p.Clients.Metadata, DryRun: true}, Plan: planOps}

@@ -11,10 +11,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -85,21 +86,15 @@ func (p *Purger) Run(ctx context.Context) (*Report, error) {
 	return r, p.plan(ctx, r, ns)
 }
 
-// snapshot discovers the API and lists what the namespace holds.
-func (p *Purger) snapshot(ctx context.Context, ns string) (*kube.Discovery, *deletion.Snapshot, error) {
-	disc, err := kube.Discover(p.Clients.Discovery)
+// snapshot discovers the API and reads what the namespace holds, the same
+// way explain does (shared discovery, metadata sweep, webhooks, backends).
+func (p *Purger) snapshot(ctx context.Context, ns *v1.Namespace) (*kube.Discovery, diagnose.Observation, error) {
+	in := inspect.New(p.Clients)
+	obs, err := in.Observe(ctx, ns)
 	if err != nil {
-		return nil, nil, err
+		return nil, obs, err
 	}
-	var gvrs []schema.GroupVersionResource
-	for gvr, res := range disc.DeletableResources() {
-		for _, v := range res.Verbs {
-			if v == "list" {
-				gvrs = append(gvrs, gvr)
-			}
-		}
-	}
-	return disc, kube.Sweep(ctx, p.Clients, ns, gvrs), nil
+	return in.Discovery(), obs, nil
 }
 
 func (p *Purger) contentDeleter(disc *kube.Discovery, ops deletion.Operations, pods deletion.PodLister) *deletion.ContentDeleter {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -202,17 +203,42 @@ func TestFailClosedWebhookIsReported(t *testing.T) {
 }
 
 func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
+	ctx := context.Background()
 	name, _ := mixedNamespace(t)
 	before := resourceVersions(t, name)
-	_, kubeconfig, err := cp.MintUser("nobody-" + name)
+	user := "reader-" + name
+	_, err := cluster.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{})
 	must(t, err)
-	// Reading the namespace is the least a user needs to get a plan at all.
-	r := kubectl(t, kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir())
-	if r.code != 1 || !strings.Contains(r.stderr, "error:") {
+	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, kubeconfig, err := cp.MintUser(user)
+	must(t, err)
+
+	r := kubectl(t, kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "-o", "json")
+	if r.code != 1 || !strings.Contains(r.stderr, "permission(s), listed above; nothing was changed") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+	var rep purge.Report
+	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	missing := strings.Join(rep.MissingPermissions, "\n")
+	for _, want := range []string{"update namespaces/finalize", "deletecollection configmaps in namespace " + name,
+		"deletecollection widgets.example.com in namespace " + name, "patch pods in namespace " + name} {
+		if !strings.Contains(missing, want) {
+			t.Errorf("missing permissions do not list %q:\n%s", want, missing)
+		}
+	}
+	if strings.Contains(missing, "list configmaps") {
+		t.Errorf("a granted permission is listed as missing:\n%s", missing)
+	}
 	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
-		t.Fatal("a user without permissions changed the cluster")
+		t.Fatal("purge changed the cluster before checking its permissions")
 	}
 }
 

@@ -1,0 +1,85 @@
+package purge
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+// An object changed between purge's read and its patch is never clobbered:
+// the patch carries the resourceVersion, the server answers Conflict, and
+// purge re-reads and retries, or gives up and says so.
+func TestStripRetriesOnConflict(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		conflicts int
+		result    string
+		changes   int
+	}{
+		{"one concurrent change", 1, "removed", 1},
+		{"keeps changing", conflictRetries, "failed: the object kept changing", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, patches := fakePurger(t, tc.conflicts)
+			r := newReport("ns", ModeNone)
+			bk, err := backup.New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := p.stripOne(context.Background(), r, bk, widgets, "ns", "w1")
+			if !strings.HasPrefix(s.Result, tc.result) || len(r.Changes) != tc.changes {
+				t.Fatalf("result %q, changes %v, errors %v", s.Result, r.Changes, r.Errors)
+			}
+			if *patches != min(tc.conflicts+1, conflictRetries) {
+				t.Errorf("%d patches sent", *patches)
+			}
+			if tc.conflicts > 0 && !strings.Contains(strings.Join(r.Warnings, "\n"), "changed while purge worked on it") {
+				t.Errorf("conflict not reported: %v", r.Warnings)
+			}
+			if bk.Count() != 1 {
+				t.Errorf("object not backed up before the patch: %d saved", bk.Count())
+			}
+		})
+	}
+}
+
+func fakePurger(t *testing.T, conflicts int) (*Purger, *int) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w1", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "finalizers": []any{"example.com/cleanup", "other.io/keep"}},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgets: "WidgetList"}, obj)
+	meta := metadatafake.NewSimpleMetadataClient(scheme, &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"},
+		ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "ns", ResourceVersion: "7", Finalizers: []string{"example.com/cleanup", "other.io/keep"}},
+	})
+	patches := 0
+	meta.PrependReactor("patch", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		patches++
+		if patches <= conflicts {
+			return true, nil, apierrors.NewConflict(widgets.GroupResource(), "w1", nil)
+		}
+		return false, nil, nil
+	})
+	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{RemoveFinalizers: []string{"example.com/*"}}}
+	return p, &patches
+}
