@@ -1,0 +1,100 @@
+package purge_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+func TestFinalizeDespiteDiscoveryFailure(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	group := fmt.Sprintf("d%d.example.com", time.Now().UnixNano()%100000)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	svc, err := cluster.BrokenAPIService(ctx, group, "v1", "kube-system", "gone")
+	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
+	must(t, err)
+	must(t, cluster.DeleteNamespace(ctx, name))
+
+	// Like the controller, purge never finalizes while discovery fails...
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=4s", "-o", "json")
+	var rep purge.Report
+	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	if r.code != 5 || rep.Finalize.Done || !strings.Contains(rep.Finalize.Reason, "--finalize-despite-discovery-failure") {
+		t.Fatalf("exit %d, finalize %+v", r.code, rep.Finalize)
+	}
+	for _, c := range rep.Conditions {
+		if c.Type == "NamespaceDeletionDiscoveryFailure" && c.Reason != "DiscoveryFailed" {
+			t.Errorf("discovery condition %+v", c)
+		}
+	}
+	// ...unless asked, and the content it could see is gone first.
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--finalize-despite-discovery-failure", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+}
+
+func TestRemoveNamespaceFinalizers(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
+	must(t, cluster.DeleteNamespace(ctx, name))
+
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
+	var rep purge.Report
+	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	if !rep.Finalize.Would || strings.Join(rep.Finalize.Remove, ",") != "kubernetes" || len(rep.Warnings) == 0 {
+		t.Fatalf("plan: finalize %+v, warnings %v", rep.Finalize, rep.Warnings)
+	}
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-namespace-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+}
+
+func TestForceNeedsConsent(t *testing.T) {
+	name, _ := mixedNamespace(t)
+	before := resourceVersions(t, name)
+	// No terminal on stdin (the test's), no --yes: refuse, change nothing.
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force")
+	if r.code != 2 || !strings.Contains(r.stderr, "add --yes") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
+		t.Fatal("purge acted without consent")
+	}
+}
+
+// A run stopped part way (here by its timeout while a finalizer holds the
+// namespace) leaves a consistent state; running it again finishes the job.
+func TestRerunContinues(t *testing.T) {
+	ctx := context.Background()
+	name, _ := mixedNamespace(t)
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=3s")
+	if r.code != 5 {
+		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+	}
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+}
