@@ -86,11 +86,34 @@ func (p *PlanOps) List(_ context.Context, gvr schema.GroupVersionResource, _ str
 	}
 	out := &metav1.PartialObjectMetadataList{}
 	for i := range list.Items {
-		if p.survivesDeletion(gvr, &list.Items[i]) {
-			out.Items = append(out.Items, list.Items[i])
+		item := afterBackgroundDelete(&list.Items[i])
+		if p.survivesDeletion(gvr, item) {
+			out.Items = append(out.Items, *item)
 		}
 	}
 	return out, nil
+}
+
+// afterBackgroundDelete is an item as a DELETE with background propagation
+// leaves it: the API server drops the garbage collector's foregroundDeletion
+// and orphan finalizers, so the controller's pass itself ends those waits.
+func afterBackgroundDelete(item *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	var kept []string
+	for _, f := range item.Finalizers {
+		if f != metav1.FinalizerDeleteDependents && f != metav1.FinalizerOrphanDependents {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == len(item.Finalizers) {
+		return item
+	}
+	out := item.DeepCopy()
+	out.Finalizers = kept
+	if out.DeletionTimestamp == nil {
+		now := metav1.Now()
+		out.DeletionTimestamp = &now
+	}
+	return out
 }
 
 // survivesDeletion tells whether an item is still there right after a

@@ -40,6 +40,11 @@ func apiServiceBlockers(r Report) []Blocker {
 				b.Evidence = append(b.Evidence, fmt.Sprintf("service %s: %s", s.Service, describeService(*s.Backend)))
 			}
 			b.NextStep = fmt.Sprintf("restore the service %s behind apiservice/%s, or if that API is gone for good: kubectl delete apiservice %s", s.Service, s.Name, s.Name)
+			if note, ok := readOnlyGroups[groupOf(f.GroupVersion)]; ok {
+				b.Evidence = append(b.Evidence, note)
+			} else {
+				b.Evidence = append(b.Evidence, "what this group holds in the namespace cannot be known while its API is down; deleting the APIService orphans any such content in storage")
+			}
 			if s.SelfHosted {
 				b.Kind = BlockerSelfHostedAPIService
 				b.Summary = fmt.Sprintf("apiservice/%s is served from this very namespace: deleting it took its own API down, which blocks its deletion", s.Name)
@@ -126,6 +131,9 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 			})
 		case len(c.Finalizers) > 0 && c.Resource != "pods":
 			b := finalizerBlocker(c, res, r.Namespace.Name)
+			if c.Finalizers["foregroundDeletion"] > 0 {
+				b.Evidence = append(b.Evidence, foregroundWaits(obs.Snapshot, gvr)...)
+			}
 			if crd := findCRD(obs.CRDs, gvr); crd != nil && crd.Deleting {
 				b.Kind = BlockerCRDDeleting
 				b.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances, whose finalizers nobody may remove any more (%s)", crd.Name, c.Count, strings.Join(sortedKeys(c.Finalizers), ", "))
@@ -262,4 +270,51 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// readOnlyGroups are well-known aggregated APIs that serve no deletable
+// namespaced content: deleting their broken APIService loses nothing.
+var readOnlyGroups = map[string]string{
+	"metrics.k8s.io":          "metrics.k8s.io (metrics-server) serves read-only pod and node metrics: no namespaced content to lose",
+	"custom.metrics.k8s.io":   "custom.metrics.k8s.io serves read-only metrics: no namespaced content to lose",
+	"external.metrics.k8s.io": "external.metrics.k8s.io serves read-only metrics: no namespaced content to lose",
+}
+
+func groupOf(groupVersion string) string {
+	if i := strings.LastIndex(groupVersion, "/"); i >= 0 {
+		return groupVersion[:i]
+	}
+	return ""
+}
+
+// foregroundWaits names the dependents that keep an owner with the
+// foregroundDeletion finalizer: the garbage collector removes it only once
+// every dependent with blockOwnerDeletion is gone.
+func foregroundWaits(snap *deletion.Snapshot, owner schema.GroupVersionResource) []string {
+	owners := map[string]string{}
+	if list := snap.Lists[owner]; list != nil {
+		for _, item := range list.Items {
+			for _, f := range item.Finalizers {
+				if f == "foregroundDeletion" {
+					owners[string(item.UID)] = item.Name
+				}
+			}
+		}
+	}
+	var out []string
+	for _, gvr := range snap.SortedGVRs() {
+		list := snap.Lists[gvr]
+		if list == nil {
+			continue
+		}
+		for _, item := range list.Items {
+			for _, ref := range item.OwnerReferences {
+				name, ok := owners[string(ref.UID)]
+				if ok && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+					out = append(out, fmt.Sprintf("%s/%s waits (foregroundDeletion) for its dependent %s/%s", resourceName(owner), name, resourceName(gvr), item.Name))
+				}
+			}
+		}
+	}
+	return firstN(out, 5)
 }

@@ -130,7 +130,6 @@ const (
 	BlockerControllerNotRunning  = "ControllerNotRunning"
 	BlockerForbidden             = "ListForbidden"
 	BlockerListFailed            = "ListFailed"
-	BlockerUnexpectedContent     = "ContentNotDeleted"
 	BlockerWebhook               = "BlockingWebhook"
 	BlockerSelfHostedWebhook     = "SelfHostedWebhook"
 	BlockerCRDDeleting           = "CRDBeingDeleted"

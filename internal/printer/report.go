@@ -168,7 +168,11 @@ func (h Human) content(p *errWriter, r diagnose.Report) {
 			_ = t.Append(name, "?", "?", "?", "cannot list, see blockers")
 			continue
 		}
-		_ = t.Append(name, fmt.Sprint(c.Count), fmt.Sprint(c.Terminating), finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))
+		terminating := fmt.Sprint(c.Terminating)
+		if c.OldestDeletion != nil {
+			terminating += " (" + strings.TrimSuffix(h.ago(*c.OldestDeletion), " ago") + ")"
+		}
+		_ = t.Append(name, fmt.Sprint(c.Count), terminating, finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+// An owner deleted in the foreground waits for a dependent that cannot go
+// while no garbage collector runs (a running namespace controller would end
+// the wait: its background DELETE drops foregroundDeletion): explain names
+// the dependent.
+func TestBlockerForegroundDeletionNamesDependents(t *testing.T) {
+	ctx := context.Background()
+	cp.StopControllerManager()
+	t.Cleanup(func() { must(t, cp.StartControllerManager()) })
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "owner", nil))
+	owner, err := cluster.Kube.CoreV1().ConfigMaps(name).Get(ctx, "owner", metav1.GetOptions{})
+	must(t, err)
+	_, err = cluster.Kube.CoreV1().ConfigMaps(name).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "dependent", Finalizers: []string{"example.com/hold"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID, BlockOwnerDeletion: ptr.To(true)}},
+	}}, metav1.CreateOptions{})
+	must(t, err)
+	must(t, cluster.Kube.CoreV1().ConfigMaps(name).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}))
+	must(t, cluster.DeleteNamespace(ctx, name))
+
+	e := explain(t, cp.Kubeconfig, name, "--controller-grace=1h")
+	b := e.blocker(t, diagnose.BlockerFinalizers, "configmaps/owner waits (foregroundDeletion) for its dependent configmaps/dependent", "--remove-finalizers=")
+	if !strings.Contains(b.Summary, "foregroundDeletion") {
+		t.Errorf("summary %q", b.Summary)
+	}
+}
+
+// A CRD whose conversion webhook is gone: its objects cannot be read in the
+// preferred version, so nobody can delete them.
+func TestBlockerConversionWebhookDown(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	group := fmt.Sprintf("c%d.example.com", time.Now().UnixNano()%100000)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "convs." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names":    map[string]any{"kind": "Conv", "plural": "convs", "singular": "conv", "listKind": "ConvList"},
+			"versions": []any{version("v1", true), version("v2", false)},
+			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+				"conversionReviewVersions": []any{"v1"},
+				"clientConfig":             map[string]any{"service": map[string]any{"namespace": "conv-system", "name": "converter", "path": "/convert"}},
+			}},
+		},
+	}}
+	_, err := cluster.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
+	must(t, err)
+	t.Cleanup(func() {
+		_ = cluster.Dynamic.Resource(crdGVR).Delete(context.Background(), "convs."+group, metav1.DeleteOptions{})
+	})
+	v1GVR, err := cluster.EnsureCRD(ctx, group, "Conv", "convs") // already there: waits until it serves
+	must(t, err)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.blocker(t, diagnose.BlockerConversionWebhook, "conversion service conv-system/converter: not found", "strategy")
+	e.agrees(t)
+}
