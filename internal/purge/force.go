@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"strings"
 	"time"
 
@@ -78,26 +81,40 @@ func (p *Purger) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
 }
 
 // passes repeats the deletion pass until the namespace is gone, waiting
-// estimate/2+1 s between passes as the namespace controller requeues.
+// estimate/2+1 s between passes as the namespace controller requeues. An
+// API server that is briefly away (restart, overload) is retried with
+// backoff until the timeout; any other error stops the run cleanly.
 func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc *kube.Discovery) error {
 	nsClient := p.Clients.Kube.CoreV1().Namespaces()
-	for pass := 1; ; pass++ {
-		ns, err := nsClient.Get(ctx, r.Namespace, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			r.Outcome, r.Message = OutcomeGone, fmt.Sprintf("namespace %s is gone", r.Namespace)
-			return nil
-		}
-		if err != nil {
-			return p.stopped(r, ctx, err)
-		}
-		if pass > 1 {
-			if disc, err = kube.Discover(p.Clients.Discovery); err != nil {
-				return p.stopped(r, ctx, err)
+	backoff := time.Second
+	for pass := 1; ; {
+		wait, err := func() (time.Duration, error) {
+			ns, err := nsClient.Get(ctx, r.Namespace, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				r.Outcome, r.Message = OutcomeGone, fmt.Sprintf("namespace %s is gone", r.Namespace)
+				return 0, errGone
 			}
-		}
-		wait, err := p.onePass(ctx, r, bk, disc, ns, pass)
-		if err != nil {
+			if err != nil {
+				return 0, err
+			}
+			if pass > 1 {
+				if disc, err = kube.Discover(p.Clients.Discovery); err != nil {
+					return 0, err
+				}
+			}
+			return p.onePass(ctx, r, bk, disc, ns, pass)
+		}()
+		switch {
+		case errors.Is(err, errGone):
+			return nil
+		case err != nil && ctx.Err() == nil && transient(err):
+			p.progress("the API server is unavailable (%v); retrying in %s", err, backoff)
+			r.Warnings = appendNew(r.Warnings, "the API server was unavailable for a while; purge retried")
+			wait, backoff = backoff, min(2*backoff, 16*time.Second)
+		case err != nil:
 			return p.stopped(r, ctx, err)
+		default:
+			pass, backoff = pass+1, time.Second
 		}
 		select {
 		case <-ctx.Done():
@@ -105,6 +122,20 @@ func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc 
 		case <-time.After(wait):
 		}
 	}
+}
+
+var errGone = errors.New("namespace gone")
+
+// transient tells errors worth retrying: the server is restarting,
+// overloaded, or the connection broke.
+func transient(err error) bool {
+	if apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // onePass runs a pass, then strips finalizers or finalizes; it returns how

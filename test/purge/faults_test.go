@@ -1,0 +1,121 @@
+package purge_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+)
+
+// startPurge runs purge in the background and returns once its first pass
+// is reported on stderr.
+func startPurge(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"ns-doctor", "purge"}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	firstPass := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := false
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if !once && strings.HasPrefix(sc.Text(), "pass 1:") {
+				once = true
+				close(firstPass)
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); pw.Close() }()
+	select {
+	case <-firstPass:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("purge did not report its first pass:\n%s", stderr.String())
+	}
+	return cmd, &stdout, &stderr
+}
+
+func exitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for cmd.ProcessState == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if cmd.ProcessState == nil {
+		t.Fatal("purge did not end")
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+func TestPurgeSurvivesAPIServerRestart(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	cmd, stdout, stderr := startPurge(t, name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=90s")
+
+	// Down for longer than purge waits between passes (15/2+1 s).
+	cp.StopAPIServer()
+	time.Sleep(10 * time.Second)
+	must(t, cp.StartAPIServer(ctx))
+	// The finalizer's owner finishes its work after the restart.
+	_, err := cluster.Kube.CoreV1().ConfigMaps(name).Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	must(t, err)
+
+	if code := exitCode(t, cmd); code != 0 {
+		t.Fatalf("purge across a restart: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr.String(), "the API server is unavailable") {
+		t.Errorf("purge never met the stopped API server:\n%s", stderr)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+}
+
+func TestInterruptLeavesBackupAndReport(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	must(t, cluster.DeleteNamespace(ctx, name))
+	dir := t.TempDir()
+	cmd, stdout, stderr := startPurge(t, name, "--force", "--yes", "--backup-dir", dir, "--timeout=90s")
+	must(t, cmd.Process.Signal(syscall.SIGINT))
+	if code := exitCode(t, cmd); code != 5 {
+		t.Fatalf("interrupted purge: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout.String(), "interrupted") || !strings.Contains(stdout.String(), "Backup: "+dir) {
+		t.Errorf("report after interrupt:\n%s", stdout)
+	}
+	for _, f := range []string{"namespace.yaml", "objects/configmaps.core_held.yaml", "objects/configmaps.core_plain.yaml"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		var obj map[string]any
+		if err == nil {
+			err = yaml.Unmarshal(data, &obj)
+		}
+		if err != nil || obj["kind"] == nil {
+			t.Errorf("backup %s: %v", f, errors.Join(err))
+		}
+	}
+}
