@@ -76,8 +76,8 @@ func explainAPIError(err error, server string) string {
 	switch {
 	case clientcmd.IsEmptyConfig(err):
 		return "no cluster configured: set --kubeconfig, KUBECONFIG or --server"
-	case clientcmd.IsConfigurationInvalid(err):
-		return fmt.Sprintf("invalid kubeconfig: %v (check --kubeconfig and --context)", err)
+	case clientcmd.IsConfigurationInvalid(err) || strings.HasPrefix(err.Error(), "error loading config file"):
+		return fmt.Sprintf("invalid kubeconfig: %v (check --kubeconfig, KUBECONFIG and --context)", err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Sprintf("the API server at %s rejected the credentials (401 Unauthorized): log in again or check --token/--user", server)
 	case apierrors.IsForbidden(err):

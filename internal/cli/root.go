@@ -5,6 +5,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -56,6 +58,7 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
 	})
 	flags.AddFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return validateRequestTimeout(flags) }
 
 	root.AddCommand(
 		newExplainCommand(flags, streams),
@@ -92,4 +95,20 @@ func maxArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// validateRequestTimeout checks --request-timeout up front, as a usage
+// error, instead of when the first client is built.
+func validateRequestTimeout(flags *genericclioptions.ConfigFlags) error {
+	if flags.Timeout == nil || *flags.Timeout == "" {
+		return nil
+	}
+	v := *flags.Timeout
+	if _, err := strconv.Atoi(v); err == nil {
+		return nil
+	}
+	if d, err := time.ParseDuration(v); err != nil || d < 0 {
+		return usageErrorf("invalid --request-timeout %q: use a duration such as 10s or 1m (0 means no timeout)", v)
+	}
+	return nil
 }

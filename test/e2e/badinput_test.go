@@ -14,6 +14,15 @@ import (
 func TestBadInput(t *testing.T) {
 	closed := kubeconfigFor(t, closedPort(t))
 	silent := kubeconfigFor(t, silentServer(t))
+	badToken := withToken(t, cp.Kubeconfig, "not-a-valid-token")
+	broken := filepath.Join(t.TempDir(), "broken")
+	if err := os.WriteFile(broken, []byte("apiVersion: v1\nclusters: [this is not: a kubeconfig\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, nobody, err := cp.MintUser("nobody-at-all")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name       string
 		kubeconfig string
@@ -30,6 +39,15 @@ func TestBadInput(t *testing.T) {
 		{"unreachable server", closed, []string{"explain", "x", "--request-timeout=5s"}, 1, "connection refused"},
 		{"server that never answers", silent, []string{"explain", "x", "--request-timeout=1s"}, 1, "did not answer in time"},
 		{"purge a system namespace", cp.Kubeconfig, []string{"purge", "kube-system"}, 2, "refusing to purge"},
+		{"missing kubeconfig", cp.Kubeconfig, []string{"explain", "x", "--kubeconfig", "/nonexistent/kubeconfig"}, 1, "/nonexistent/kubeconfig"},
+		{"broken kubeconfig", broken, []string{"explain", "x"}, 1, "invalid kubeconfig"},
+		{"unknown context", cp.Kubeconfig, []string{"explain", "x", "--context", "nope"}, 1, `context "nope"`},
+		{"invalid token", badToken, []string{"explain", "default"}, 1, "401 Unauthorized"},
+		{"forbidden namespace", nobody, []string{"explain", "default"}, 1, `cannot get resource "namespaces"`},
+		{"conflicting purge modes", cp.Kubeconfig, []string{"purge", "x", "--force", "--dry-run=server"}, 2, "--force conflicts with --dry-run=server"},
+		{"conflicting strip flags", cp.Kubeconfig, []string{"purge", "x", "--remove-all-finalizers", "--remove-finalizers=a"}, 2, "conflicts with --remove-all-finalizers"},
+		{"bad --request-timeout", cp.Kubeconfig, []string{"explain", "x", "--request-timeout=soon"}, 2, `invalid --request-timeout "soon"`},
+		{"bad --color", cp.Kubeconfig, []string{"explain", "x", "--color=rainbow"}, 2, `invalid --color "rainbow"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +102,22 @@ func kubeconfigFor(t *testing.T, addr string) string {
 	data := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://" + addr + "\", insecure-skip-tls-verify: true}\n" +
 		"contexts:\n- name: c\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {token: t}\ncurrent-context: c\n"
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// withToken copies a kubeconfig with its user's credentials replaced by a
+// bearer token.
+func withToken(t *testing.T, kubeconfig, token string) string {
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	s = s[:strings.Index(s, "users:")] + "users:\n- name: admin\n  user:\n    token: " + token + "\n"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
