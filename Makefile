@@ -8,7 +8,7 @@ DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/internal/version.version=$(VERSION) -X $(PKG)/internal/version.commit=$(COMMIT) -X $(PKG)/internal/version.date=$(DATE)
 CLUSTER_DIR := $(CURDIR)/.cache/cluster
 
-.PHONY: build controlplane test demo cluster cluster-down release-check clean
+.PHONY: build controlplane test fuzz demo cluster cluster-down release-check clean
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-ns_doctor ./cmd/kubectl-ns_doctor
@@ -16,10 +16,19 @@ build:
 controlplane:
 	@bash hack/build-controlplane.sh
 
-# All tests, unit and against the real control plane.
+# All tests, unit and against the real control plane, then a bounded fuzz
+# run of every parser of outside input.
 test:
 	@bin_dir=$$(bash hack/build-controlplane.sh) && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) test -count=1 -timeout 40m ./...
+	@$(MAKE) --no-print-directory fuzz
+
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME) ./internal/cli
+	$(GO) test -run '^$$' -fuzz '^FuzzReappliable$$' -fuzztime $(FUZZTIME) ./internal/backup
+	$(GO) test -run '^$$' -fuzz '^FuzzDiscover$$' -fuzztime $(FUZZTIME) ./internal/kube
+	$(GO) test -run '^$$' -fuzz '^FuzzMatchRules$$' -fuzztime $(FUZZTIME) ./internal/diagnose
 
 # Builds everything, starts a control plane, makes a stuck namespace and
 # explains it through the real kubectl, then tears down.
