@@ -55,6 +55,14 @@ func run(ctx context.Context, pluginDir string, doMeasure bool) error {
 	if _, err := cluster.CreateDemo(ctx, "demo", "metrics.k8s.io", 90*time.Second); err != nil {
 		return err
 	}
+	// ns-doctor calls content stuck once it has waited past --grace (30 s):
+	// finalizers being processed normally are not blockers.
+	step("waiting 30 s, ns-doctor's grace period for content waiting on finalizers")
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(31 * time.Second):
+	}
 	step("kubectl ns-doctor explain demo")
 	env := append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
 	cmd := exec.CommandContext(ctx, "kubectl", "ns-doctor", "explain", "demo")

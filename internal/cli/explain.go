@@ -25,11 +25,11 @@ type ExplainOptions struct {
 	genericiooptions.IOStreams
 	configFlags *genericclioptions.ConfigFlags
 
-	Name            string
-	Output          string
-	Color           string
-	IfDeleted       bool
-	ControllerGrace time.Duration
+	Name      string
+	Output    string
+	Color     string
+	IfDeleted bool
+	Grace     time.Duration
 }
 
 func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -68,14 +68,18 @@ Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad 
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: human-readable)")
 	cmd.Flags().StringVar(&o.Color, "color", "auto", "Colour the human output: auto (a terminal and NO_COLOR unset), always or never")
 	cmd.Flags().BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
-	cmd.Flags().DurationVar(&o.ControllerGrace, "controller-grace", 30*time.Second, "How long after deletion a namespace may look untouched before the namespace controller is suspected")
+	cmd.Flags().DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (no controller conditions, content waiting for finalizers); 0 reports at once")
 	return cmd
 }
 
 // Complete fills the options from the arguments.
 func (o *ExplainOptions) Complete(args []string) error {
-	if len(args) == 1 {
+	switch {
+	case len(args) == 1:
 		o.Name = args[0]
+	case o.configFlags.Namespace != nil && *o.configFlags.Namespace != "":
+		// kubectl users reach for -n; an explicit one names the namespace.
+		o.Name = *o.configFlags.Namespace
 	}
 	return nil
 }
@@ -89,8 +93,8 @@ func (o *ExplainOptions) Validate() error {
 	} else if o.IfDeleted {
 		return usageErrorf("--if-deleted needs a namespace NAME")
 	}
-	if o.ControllerGrace <= 0 {
-		return usageErrorf("--controller-grace must be positive, got %s", o.ControllerGrace)
+	if o.Grace < 0 {
+		return usageErrorf("--grace must not be negative, got %s", o.Grace)
 	}
 	if err := printer.ValidateFormat(o.Output); err != nil {
 		return usageErrorf("%v", err)
@@ -164,7 +168,7 @@ func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns
 	if err != nil {
 		return diagnose.Report{}, err
 	}
-	obs.ControllerGrace, obs.IfDeleted = o.ControllerGrace, o.IfDeleted
+	obs.Grace, obs.IfDeleted = o.Grace, o.IfDeleted
 	return diagnose.Diagnose(obs), nil
 }
 

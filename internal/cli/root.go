@@ -58,12 +58,17 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
 	})
 	flags.AddFlags(root.PersistentFlags())
+	registerFlagCompletions(root, flags)
+	// Our own completion command replaces cobra's: it adds the kubectl
+	// plugin shim and names the binary, not "ns-doctor", in the scripts.
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return validateRequestTimeout(flags) }
 
 	root.AddCommand(
 		newExplainCommand(flags, streams),
 		newPurgeCommand(flags, streams),
 		newVersionCommand(streams),
+		newCompletionCommand(streams),
 	)
 	return root
 }

@@ -2,6 +2,8 @@ package diagnose
 
 import (
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +34,7 @@ func apiServiceBlockers(r Report) []Blocker {
 			Kind:     BlockerAPIServiceUnavailable,
 			Summary:  fmt.Sprintf("API group %s cannot be discovered, so the namespace controller will not finalize any namespace", f.GroupVersion),
 			Evidence: []string{"discovery: " + f.Error},
-			NextStep: fmt.Sprintf("kubectl get apiservices | grep %s  # find the aggregated API behind it", f.GroupVersion),
+			NextStep: fmt.Sprintf("kubectl get apiservice %s  # the aggregated API behind %s", apiServiceName(f.GroupVersion), f.GroupVersion),
 		}
 		if s := f.APIService; s != nil {
 			b.Evidence = append(b.Evidence, fmt.Sprintf("apiservice/%s Available=%s reason=%s: %s", s.Name, s.Available, s.Reason, s.Message))
@@ -40,6 +42,9 @@ func apiServiceBlockers(r Report) []Blocker {
 				b.Evidence = append(b.Evidence, fmt.Sprintf("service %s: %s", s.Service, describeService(*s.Backend)))
 			}
 			b.NextStep = fmt.Sprintf("restore the service %s behind apiservice/%s, or if that API is gone for good: kubectl delete apiservice %s", s.Service, s.Name, s.Name)
+			if s.Service == "" {
+				b.NextStep = fmt.Sprintf("apiservice/%s is served by kube-apiserver itself: check its logs; kubectl get apiservice %s -o yaml", s.Name, s.Name)
+			}
 			if note, ok := readOnlyGroups[groupOf(f.GroupVersion)]; ok {
 				b.Evidence = append(b.Evidence, note)
 			} else {
@@ -109,6 +114,8 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 		gvr := schema.GroupVersionResource{Group: c.Group, Version: c.Version, Resource: c.Resource}
 		res := resourceName(gvr)
 		switch {
+		case c.Error != "" && notSupported(obs.Snapshot.ListErrs[gvr]):
+			// The controller skips resources answering 404/405 to list.
 		case c.Error != "" && isForbidden(obs.Snapshot.ListErrs[gvr]):
 			out = append(out, Blocker{
 				Kind: BlockerForbidden, Summary: fmt.Sprintf("you may not list %s here, so what it holds is unknown", res),
@@ -129,14 +136,14 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 				Evidence: []string{c.Error},
 				NextStep: fmt.Sprintf("kubectl get %s -n %s  # fix the API behind it (CRD, conversion webhook, aggregated API)", res, r.Namespace.Name),
 			})
-		case len(c.Finalizers) > 0 && c.Resource != "pods":
+		case len(c.Finalizers) > 0 && c.Resource != "pods" && waitedLongEnough(obs, c):
 			b := finalizerBlocker(c, res, r.Namespace.Name)
 			if c.Finalizers["foregroundDeletion"] > 0 {
 				b.Evidence = append(b.Evidence, foregroundWaits(obs.Snapshot, gvr)...)
 			}
 			if crd := findCRD(obs.CRDs, gvr); crd != nil && crd.Deleting {
 				b.Kind = BlockerCRDDeleting
-				b.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances, whose finalizers nobody may remove any more (%s)", crd.Name, c.Count, strings.Join(sortedKeys(c.Finalizers), ", "))
+				b.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances; their finalizers (%s) need a controller that was likely uninstalled with the CRD", crd.Name, c.Count, strings.Join(sortedKeys(c.Finalizers), ", "))
 				b.Evidence = append(b.Evidence, fmt.Sprintf("customresourcedefinition/%s has a deletionTimestamp", crd.Name))
 			}
 			out = append(out, b)
@@ -146,24 +153,32 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 }
 
 func finalizerBlocker(c Content, res, namespace string) Blocker {
-	var evidence, names []string
-	for f, n := range c.Finalizers {
-		names = append(names, f)
-		evidence = append(evidence, fmt.Sprintf("%s on %d of %d %s", f, n, c.Count, res))
+	var evidence, owners []string
+	names := sortedKeys(c.Finalizers)
+	for _, f := range names {
+		evidence = append(evidence, fmt.Sprintf("%s on %d of %d %s", f, c.Finalizers[f], c.Count, res))
+		owner, ok := wellKnownFinalizers[f]
+		if !ok {
+			owner = "the controller that added " + f
+		}
+		owners = append(owners, owner)
 	}
-	sort.Strings(evidence)
-	sort.Strings(names)
 	evidence = append(evidence, "e.g. "+strings.Join(c.Examples, ", "))
-	owner := "the controller that added it"
-	if known, ok := wellKnownFinalizers[names[0]]; ok {
-		owner = known
-	}
 	return Blocker{
 		Kind:     BlockerFinalizers,
-		Summary:  fmt.Sprintf("%d %s wait for finalizer(s) %s; owner: %s", c.Count, res, strings.Join(names, ", "), owner),
+		Summary:  fmt.Sprintf("%d %s wait for finalizer(s) %s; removed by: %s", c.Count, res, strings.Join(names, ", "), strings.Join(owners, "; ")),
 		Evidence: evidence,
-		NextStep: fmt.Sprintf("make sure %s runs; if it is gone for good: kubectl ns-doctor purge %s --remove-finalizers=%s", owner, namespace, names[0]),
+		NextStep: fmt.Sprintf("check that whoever removes them still runs; if it is gone for good: kubectl ns-doctor purge %s --remove-finalizers=%s", namespace, strings.Join(names, ",")),
 	}
+}
+
+// waitedLongEnough tells whether content waiting for finalizers has waited
+// past the grace period (or the namespace is only imagined deleted).
+func waitedLongEnough(obs Observation, c Content) bool {
+	if obs.IfDeleted {
+		return true
+	}
+	return c.OldestDeletion != nil && obs.Now.Sub(*c.OldestDeletion) >= obs.Grace
 }
 
 // wellKnownFinalizers names who removes the built-in finalizers.
@@ -183,7 +198,7 @@ func controllerBlocker(obs Observation, r Report, result deletion.Result) *Block
 		return nil
 	}
 	since := obs.Now.Sub(*r.Namespace.DeletionTimestamp)
-	if since < obs.controllerGrace() {
+	if since < obs.Grace {
 		return nil
 	}
 	b := &Blocker{
@@ -195,7 +210,7 @@ func controllerBlocker(obs Observation, r Report, result deletion.Result) *Block
 		b.Evidence = []string{fmt.Sprintf("deleted %s ago, status.conditions is empty", since.Round(time.Second))}
 		return b
 	}
-	if deletable := deletableLeft(obs, result); len(deletable) > 0 {
+	if deletable := deletableLeft(obs, result, WebhookRejections(obs)); len(deletable) > 0 {
 		b.Summary = "content the namespace controller deletes at once is still there: the controller is not running or not keeping up"
 		b.Evidence = append([]string{fmt.Sprintf("deleted %s ago", since.Round(time.Second))}, firstN(deletable, 5)...)
 		return b
@@ -205,14 +220,15 @@ func controllerBlocker(obs Observation, r Report, result deletion.Result) *Block
 
 // deletableLeft names items a pass would delete outright (no finalizers,
 // not terminating), unless pods legitimately hold them back.
-func deletableLeft(obs Observation, result deletion.Result) []string {
+func deletableLeft(obs Observation, result deletion.Result, rejected map[schema.GroupVersionResource]error) []string {
 	if result.PodsBlocked {
 		return nil
 	}
 	var out []string
 	for _, gvr := range obs.Snapshot.SortedGVRs() {
 		list := obs.Snapshot.Lists[gvr]
-		if list == nil {
+		// A webhook rejecting the DELETE explains it better.
+		if list == nil || rejected[gvr] != nil {
 			continue
 		}
 		for _, item := range list.Items {
@@ -280,6 +296,14 @@ var readOnlyGroups = map[string]string{
 	"external.metrics.k8s.io": "external.metrics.k8s.io serves read-only metrics: no namespaced content to lose",
 }
 
+// apiServiceName is the name an APIService for a group-version has.
+func apiServiceName(groupVersion string) string {
+	if i := strings.LastIndex(groupVersion, "/"); i >= 0 {
+		return groupVersion[i+1:] + "." + groupVersion[:i]
+	}
+	return groupVersion
+}
+
 func groupOf(groupVersion string) string {
 	if i := strings.LastIndex(groupVersion, "/"); i >= 0 {
 		return groupVersion[:i]
@@ -317,4 +341,8 @@ func foregroundWaits(snap *deletion.Snapshot, owner schema.GroupVersionResource)
 		}
 	}
 	return firstN(out, 5)
+}
+
+func notSupported(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)
 }

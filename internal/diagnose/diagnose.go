@@ -16,10 +16,11 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
-// controllerGrace is how long after deletion a namespace may lack
-// conditions before ns-doctor suspects no namespace controller runs (the
-// controller looks at a namespace 5 s after deletion).
-const defaultControllerGrace = 30 * time.Second
+// DefaultGrace is how long a deletion step may take before ns-doctor calls
+// it stuck: the controller looks at a namespace 5 s after deletion and
+// re-checks content with finalizers every 8.5 s, and most finalizers'
+// owners finish within seconds.
+const DefaultGrace = 30 * time.Second
 
 // maxExamples bounds the names listed per resource type.
 const maxExamples = 3
@@ -37,29 +38,26 @@ type Observation struct {
 	// Services are the backends referenced above, by namespace/name.
 	Services map[string]ServiceState
 	Now      time.Time
-	// ControllerGrace is how long after deletion a namespace may look
-	// untouched before the controller is suspected; zero means 30 s.
-	ControllerGrace time.Duration
+	// Grace is how long a step may take before it is called stuck: a
+	// namespace with no conditions (no controller), content waiting for
+	// finalizers. Zero reports them at once.
+	Grace time.Duration
 	// IfDeleted diagnoses an Active namespace as if it were deleted now.
 	IfDeleted bool
-}
-
-func (o Observation) controllerGrace() time.Duration {
-	if o.ControllerGrace > 0 {
-		return o.ControllerGrace
-	}
-	return defaultControllerGrace
+	// Unchecked names what could not be read (webhooks, CRDs, backends).
+	Unchecked []string
 }
 
 // Diagnose builds the report for one namespace.
 func Diagnose(obs Observation) Report {
 	ns := obs.Namespace
 	r := Report{
-		APIVersion: APIVersion, Kind: Kind, ObservedAt: obs.Now,
+		APIVersion: APIVersion, Kind: Kind, ObservedAt: obs.Now.UTC(),
 		Namespace: namespaceOf(ns),
 		Discovery: discoveryOf(obs),
 		Content:   contentOf(obs.Snapshot),
 		Blockers:  []Blocker{},
+		Unchecked: obs.Unchecked,
 	}
 	if ns.DeletionTimestamp == nil {
 		return diagnoseActive(obs, r)
@@ -88,7 +86,7 @@ func diagnoseActive(obs Observation, r Report) Report {
 	result := predictPass(obs)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
-	r.Verdict.Summary = fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s", name, len(r.Blockers), kindList(r.Blockers))
+	r.Verdict.Summary = fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s", name, len(r.Blocking()), kindList(r.Blocking()))
 	return r
 }
 
@@ -107,12 +105,12 @@ func predictPass(obs Observation) deletion.Result {
 func namespaceOf(ns *v1.Namespace) Namespace {
 	out := Namespace{
 		Name: ns.Name, UID: string(ns.UID), Phase: string(ns.Status.Phase),
-		CreationTimestamp:  ns.CreationTimestamp.Time,
+		CreationTimestamp:  ns.CreationTimestamp.UTC(),
 		SpecFinalizers:     []string{},
 		MetadataFinalizers: append([]string{}, ns.Finalizers...),
 	}
 	if ns.DeletionTimestamp != nil {
-		t := ns.DeletionTimestamp.Time
+		t := ns.DeletionTimestamp.UTC()
 		out.DeletionTimestamp = &t
 	}
 	for _, f := range ns.Spec.Finalizers {
@@ -190,7 +188,7 @@ func summarise(c *Content, items []metav1.PartialObjectMetadata) {
 		if m.DeletionTimestamp != nil {
 			c.Terminating++
 			if c.OldestDeletion == nil || m.DeletionTimestamp.Time.Before(*c.OldestDeletion) {
-				t := m.DeletionTimestamp.Time
+				t := m.DeletionTimestamp.UTC()
 				c.OldestDeletion = &t
 			}
 		}
@@ -237,7 +235,7 @@ func valueOf(c *v1.NamespaceCondition, withTime bool) *ConditionValue {
 	}
 	v := &ConditionValue{Status: string(c.Status), Reason: normalizeReason(c.Reason), Message: c.Message}
 	if withTime && !c.LastTransitionTime.IsZero() {
-		t := c.LastTransitionTime.Time
+		t := c.LastTransitionTime.UTC()
 		v.LastTransitionTime = &t
 	}
 	return v
@@ -262,25 +260,17 @@ func normalizeReason(reason string) string {
 }
 
 func verdictOf(r Report) Verdict {
-	// Not being allowed to look is not a reason the namespace is stuck.
-	var unseen []string
-	var blocking []Blocker
-	for _, b := range r.Blockers {
-		if b.Kind == BlockerForbidden {
-			unseen = append(unseen, b.Kind)
-			continue
-		}
-		blocking = append(blocking, b)
+	blocking := r.Blocking()
+	unseen := len(r.Blockers) - len(blocking)
+	note := ""
+	if unseen > 0 {
+		note = fmt.Sprintf("; %d resource type(s) could not be listed", unseen)
 	}
-	r.Blockers = blocking
-	if len(r.Blockers) == 0 && len(unseen) > 0 {
-		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted; nothing blocks it among what you may see (%d resource type(s) could not be listed)", r.Namespace.Name, len(unseen))}
+	if len(blocking) == 0 {
+		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet%s", r.Namespace.Name, note)}
 	}
-	if len(r.Blockers) == 0 {
-		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet", r.Namespace.Name)}
-	}
-	return Verdict{State: StateStuck, Summary: fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s",
-		r.Namespace.Name, len(r.Blockers), kindList(r.Blockers))}
+	return Verdict{State: StateStuck, Summary: fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s",
+		r.Namespace.Name, len(blocking), kindList(blocking), note)}
 }
 
 // kindList renders ": KindA, KindB" for the distinct kinds, in order.

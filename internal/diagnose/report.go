@@ -33,6 +33,10 @@ type Report struct {
 	Content    []Content    `json:"content"`
 	Blockers   []Blocker    `json:"blockers"`
 	Pods       *PodsSummary `json:"pods,omitempty"`
+	// Unchecked names what could not be read, so the blockers depending on
+	// it could not be looked for (e.g. webhooks without permission to list
+	// them).
+	Unchecked []string `json:"unchecked,omitempty"`
 }
 
 // Verdict is the one-line answer.
@@ -163,7 +167,19 @@ func NewReportList(items []Report) ReportList {
 	return ReportList{APIVersion: APIVersion, Kind: ListKind, Items: items}
 }
 
-// Remaining counts the objects left, or -1 when some types were unreadable.
+// Blocking are the blockers that hold the namespace; not being allowed to
+// list a resource type is reported but holds nothing.
+func (r Report) Blocking() []Blocker {
+	var out []Blocker
+	for _, b := range r.Blockers {
+		if b.Kind != BlockerForbidden {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Remaining counts the objects left among the resource types listed.
 func (r Report) Remaining() int {
 	n := 0
 	for _, c := range r.Content {

@@ -54,8 +54,12 @@ func webhookCallError(wh Webhook, state ServiceState) error {
 	if state.Exists {
 		reason = fmt.Sprintf("no endpoints available for service %q", svc.Name)
 	}
+	path := svc.Path
+	if path == "" {
+		path = "/"
+	}
 	return fmt.Errorf(`Internal error occurred: failed calling webhook %q: failed to call webhook: Post "https://%s.%s.svc:%d%s?timeout=%ds": %s`,
-		wh.Name, svc.Name, svc.Namespace, svc.Port, svc.Path, wh.TimeoutSeconds, reason)
+		wh.Name, svc.Name, svc.Namespace, svc.Port, path, wh.TimeoutSeconds, reason)
 }
 
 // webhookBlockers finds fail-closed webhooks whose backend is down and whose
@@ -124,19 +128,32 @@ func caughtResources(wh Webhook, obs Observation) []string {
 		if list == nil || len(list.Items) == 0 {
 			continue
 		}
-		ops := matchingOperations(wh.Rules, gvr)
-		if len(ops) == 0 {
-			continue
-		}
-		for i := range list.Items {
-			if selects(wh.ObjectSelector, list.Items[i].Labels) {
-				out = append(out, fmt.Sprintf("%s (%s)", resourceName(gvr), strings.Join(ops, ",")))
-				break
+		var caught []string
+		for _, op := range matchingOperations(wh.Rules, gvr) {
+			if catchesItem(wh, op, list.Items) {
+				caught = append(caught, op)
 			}
+		}
+		if len(caught) > 0 {
+			out = append(out, fmt.Sprintf("%s (%s)", resourceName(gvr), strings.Join(caught, ",")))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// catchesItem: a DELETE matters for any selected item, an UPDATE only for
+// one whose finalizers someone has to remove.
+func catchesItem(wh Webhook, op string, items []metav1.PartialObjectMetadata) bool {
+	for i := range items {
+		if !selects(wh.ObjectSelector, items[i].Labels) {
+			continue
+		}
+		if op == "DELETE" || len(items[i].Finalizers) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // matchingOperations returns DELETE and/or UPDATE when a rule covers gvr.

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -21,6 +22,12 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	var out []diagnose.Webhook
 	adm := i.Clients.Kube.AdmissionregistrationV1()
+	if _, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		i.uncheck("mutating webhooks", err)
+	}
+	if _, err := adm.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		i.uncheck("validating webhooks", err)
+	}
 	// Mutating webhooks are called before validating ones.
 	if list, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, cfg := range list.Items {
@@ -63,6 +70,7 @@ func webhookOf(cfg, typ, name string, policy *admissionregv1.FailurePolicyType, 
 func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 	list, err := i.Clients.Dynamic.Resource(crdGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
+		i.uncheck("CustomResourceDefinitions", err)
 		return nil
 	}
 	var out []diagnose.CRD
@@ -90,6 +98,7 @@ func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) d
 	case apierrors.IsNotFound(err):
 		return diagnose.ServiceState{}
 	case err != nil:
+		i.uncheck("service "+ref.Key(), err)
 		return diagnose.ServiceState{Unknown: true}
 	}
 	state := diagnose.ServiceState{Exists: true}
@@ -97,6 +106,7 @@ func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) d
 		LabelSelector: discoveryv1.LabelServiceName + "=" + ref.Name,
 	})
 	if err != nil {
+		i.uncheck("endpointslices of service "+ref.Key(), err)
 		state.Unknown = true
 		return state
 	}
@@ -115,4 +125,10 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// uncheck records what could not be read, so the report says which
+// blockers could not be looked for instead of silently missing them.
+func (i *Inspector) uncheck(what string, err error) {
+	i.unchecked = append(i.unchecked, fmt.Sprintf("%s: %v", what, err))
 }

@@ -20,12 +20,13 @@ import (
 
 // Inspector gathers observations with one set of clients.
 type Inspector struct {
-	Clients  *kube.Clients
-	disc     *kube.Discovery
-	apisvcs  []apiregv1.APIService
-	webhooks []diagnose.Webhook
-	crds     []diagnose.CRD
-	services map[string]diagnose.ServiceState
+	Clients   *kube.Clients
+	disc      *kube.Discovery
+	apisvcs   []apiregv1.APIService
+	webhooks  []diagnose.Webhook
+	crds      []diagnose.CRD
+	services  map[string]diagnose.ServiceState
+	unchecked []string
 }
 
 // New returns an inspector over clients.
@@ -74,7 +75,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	}
 	return diagnose.Observation{
 		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
-		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: i.services,
+		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: i.services, Unchecked: i.unchecked,
 		Now: time.Now(),
 	}, nil
 }
@@ -96,6 +97,8 @@ func (i *Inspector) discover(ctx context.Context) error {
 		if c, err := aggregator.NewForConfig(i.Clients.Config); err == nil {
 			if list, err := c.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{}); err == nil {
 				i.apisvcs = list.Items
+			} else {
+				i.uncheck("APIServices", err)
 			}
 		}
 	}

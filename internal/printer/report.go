@@ -41,6 +41,12 @@ func (h Human) Report(w io.Writer, r diagnose.Report) error {
 	h.conditions(p, r)
 	h.discovery(p, r.Discovery)
 	h.content(p, r)
+	if len(r.Unchecked) > 0 {
+		p.printf("\n%s\n", h.paint(color.FgYellow, color.Bold)("Not checked (could not be read)"))
+		for _, u := range r.Unchecked {
+			p.printf("  - %s\n", wrap(u, width-4, "    "))
+		}
+	}
 	return p.err
 }
 
@@ -282,14 +288,14 @@ func (h Human) Summary(w io.Writer, reports []diagnose.Report) error {
 		if r.Namespace.DeletionTimestamp != nil {
 			deleted = h.ago(*r.Namespace.DeletionTimestamp)
 		}
-		if len(r.Blockers) > 0 {
-			top = truncate(r.Blockers[0].Kind+": "+r.Blockers[0].Summary, 60)
+		if b := r.Blocking(); len(b) > 0 {
+			top = truncate(b[0].Kind+": "+b[0].Summary, 60)
 		}
 		state := r.Verdict.State
 		if state == diagnose.StateStuck {
 			state = h.paint(color.FgRed, color.Bold)(state)
 		}
-		_ = t.Append(r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blockers)), top)
+		_ = t.Append(r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blocking())), top)
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)

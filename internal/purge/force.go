@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"syscall"
 	"strings"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"

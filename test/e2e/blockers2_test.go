@@ -37,7 +37,7 @@ func TestBlockerForegroundDeletionNamesDependents(t *testing.T) {
 	must(t, cluster.Kube.CoreV1().ConfigMaps(name).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}))
 	must(t, cluster.DeleteNamespace(ctx, name))
 
-	e := explain(t, cp.Kubeconfig, name, "--controller-grace=1h")
+	e := explain(t, cp.Kubeconfig, name)
 	b := e.blocker(t, diagnose.BlockerFinalizers, "configmaps/owner waits (foregroundDeletion) for its dependent configmaps/dependent", "--remove-finalizers=")
 	if !strings.Contains(b.Summary, "foregroundDeletion") {
 		t.Errorf("summary %q", b.Summary)

@@ -108,7 +108,7 @@ func TestBlockerControllerNotRunning(t *testing.T) {
 	must(t, cluster.DeleteNamespace(ctx, name))
 	time.Sleep(2 * time.Second)
 
-	e := explain(t, cp.Kubeconfig, name, "--controller-grace=1s")
+	e := explain(t, cp.Kubeconfig, name, "--grace=1s")
 	e.blocker(t, diagnose.BlockerControllerNotRunning, "status.conditions is empty", "kubectl ns-doctor purge "+name)
 	for _, c := range e.report.Conditions {
 		if c.Controller != nil || c.Computed == nil {
@@ -116,7 +116,7 @@ func TestBlockerControllerNotRunning(t *testing.T) {
 		}
 	}
 	// Within the grace period nothing is suspected yet.
-	e = explain(t, cp.Kubeconfig, name, "--controller-grace=1h")
+	e = explain(t, cp.Kubeconfig, name, "--grace=1h")
 	for _, b := range e.report.Blockers {
 		if b.Kind == diagnose.BlockerControllerNotRunning {
 			t.Errorf("controller suspected within its grace period: %+v", b)

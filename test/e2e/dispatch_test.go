@@ -60,7 +60,7 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 		}
 	}
 
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name)
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--grace=0s")
 	if r.code != 3 {
 		t.Fatalf("explain exit code %d, want 3 (stuck); stderr %q\n%s", r.code, r.stderr, r.stdout)
 	}
@@ -71,7 +71,7 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 		}
 	}
 
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "-o", "json")
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "-o", "json", "--grace=0s")
 	var report diagnose.Report
 	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
 		t.Fatalf("explain -o json: %v\n%s", err, r.stdout)

@@ -64,7 +64,7 @@ func TestExplainOracleFinalizersOnBuiltins(t *testing.T) {
 func TestExplainNeverShowsSecretOrConfigMapData(t *testing.T) {
 	name := heldNamespace(t)
 	for _, format := range [][]string{nil, {"-o", "json"}, {"-o", "yaml"}} {
-		r := kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "explain", name}, format...)...)
+		r := kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "explain", name, "--grace=0s"}, format...)...)
 		if r.code != 3 {
 			t.Fatalf("explain %v: exit %d\n%s", format, r.code, r.stderr)
 		}
@@ -78,7 +78,7 @@ func TestExplainNeverShowsSecretOrConfigMapData(t *testing.T) {
 
 func TestExplainAllTerminatingNamespaces(t *testing.T) {
 	a, b := heldNamespace(t), heldNamespace(t)
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain")
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--grace=0s")
 	if r.code != 3 || !strings.Contains(r.stdout, "NAMESPACE") {
 		t.Fatalf("explain with no name: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -88,7 +88,7 @@ func TestExplainAllTerminatingNamespaces(t *testing.T) {
 			t.Errorf("line for %s: %q", ns, line)
 		}
 	}
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json")
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json", "--grace=0s")
 	var list diagnose.ReportList
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.Kind != diagnose.ListKind {
 		t.Fatalf("explain -o json: %v, kind %q", err, list.Kind)
@@ -171,4 +171,19 @@ func lineWith(out, s string) string {
 		}
 	}
 	return ""
+}
+
+// Content waiting for its finalizers is in progress, not stuck, until it has
+// waited past --grace; and -n names the namespace as in kubectl.
+func TestExplainGraceAndNamespaceFlag(t *testing.T) {
+	name := heldNamespace(t)
+	e := explain(t, cp.Kubeconfig, name, "--grace=1h")
+	if e.code != 0 || e.report.Verdict.State != diagnose.StateTerminating || len(e.report.Blocking()) != 0 {
+		t.Fatalf("within the grace period: exit %d, verdict %+v, blockers %+v", e.code, e.report.Verdict, e.report.Blockers)
+	}
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-n", name, "--grace=0s", "-o", "json")
+	var rep diagnose.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Namespace.Name != name || r.code != 3 {
+		t.Fatalf("explain -n %s: exit %d, %v, namespace %q", name, r.code, err, rep.Namespace.Name)
+	}
 }

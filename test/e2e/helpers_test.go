@@ -21,8 +21,13 @@ type explained struct {
 	code   int
 }
 
+// explain runs explain with --grace=0s unless the test sets --grace:
+// tests look right after the controller acted, well within the default.
 func explain(t *testing.T, kubeconfig, name string, extra ...string) explained {
 	t.Helper()
+	if !strings.Contains(strings.Join(extra, " "), "--grace") {
+		extra = append(extra, "--grace=0s")
+	}
 	h := kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name}, extra...)...)
 	j := kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name, "-o", "json"}, extra...)...)
 	if h.code != j.code {
