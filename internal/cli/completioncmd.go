@@ -42,7 +42,7 @@ func newCompletionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Print shell completion code",
 		Long: `Print shell completion code.
 
-kubectl-plugin prints kubectl_complete-ns_doctor, a two-line script that lets kubectl's own
+kubectl-plugin prints kubectl_complete-ns_doctor, a one-command script that lets kubectl's own
 completion (kubectl 1.26+, set up with 'kubectl completion SHELL') complete
 'kubectl ns-doctor <TAB>', namespace names included, terminating ones first. kubectl looks for
 it on PATH, and krew does not install it: save it as an executable next to kubectl-ns_doctor.

@@ -15,6 +15,8 @@ type Snapshot struct {
 	Lists    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList
 	ListErrs map[schema.GroupVersionResource]error
 	Pods     []v1.Pod
+	// PodSpecsUnknown: Pods were rebuilt from metadata (no node, no phase).
+	PodSpecsUnknown bool
 }
 
 // PlannedRequest is one request a pass would send.
@@ -126,6 +128,9 @@ func (p *PlanOps) survivesDeletion(gvr schema.GroupVersionResource, item *metav1
 	}
 	if gvr.GroupResource() != podsGVR.GroupResource() {
 		return false
+	}
+	if p.Snapshot.PodSpecsUnknown {
+		return true // most pods are bound to a node and terminate gracefully
 	}
 	pod := p.pods[item.Name]
 	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed

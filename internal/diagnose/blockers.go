@@ -93,7 +93,7 @@ func podBlockers(obs Observation, r Report) []Blocker {
 	for _, pod := range obs.Snapshot.Pods {
 		// A pod's deletionTimestamp is when its grace period ends.
 		if dt := pod.DeletionTimestamp; dt != nil && obs.Now.After(dt.Time) {
-			stuck = append(stuck, fmt.Sprintf("pod/%s on node %q: grace period ended %s ago", pod.Name, pod.Spec.NodeName, obs.Now.Sub(dt.Time).Round(time.Second)))
+			stuck = append(stuck, fmt.Sprintf("pod/%s: grace period ended %s ago", pod.Name, obs.Now.Sub(dt.Time).Round(time.Second)))
 		}
 	}
 	if len(stuck) == 0 {
@@ -104,7 +104,7 @@ func podBlockers(obs Observation, r Report) []Blocker {
 		Kind:     BlockerPods,
 		Summary:  fmt.Sprintf("%d pod(s) outlived their grace period; pods are deleted first, so the controller deletes nothing else while they remain", len(stuck)),
 		Evidence: firstN(stuck, 5),
-		NextStep: fmt.Sprintf("check the pods' nodes (kubectl get nodes); if a node is gone for good: kubectl delete pods --all -n %s --grace-period=0 --force", r.Namespace.Name),
+		NextStep: fmt.Sprintf("check the pods' nodes (kubectl get pods -n %s -o wide; kubectl get nodes); if a node is gone for good: kubectl delete pods --all -n %s --grace-period=0 --force", r.Namespace.Name, r.Namespace.Name),
 	}}
 }
 

@@ -48,10 +48,10 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 		})
 	}
 	wg.Wait()
-	if pods := snap.Lists[schema.GroupVersionResource{Version: "v1", Resource: "pods"}]; pods != nil && len(pods.Items) > 0 {
-		if list, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{}); err == nil {
-			snap.Pods = list.Items
-		}
+	// Pods too are read as metadata only: a pod's spec may carry secrets
+	// in env values. See podsFromMetadata for what that costs.
+	if pods := snap.Lists[schema.GroupVersionResource{Version: "v1", Resource: "pods"}]; pods != nil {
+		snap.Pods, snap.PodSpecsUnknown = podsFromMetadata(pods.Items), true
 	}
 	return snap
 }
@@ -96,4 +96,24 @@ func (l PodLister) ListPods(ctx context.Context, namespace string) ([]v1.Pod, er
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+// defaultGracePeriod is the API's default terminationGracePeriodSeconds.
+const defaultGracePeriod = int64(30)
+
+// podsFromMetadata rebuilds what the controller's estimate reads from pods
+// without reading their spec: a terminating pod's deletionGracePeriodSeconds
+// is the grace it was given (the spec's, unless the deleter chose another),
+// and a pod not yet deleted is assumed to have the default 30 s. Phase and
+// node are unknown, so the plan assumes such pods terminate gracefully.
+func podsFromMetadata(items []metav1.PartialObjectMetadata) []v1.Pod {
+	out := make([]v1.Pod, 0, len(items))
+	for _, m := range items {
+		grace := defaultGracePeriod
+		if m.DeletionGracePeriodSeconds != nil {
+			grace = *m.DeletionGracePeriodSeconds
+		}
+		out = append(out, v1.Pod{ObjectMeta: m.ObjectMeta, Spec: v1.PodSpec{TerminationGracePeriodSeconds: &grace}})
+	}
+	return out
 }

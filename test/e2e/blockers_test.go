@@ -68,7 +68,7 @@ func TestBlockerPodsNotTerminating(t *testing.T) {
 	time.Sleep(time.Until(pod.DeletionTimestamp.Time) + time.Second)
 
 	e := explain(t, cp.Kubeconfig, name)
-	e.blocker(t, diagnose.BlockerPods, `pod/stuck on node "node-gone"`, "--grace-period=0 --force")
+	e.blocker(t, diagnose.BlockerPods, "pod/stuck: grace period ended", "--grace-period=0 --force")
 	if e.report.Pods == nil || !e.report.Pods.HoldingOtherContent || e.report.Pods.EstimateSeconds != 1 {
 		t.Errorf("pods summary %+v: want holding other content, estimate 1", e.report.Pods)
 	}

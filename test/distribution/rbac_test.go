@@ -1,0 +1,197 @@
+package distribution
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// userWithRole applies docs/rbac/<file> as it is and returns the
+// kubeconfig of a new user bound to that ClusterRole and nothing else
+// (besides what every authenticated user has).
+func userWithRole(t *testing.T, file string) string {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rbac", file))
+	must(t, err)
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &role); err != nil {
+		t.Fatalf("docs/rbac/%s: %v", file, err)
+	}
+	roles := cluster.Kube.RbacV1().ClusterRoles()
+	if _, err := roles.Create(ctx, &role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		existing, err := roles.Get(ctx, role.Name, metav1.GetOptions{})
+		must(t, err)
+		role.ResourceVersion = existing.ResourceVersion
+		_, err = roles.Update(ctx, &role, metav1.UpdateOptions{})
+		must(t, err)
+	} else {
+		must(t, err)
+	}
+	user := uniqueName(t)
+	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, kubeconfig, err := cp.MintUser(user)
+	must(t, err)
+	return kubeconfig
+}
+
+// comparable is what explain's verdict rests on, without wording that
+// carries ages (which move between two runs).
+type comparable struct {
+	State     string            `json:"state"`
+	Blockers  []string          `json:"blockers"`
+	Content   []json.RawMessage `json:"content"`
+	Discovery json.RawMessage   `json:"discovery"`
+	Unchecked []string          `json:"unchecked"`
+}
+
+func explainJSON(t *testing.T, kubeconfig, name string) (comparable, result) {
+	t.Helper()
+	r := kubectl(t, kubeconfig, "ns-doctor", "explain", name, "-o", "json")
+	var raw struct {
+		Verdict struct {
+			State string `json:"state"`
+		} `json:"verdict"`
+		Blockers []struct {
+			Kind string `json:"kind"`
+		} `json:"blockers"`
+		Content []map[string]any `json:"content"`
+		Discovery json.RawMessage `json:"discovery"`
+		Unchecked []string        `json:"unchecked"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
+		t.Fatalf("explain %s -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, r.code, err, r.stdout, r.stderr)
+	}
+	c := comparable{State: raw.Verdict.State, Discovery: raw.Discovery, Unchecked: raw.Unchecked}
+	for _, b := range raw.Blockers {
+		c.Blockers = append(c.Blockers, b.Kind)
+	}
+	slices.Sort(c.Blockers)
+	for _, item := range raw.Content {
+		delete(item, "oldestDeletion")
+		line, err := json.Marshal(item)
+		must(t, err)
+		c.Content = append(c.Content, line)
+	}
+	return c, r
+}
+
+func (c comparable) String() string {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return string(b)
+}
+
+// A user bound only to docs/rbac/explain-clusterrole.yaml gets the report an
+// admin gets on a namespace stuck in every way explain reads about: custom
+// resources and ConfigMaps held by finalizers, an aggregated API whose
+// Service is missing, and a fail-closed webhook on the namespace's content.
+func TestExplainClusterRoleSuffices(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t)
+	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
+	must(t, err)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	apiService, err := cluster.BrokenAPIService(ctx, name+".example.org", "v1", "kube-system", "gone-"+name)
+	must(t, err)
+	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), apiService) })
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	must(t, cluster.FailClosedWebhook(ctx, name, name, "kube-system", "guard-"+name, configMaps))
+	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
+	must(t, cluster.DeleteNamespace(ctx, name))
+
+	kubeconfig := userWithRole(t, "explain-clusterrole.yaml")
+	// The verdict may move with time (grace periods): accept the user's
+	// report once an admin's report just before and just after agree.
+	var admin, user comparable
+	var userRun result
+	for attempt := 0; attempt < 3; attempt++ {
+		before, _ := explainJSON(t, cp.Kubeconfig, name)
+		user, userRun = explainJSON(t, kubeconfig, name)
+		admin, _ = explainJSON(t, cp.Kubeconfig, name)
+		if before.String() == admin.String() {
+			break
+		}
+	}
+	if user.String() != admin.String() {
+		t.Errorf("the explain role's report differs from an admin's:\nuser:\n%s\nadmin:\n%s\nuser's stderr:\n%s", user, admin, userRun.stderr)
+	}
+	for _, want := range []string{"APIServiceUnavailable", "BlockingWebhook", "FinalizersRemaining"} {
+		if !slices.Contains(admin.Blockers, want) {
+			t.Errorf("the scenario does not exercise %s: blockers %v", want, admin.Blockers)
+		}
+	}
+	if slices.Contains(user.Blockers, "ListForbidden") || len(user.Unchecked) > 0 || strings.Contains(userRun.stdout, "forbidden") {
+		t.Errorf("the explain role misses permissions:\n%s", userRun.stdout)
+	}
+	if user.State != "stuck" || userRun.code != 3 {
+		t.Errorf("verdict %q, exit %d; want stuck, 3", user.State, userRun.code)
+	}
+}
+
+// A user bound only to docs/rbac/purge-clusterrole.yaml finishes deletions
+// on a cluster with no namespace controller: a terminating namespace whose
+// content is held by finalizers, and an Active one (--delete-namespace).
+// The explain role alone is refused before anything changes, so the test
+// does prove the purge role's grants.
+func TestPurgeClusterRoleSuffices(t *testing.T) {
+	ctx := context.Background()
+	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
+	must(t, err)
+	content := func(name string) {
+		must(t, cluster.CreateNamespace(ctx, name))
+		must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
+		must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+		must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+		must(t, cluster.CreateBoundPod(ctx, name, "orphan", 0))
+	}
+	stuck, active := uniqueName(t)+"-stuck", uniqueName(t)+"-active"
+	content(stuck)
+	content(active)
+	must(t, cluster.DeleteNamespace(ctx, stuck))
+
+	reader := userWithRole(t, "explain-clusterrole.yaml")
+	r := kubectl(t, reader, "ns-doctor", "purge", stuck, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stderr, "permission(s)") {
+		t.Fatalf("the explain role alone was not refused: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	purger := userWithRole(t, "purge-clusterrole.yaml")
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{
+		{stuck, nil},
+		{active, []string{"--delete-namespace"}},
+	} {
+		backup := t.TempDir()
+		args := append([]string{"ns-doctor", "purge", tc.name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", backup, "--timeout", "2m"}, tc.extra...)
+		r := kubectl(t, purger, args...)
+		if r.code != 0 {
+			t.Errorf("purge %s as the purge role: exit %d\nstdout:\n%s\nstderr:\n%s", tc.name, r.code, r.stdout, r.stderr)
+			continue
+		}
+		if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, tc.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s still there after purge: %v", tc.name, err)
+		}
+		if entries, err := os.ReadDir(backup); err != nil || len(entries) == 0 {
+			t.Errorf("nothing backed up in %s: %v", backup, err)
+		}
+	}
+}
