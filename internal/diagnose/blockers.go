@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
@@ -241,13 +243,7 @@ func deletableLeft(obs Observation, result deletion.Result, rejected map[schema.
 	return out
 }
 
-// resourceName renders a resource the way kubectl accepts it.
-func resourceName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource
-	}
-	return gvr.Resource + "." + gvr.Group
-}
+func resourceName(gvr schema.GroupVersionResource) string { return kube.ResourceName(gvr) }
 
 func firstN(s []string, n int) []string {
 	if len(s) > n {

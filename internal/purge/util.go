@@ -5,17 +5,13 @@ import (
 	"path"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
-// resourceName renders a resource the way kubectl accepts it.
-func resourceName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource
-	}
-	return gvr.Resource + "." + gvr.Group
-}
+func resourceName(gvr schema.GroupVersionResource) string { return kube.ResourceName(gvr) }
 
 // matchFinalizers returns the finalizers of an object to strip: all of
 // them, or those matching a pattern (path.Match globs, e.g. "example.com/*").
