@@ -86,6 +86,9 @@ func Reappliable(obj *unstructured.Unstructured) map[string]any {
 }
 
 func writeYAML(path string, obj map[string]any) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil // an earlier run saved it before changing it: keep that
+	}
 	data, err := yaml.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)

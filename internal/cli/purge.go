@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -126,6 +127,11 @@ func (o *PurgeOptions) Validate() error {
 	if o.RemoveAllFinalizers && len(o.RemoveFinalizers) > 0 {
 		return usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
 	}
+	for _, pattern := range o.RemoveFinalizers {
+		if _, err := path.Match(pattern, ""); err != nil {
+			return usageErrorf("invalid --remove-finalizers pattern %q: %v", pattern, err)
+		}
+	}
 	if o.Timeout <= 0 {
 		return usageErrorf("--timeout must be positive, got %s", o.Timeout)
 	}
@@ -143,7 +149,7 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 	}
 	kctx, cluster := o.target()
 	if o.DryRun == purge.ModeNone && !o.Yes {
-		if err := o.confirm(kctx, cluster); err != nil {
+		if err := o.confirm(ctx, kctx, cluster); err != nil {
 			return err
 		}
 	}
@@ -204,19 +210,32 @@ func (o *PurgeOptions) target() (string, string) {
 
 // confirm asks on the terminal for the namespace name; without a terminal
 // it refuses, since acting needs explicit consent.
-func (o *PurgeOptions) confirm(kctx, cluster string) error {
+func (o *PurgeOptions) confirm(ctx context.Context, kctx, cluster string) error {
 	f, ok := o.In.(interface{ Fd() uintptr })
 	if !ok || !isatty.IsTerminal(f.Fd()) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
 	fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", o.Name, kctx, cluster)
-	if o.RemoveAllFinalizers || len(o.RemoveFinalizers) > 0 {
-		fmt.Fprintf(o.ErrOut, "  and strip finalizers %v from what remains\n", append(o.RemoveFinalizers, map[bool]string{true: "(all)"}[o.RemoveAllFinalizers]))
+	switch {
+	case o.RemoveAllFinalizers:
+		fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
+	case len(o.RemoveFinalizers) > 0:
+		fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(o.RemoveFinalizers, ", "))
 	}
 	fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
-	line, _ := bufio.NewReader(o.In).ReadString('\n')
-	if strings.TrimSpace(line) != o.Name {
-		return &exitError{code: ExitError, msg: "not confirmed: nothing was changed"}
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(o.In).ReadString('\n')
+		answer <- line
+	}()
+	// Ctrl-C at the prompt ends the command at once.
+	select {
+	case <-ctx.Done():
+		return &exitError{code: ExitError, msg: "interrupted: nothing was changed"}
+	case line := <-answer:
+		if strings.TrimSpace(line) != o.Name {
+			return &exitError{code: ExitError, msg: "not confirmed: nothing was changed"}
+		}
 	}
 	return nil
 }

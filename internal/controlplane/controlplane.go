@@ -164,6 +164,13 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	return cp.waitReady(ctx, 90*time.Second)
 }
 
+// StopEtcd stops etcd, keeping its data: the API server answers errors
+// until StartEtcd.
+func (cp *ControlPlane) StopEtcd() { cp.etcd.stop() }
+
+// StartEtcd starts etcd again on the same data and port.
+func (cp *ControlPlane) StartEtcd() error { return cp.etcd.start() }
+
 // StopAPIServer stops kube-apiserver, leaving etcd and its data alone.
 func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop() }
 

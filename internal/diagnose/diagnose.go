@@ -18,7 +18,7 @@ import (
 
 // DefaultGrace is how long a deletion step may take before ns-doctor calls
 // it stuck: the controller looks at a namespace 5 s after deletion and
-// re-checks content with finalizers every 8.5 s, and most finalizers'
+// re-checks content with finalizers every 8 s (15/2+1), and most finalizers'
 // owners finish within seconds.
 const DefaultGrace = 30 * time.Second
 

@@ -31,6 +31,8 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 		label, style = "DONE", []color.Attribute{color.FgGreen, color.Bold}
 	case purge.OutcomeRemaining:
 		label, style = "INCOMPLETE", []color.Attribute{color.FgRed, color.Bold}
+	case purge.OutcomeRefused:
+		label, style = "REFUSED", []color.Attribute{color.FgRed, color.Bold}
 	}
 	where := ""
 	if r.Context != "" {
@@ -120,6 +122,9 @@ func (h Human) purgeConditions(p *errWriter, r *purge.Report) {
 
 func (h Human) purgeFinalize(p *errWriter, r *purge.Report) {
 	f := r.Finalize
+	if r.Outcome == purge.OutcomeRefused {
+		return
+	}
 	switch {
 	case f.Done:
 		p.printf("\n%s finalized (removed %s)\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "))
@@ -143,7 +148,7 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 	section("Missing permissions (nothing was changed)", r.MissingPermissions, color.FgRed, color.Bold)
 	section("Errors from the API server", r.Errors, color.FgRed, color.Bold)
 	section("Warnings", r.Warnings, color.FgYellow, color.Bold)
-	if r.Mode == purge.ModeNone {
+	if r.Mode == purge.ModeNone && r.Outcome != purge.OutcomeRefused {
 		changes := r.Changes
 		if len(changes) == 0 {
 			changes = []string{"none besides the deletion pass's requests above"}

@@ -49,23 +49,21 @@ func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1
 	return b.inner.List(ctx, gvr, ns)
 }
 
-// saveAll pages through the full objects of a resource and saves them. A
-// resource that cannot be listed is left to the deletion request, whose
-// error the pass reports.
+// saveAll pages through the full objects of a resource and saves them; if
+// that fails, the deletion is not sent and the pass reports why.
 func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error {
 	n := 0
 	pg := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtimeObject, error) {
 		return b.dyn.Dynamic.Resource(gvr).Namespace(ns).List(ctx, opts)
 	})
-	var saveErr error
-	_ = pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtimeObject) error {
+	err := pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtimeObject) error {
 		n++
-		saveErr = b.bk.Save(gvr, obj.(*unstructured.Unstructured))
-		return saveErr
+		return b.bk.Save(gvr, obj.(*unstructured.Unstructured))
 	})
 	b.counts[gvr] = n
-	if saveErr != nil {
-		return fmt.Errorf("backing up %s before deleting them: %w", resourceName(gvr), saveErr)
+	if err != nil {
+		// Nothing is deleted that could not be saved first.
+		return fmt.Errorf("backing up %s before deleting them: %w", resourceName(gvr), err)
 	}
 	return nil
 }

@@ -34,8 +34,10 @@ func (p *Purger) force(ctx context.Context, r *Report, ns *v1.Namespace) error {
 		return err
 	}
 	if len(r.MissingPermissions) > 0 {
+		r.Outcome, r.Message = OutcomeRefused, "permissions missing: nothing was changed"
 		return ErrMissingPermissions
 	}
+	p.reported = map[string]bool{}
 	bk, err := p.openBackup(ns)
 	if err != nil {
 		return err
@@ -151,10 +153,16 @@ func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc
 	counts := map[schemaGVR]int{}
 	rec := newRecorder(&backupOps{inner: real, bk: bk, dyn: p.Clients, counts: counts}, func(gvr schemaGVR) int { return counts[gvr] }, false)
 	result := p.contentDeleter(disc, rec, kube.PodLister{Client: p.Clients.Kube}).DeleteAllContent(ctx, ns)
+	if err := ctx.Err(); err != nil {
+		// A pass cut short reports timeouts, not the namespace: keep the
+		// last complete one.
+		return 0, err
+	}
 	recordPass(r, rec, result)
 	for _, st := range rec.steps {
-		if st.Objects > 0 && !strings.HasPrefix(st.Result, "failed") {
-			r.change("pass %d: %s %s (%d objects, saved first)", pass, st.Verb, st.Resource, st.Objects)
+		if st.Objects > 0 && !strings.HasPrefix(st.Result, "failed") && !p.reported[st.Resource] {
+			p.reported[st.Resource] = true
+			r.change("%s %s: %d objects, saved first", st.Verb, st.Resource, st.Objects)
 		}
 	}
 	p.reportPass(r, rec, result, pass)
@@ -191,6 +199,11 @@ func (p *Purger) reportPass(r *Report, rec *recorder, result deletion.Result, pa
 // namespace re-created under the same name.
 func (p *Purger) finalize(ctx context.Context, r *Report, bk *backup.Writer, ns *v1.Namespace) error {
 	drop := dropTokens(ns, p.Opts.RemoveNamespaceFinalizers)
+	if len(tokenNames(drop, ns)) == 0 {
+		// Only other systems' tokens are left: finalizing again changes
+		// nothing, and waiting would only run out the clock.
+		return fmt.Errorf("spec.finalizers holds %v, which only their owner removes: re-run with --remove-namespace-finalizers if it is gone", ns.Spec.Finalizers)
+	}
 	nsClient := p.Clients.Kube.CoreV1().Namespaces()
 	if _, err := deletion.RetryOnConflict(ctx, nsClient, ns, deletion.FinalizeFunc(nsClient, drop, false)); err != nil {
 		return fmt.Errorf("finalizing namespace %s: %w", ns.Name, err)

@@ -87,7 +87,8 @@ func (p *Purger) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap 
 		if verbs["deletecollection"] {
 			out = append(out, with(base, "deletecollection"))
 		} else {
-			out = append(out, with(base, "delete"))
+			// Deleting item by item, each is read in full for the backup.
+			out = append(out, with(base, "delete"), with(base, "get"))
 		}
 		if p.strips() && hasFinalizers(snap, gvr) {
 			out = append(out, with(base, "get"), with(base, "patch"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,7 +46,9 @@ func (p *Purger) plan(ctx context.Context, r *Report, ns *v1.Namespace) error {
 	rec := newRecorder(ops, snapshotCounter(snap), true)
 	result := p.contentDeleter(disc, rec, planOps).DeleteAllContent(ctx, ns)
 	r.Passes = 1
+	first := r.Steps // the namespace DELETE, if planned
 	recordPass(r, rec, result)
+	r.Steps = append(first, r.Steps...)
 	for _, st := range rec.steps {
 		if strings.HasPrefix(st.Result, "failed: ") {
 			r.Errors = append(r.Errors, fmt.Sprintf("%s %s: %s", st.Verb, st.Resource, strings.TrimPrefix(st.Result, "failed: ")))
@@ -54,11 +57,23 @@ func (p *Purger) plan(ctx context.Context, r *Report, ns *v1.Namespace) error {
 	left := p.planStrips(ctx, r, planOps, result, ns.Name, server)
 
 	would, reason := p.finalizeDecision(result, disc)
-	if would && left > 0 {
+	if !would && len(r.Strips) > 0 && left == 0 && !result.PodsBlocked {
+		// Stripping leaves nothing: the next pass would find the namespace
+		// empty, unless the pass failed for another reason.
+		if after, why := p.finalizeDecision(deletion.Result{Err: result.Err}, disc); after {
+			would, reason = true, "on the next pass, once the finalizers above are removed nothing remains"
+		} else {
+			reason = why
+		}
+	} else if would && left > 0 {
 		would, reason = false, fmt.Sprintf("%d object(s) would still remain after the pass", left)
-	} else if would && result.Estimate == 0 && len(result.Totals.GVRToNumRemaining) > 0 {
-		reason = "nothing would remain once the finalizers above are removed"
 	}
+	if result.PodsBlocked && len(r.Strips) > 0 {
+		reason += "; pods go first, so what else remains shows only once they are gone"
+	}
+	sort.Slice(r.Strips, func(i, j int) bool {
+		return r.Strips[i].Resource+"/"+r.Strips[i].Name < r.Strips[j].Resource+"/"+r.Strips[j].Name
+	})
 	drop := dropTokens(ns, p.Opts.RemoveNamespaceFinalizers)
 	r.Finalize = Finalize{Would: would, Remove: tokenNames(drop, ns), Reason: reason}
 	if kept := deletion.KeptFinalizers(ns, drop); would && len(kept) > 0 {

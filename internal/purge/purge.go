@@ -55,6 +55,10 @@ type Purger struct {
 	Clients *kube.Clients
 	Opts    Options
 	Now     func() time.Time
+
+	// reported remembers the resources whose deletion is already listed
+	// among the changes: later passes re-send the same request.
+	reported map[string]bool
 }
 
 func (p *Purger) now() time.Time {

@@ -53,6 +53,7 @@ const (
 	OutcomePlanned   = "Planned"
 	OutcomeGone      = "Gone"
 	OutcomeRemaining = "Remaining"
+	OutcomeRefused   = "Refused"
 )
 
 // Step is one request of a pass.

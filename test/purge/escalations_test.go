@@ -59,6 +59,13 @@ func TestRemoveNamespaceFinalizers(t *testing.T) {
 	if !rep.Finalize.Would || strings.Join(rep.Finalize.Remove, ",") != "kubernetes" || len(rep.Warnings) == 0 {
 		t.Fatalf("plan: finalize %+v, warnings %v", rep.Finalize, rep.Warnings)
 	}
+	// Without the escalation: kubernetes goes, the other token stays, and
+	// purge says so at once instead of waiting out its timeout.
+	start := time.Now()
+	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.code != 1 || !strings.Contains(r.stderr, "only their owner removes") || time.Since(start) > 30*time.Second {
+		t.Fatalf("without --remove-namespace-finalizers: exit %d after %s\n%s", r.code, time.Since(start), r.stderr)
+	}
 	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-namespace-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
