@@ -15,10 +15,12 @@ import (
 // the tests, on a failed start, and on SIGINT/SIGTERM. A SIGKILL is covered
 // by the children's parent-death signal.
 func TestMain(m *testing.M, opts Options, use func(*ControlPlane)) {
-	os.Exit(runTests(m, opts, use))
+	os.Exit(RunTests(m, opts, use))
 }
 
-func runTests(m *testing.M, opts Options, use func(*ControlPlane)) int {
+// RunTests is TestMain returning the exit code, for packages with their own
+// clean-up to do before exiting.
+func RunTests(m *testing.M, opts Options, use func(*ControlPlane)) int {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
