@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/controlplane"
+	"github.com/ns-doctor/ns-doctor/internal/plugintest"
 	"github.com/ns-doctor/ns-doctor/internal/scenario"
 )
 
@@ -37,14 +38,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	// Not deferred: controlplane.TestMain exits.
-	controlplane.TestMain(m, controlplane.Options{WithoutControllerManager: true}, func(c *controlplane.ControlPlane) {
+	code := controlplane.RunTests(m, controlplane.Options{WithoutControllerManager: true}, func(c *controlplane.ControlPlane) {
 		cp = c
 		var err error
 		if cluster, err = scenario.NewCluster(c.Config); err != nil {
 			panic(err)
 		}
 	})
+	os.RemoveAll(pluginDir)
+	os.Exit(code)
 }
 
 func setup() error {
@@ -57,9 +59,8 @@ func setup() error {
 	if pluginDir, err = os.MkdirTemp("", "ns-doctor-dist-bin-"); err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-ns_doctor"), "github.com/ns-doctor/ns-doctor/cmd/kubectl-ns_doctor")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the plugin: %v\n%s", err, out)
+	if err := plugintest.Build(pluginDir, ""); err != nil {
+		return err
 	}
 	// The shim as shipped, not as printed: the file users get is tested.
 	shim, err := os.ReadFile(filepath.Join(repoRoot, "kubectl_complete-ns_doctor"))
@@ -74,13 +75,20 @@ type result struct {
 	code           int
 }
 
-// command runs name with args, env added to this process's environment,
-// and fails the test only if it could not run at all.
+// command runs name with args in the checkout, env added to this
+// process's environment, and fails the test only if it could not run at all.
 func command(t *testing.T, timeout time.Duration, env []string, name string, args ...string) result {
+	t.Helper()
+	return commandIn(t, repoRoot, timeout, env, name, args...)
+}
+
+// commandIn is command run in dir.
+func commandIn(t *testing.T, dir string, timeout time.Duration, env []string, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -98,7 +106,8 @@ func command(t *testing.T, timeout time.Duration, env []string, name string, arg
 // kubectl runs the real kubectl with the plugin and the shim on PATH.
 func kubectl(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
-	return command(t, 3*time.Minute, []string{"PATH=" + pluginDir + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + kubeconfig, "NO_COLOR="}, "kubectl", args...)
+	r := plugintest.Kubectl(t, pluginDir, kubeconfig, args...)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 // plugin runs the built plugin directly, as kubectl would.
@@ -107,13 +116,7 @@ func plugin(t *testing.T, kubeconfig string, args ...string) result {
 	return command(t, 3*time.Minute, []string{"KUBECONFIG=" + kubeconfig, "NO_COLOR="}, filepath.Join(pluginDir, "kubectl-ns_doctor"), args...)
 }
 
-func uniqueName(t *testing.T) string {
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	return strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-}
+func uniqueName(t *testing.T) string { return plugintest.UniqueName(t) }
 
 func must(t *testing.T, err error) {
 	t.Helper()

@@ -3,6 +3,7 @@ package distribution
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
 // userWithRole applies docs/rbac/<file> as it is and returns the
@@ -70,9 +73,9 @@ func explainJSON(t *testing.T, kubeconfig, name string) (comparable, result) {
 		Blockers []struct {
 			Kind string `json:"kind"`
 		} `json:"blockers"`
-		Content []map[string]any `json:"content"`
-		Discovery json.RawMessage `json:"discovery"`
-		Unchecked []string        `json:"unchecked"`
+		Content   []map[string]any `json:"content"`
+		Discovery json.RawMessage  `json:"discovery"`
+		Unchecked []string         `json:"unchecked"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
 		t.Fatalf("explain %s -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, r.code, err, r.stdout, r.stderr)
@@ -98,8 +101,9 @@ func (c comparable) String() string {
 
 // A user bound only to docs/rbac/explain-clusterrole.yaml gets the report an
 // admin gets on a namespace stuck in every way explain reads about: custom
-// resources and ConfigMaps held by finalizers, an aggregated API whose
-// Service is missing, and a fail-closed webhook on the namespace's content.
+// resources and ConfigMaps held by finalizers (counted in the content), an
+// aggregated API whose Service is missing, and a fail-closed webhook on the
+// namespace's content.
 func TestExplainClusterRoleSuffices(t *testing.T) {
 	ctx := context.Background()
 	name := uniqueName(t)
@@ -132,15 +136,20 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 	if user.String() != admin.String() {
 		t.Errorf("the explain role's report differs from an admin's:\nuser:\n%s\nadmin:\n%s\nuser's stderr:\n%s", user, admin, userRun.stderr)
 	}
-	for _, want := range []string{"APIServiceUnavailable", "BlockingWebhook", "FinalizersRemaining"} {
+	for _, res := range []string{"widgets", "configmaps"} {
+		if !strings.Contains(fmt.Sprintf("%s", user.Content), `"resource":"`+res+`"`) {
+			t.Errorf("the report does not count %s:\n%s", res, user)
+		}
+	}
+	for _, want := range []string{diagnose.BlockerAPIServiceUnavailable, diagnose.BlockerWebhook} {
 		if !slices.Contains(admin.Blockers, want) {
 			t.Errorf("the scenario does not exercise %s: blockers %v", want, admin.Blockers)
 		}
 	}
-	if slices.Contains(user.Blockers, "ListForbidden") || len(user.Unchecked) > 0 || strings.Contains(userRun.stdout, "forbidden") {
+	if slices.Contains(user.Blockers, diagnose.BlockerForbidden) || len(user.Unchecked) > 0 || strings.Contains(userRun.stdout, "forbidden") {
 		t.Errorf("the explain role misses permissions:\n%s", userRun.stdout)
 	}
-	if user.State != "stuck" || userRun.code != 3 {
+	if user.State != diagnose.StateStuck || userRun.code != 3 {
 		t.Errorf("verdict %q, exit %d; want stuck, 3", user.State, userRun.code)
 	}
 }

@@ -1,0 +1,285 @@
+package distribution
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestSnapshotInstallsLikeKrew builds the release archives with the pinned
+// goreleaser, renders krew/.krew.yaml for them as krew-release-bot would,
+// checks the result with krew's rules, installs every platform the way
+// krew does, and runs the installed plugin and the shipped completion shim
+// through the real kubectl.
+func TestSnapshotInstallsLikeKrew(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds goreleaser and six release archives (minutes)")
+	}
+	gr := installGoreleaser(t)
+	if r := command(t, 5*time.Minute, nil, gr, "check"); r.code != 0 {
+		t.Fatalf("goreleaser check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	dist := snapshot(t, gr)
+
+	var meta struct{ Version, Commit string }
+	readJSON(t, filepath.Join(dist, "metadata.json"), &meta)
+	if len(meta.Commit) != 40 {
+		t.Errorf("goreleaser stamps commit %q, not a git commit", meta.Commit)
+	}
+	sums := checksums(t, dist)
+	archives := archiveArtifacts(t, dist)
+	slices.SortFunc(archives, func(a, b archiveArtifact) int { return strings.Compare(a.Name, b.Name) })
+	if len(archives) != 6 {
+		t.Fatalf("%d archives, want 6 (linux, darwin, windows on amd64 and arm64): %+v", len(archives), archives)
+	}
+
+	// The bot renders from the release tag; each URL must name an archive
+	// goreleaser made, whose checksum the manifest then carries.
+	tag := "v" + meta.Version
+	urls := map[string]string{} // archive name -> release URL
+	rendered := renderTemplate(t, tag, func(url string) (string, string, error) {
+		name := url[strings.LastIndex(url, "/")+1:]
+		sha, ok := sums[name]
+		if !ok {
+			return "", "", fmt.Errorf("the template's URL %s names no archive of the snapshot (checksums.txt: %v)", url, slices.Sorted(maps.Keys(sums)))
+		}
+		urls[name] = url
+		return "file://" + filepath.Join(dist, name), sha, nil
+	})
+	manifestFile := filepath.Join(t.TempDir(), "ns-doctor.yaml")
+	must(t, os.WriteFile(manifestFile, rendered, 0o644))
+	m := readManifest(t, rendered)
+	for _, err := range validateManifest(manifestFile, m) {
+		t.Error(err)
+	}
+	if m.Spec.Version != tag {
+		t.Errorf("spec.version %s, want %s", m.Spec.Version, tag)
+	}
+	// The committed manifest is the same but for version, uri and sha256.
+	data, err := os.ReadFile(filepath.Join(repoRoot, "plugins", "ns-doctor.yaml"))
+	must(t, err)
+	if got, want := structure(readManifest(t, data)), structure(m); !reflect.DeepEqual(got, want) {
+		t.Errorf("plugins/ns-doctor.yaml differs from the snapshot's manifest beyond version, uri and sha256:\n%+v\n%+v", got, want)
+	}
+
+	for _, a := range archives {
+		t.Run(a.Goos+"-"+a.Goarch, func(t *testing.T) {
+			p, ok := matching(m, a.Goos, a.Goarch)
+			if !ok {
+				t.Fatalf("no platform selects %s/%s", a.Goos, a.Goarch)
+			}
+			if want := "https://github.com/ns-doctor/ns-doctor/releases/download/" + tag + "/" + a.Name; urls[a.Name] != want {
+				t.Errorf("release URL %q, want %q", urls[a.Name], want)
+			}
+			if p.URI != "file://"+filepath.Join(dist, a.Name) {
+				t.Fatalf("%s/%s installs %s, not its archive %s", a.Goos, a.Goarch, p.URI, a.Name)
+			}
+			root := t.TempDir()
+			in, err := krewInstall(root, m, p, a.Goos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"LICENSE", "kubectl_complete-ns_doctor", p.Bin} {
+				if !slices.Contains(in.archived, f) {
+					t.Errorf("the archive lacks %s at its top: %v", f, in.archived)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(in.dir, "LICENSE")); err != nil {
+				t.Errorf("krew does not install LICENSE: %v", err)
+			}
+			if info, err := os.Stat(filepath.Join(in.staging, "kubectl_complete-ns_doctor")); err != nil || info.Mode().Perm()&0o111 == 0 {
+				t.Errorf("the archive's completion shim is not executable: %v", err)
+			}
+			if a.Goos == runtime.GOOS && a.Goarch == runtime.GOARCH {
+				runInstalled(t, root, in.staging, meta.Version, meta.Commit)
+			}
+		})
+	}
+}
+
+// structure is m without what changes from release to release.
+func structure(m manifest) manifest {
+	m.Spec.Version = ""
+	m.Spec.Platforms = slices.Clone(m.Spec.Platforms)
+	for i := range m.Spec.Platforms {
+		m.Spec.Platforms[i].URI, m.Spec.Platforms[i].Sha256 = "", ""
+	}
+	return m
+}
+
+// runInstalled runs the krew-installed plugin through kubectl, with only
+// krew's bin folder added to PATH, then its shipped shim installed as
+// `completion kubectl-plugin` tells users to.
+func runInstalled(t *testing.T, root, staging, wantVersion, wantCommit string) {
+	t.Helper()
+	bin := filepath.Join(root, "bin")
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + cp.Kubeconfig}
+	r := command(t, time.Minute, env, "kubectl", "ns-doctor", "version", "-o", "json")
+	var info struct{ Version, Commit string }
+	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil {
+		t.Fatalf("kubectl ns-doctor version -o json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if info.Version != wantVersion || info.Commit != wantCommit {
+		t.Errorf("installed plugin reports %s (%s), want %s (%s)", info.Version, info.Commit, wantVersion, wantCommit)
+	}
+	t.Logf("kubectl ns-doctor version, krew-installed: %s (commit %s)", info.Version, info.Commit)
+	if r := command(t, time.Minute, env, "kubectl", "plugin", "list"); !strings.Contains(r.stdout, filepath.Join(bin, "kubectl-ns_doctor")) {
+		t.Errorf("kubectl plugin list does not show krew's link:\n%s%s", r.stdout, r.stderr)
+	}
+
+	shim, err := os.ReadFile(filepath.Join(staging, "kubectl_complete-ns_doctor"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(bin, "kubectl_complete-ns_doctor"), shim, 0o755))
+	names, _ := completions(t, command(t, time.Minute, env, "kubectl", "__complete", "ns-doctor", "explain", "kube-"))
+	if !slices.Contains(names, "kube-system") {
+		t.Errorf("the shipped shim, beside the krew-installed plugin, completes %v", names)
+	}
+}
+
+// installGoreleaser runs the project's pinned installer (cached in
+// .cache/tools; a cold install builds goreleaser, about 10 minutes).
+func installGoreleaser(t *testing.T) string {
+	t.Helper()
+	start := time.Now()
+	r := command(t, 30*time.Minute, nil, "bash", filepath.Join(repoRoot, "hack", "install-goreleaser.sh"))
+	if r.code != 0 {
+		t.Fatalf("hack/install-goreleaser.sh: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Logf("goreleaser install: %s", time.Since(start).Round(time.Second))
+	return strings.TrimSpace(r.stdout)
+}
+
+// snapshot runs `goreleaser release --snapshot` on a copy of the sources
+// (see sourceCopy), with a config that writes into a temporary dist (the
+// checkout's dist/ is not touched) and versions the snapshot like a
+// release (see releaseConfig).
+func snapshot(t *testing.T, gr string) string {
+	t.Helper()
+	dir := t.TempDir()
+	dist := filepath.Join(dir, "dist")
+	config := filepath.Join(dir, "goreleaser.yaml")
+	must(t, os.WriteFile(config, releaseConfig(t, dist), 0o644))
+	src := sourceCopy(t)
+	start := time.Now()
+	r := commandIn(t, src, 35*time.Minute, nil, gr, "release", "--snapshot", "--clean", "--config", config)
+	if r.code != 0 {
+		t.Fatalf("goreleaser release --snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("goreleaser snapshot build: %s", time.Since(start).Round(time.Second))
+	return dist
+}
+
+// sourceCopy copies the checkout's files (tracked, and untracked but not
+// ignored: the working tree as it is) into a new git repository with one
+// commit. goreleaser builds for minutes, one target after another; an
+// edit in the checkout meanwhile would mix two versions of the sources.
+func sourceCopy(t *testing.T) string {
+	t.Helper()
+	r := command(t, time.Minute, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if r.code != 0 {
+		t.Fatalf("git ls-files: %s", r.stderr)
+	}
+	dst := t.TempDir()
+	for _, name := range strings.Split(strings.TrimRight(r.stdout, "\x00"), "\x00") {
+		data, err := os.ReadFile(filepath.Join(repoRoot, name))
+		if os.IsNotExist(err) {
+			continue // deleted, not yet committed
+		}
+		must(t, err)
+		info, err := os.Stat(filepath.Join(repoRoot, name))
+		must(t, err)
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dst, name), data, info.Mode().Perm()))
+	}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "-A"},
+		{"-c", "user.name=ns-doctor test", "-c", "user.email=test@ns-doctor.invalid", "commit", "-q", "--no-verify", "-m", "snapshot"},
+		// Without a remote goreleaser gives up on the git state and
+		// stamps commit "none"; it only reads the URL.
+		{"remote", "add", "origin", "https://github.com/ns-doctor/ns-doctor.git"},
+	} {
+		if r := commandIn(t, dst, time.Minute, nil, "git", args...); r.code != 0 {
+			t.Fatalf("git %s in the source copy: %s", strings.Join(args, " "), r.stderr)
+		}
+	}
+	return dst
+}
+
+// releaseConfig is .goreleaser.yaml with dist moved and the snapshot
+// version made release-shaped (0.0.1, not 0.0.1-next): krew-release-bot
+// skips pre-releases and takes .Version as the tag's dotted number, so
+// only such a version renders the template the way a release does.
+func releaseConfig(t *testing.T, dist string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, ".goreleaser.yaml"))
+	must(t, err)
+	var cfg map[string]any
+	must(t, yaml.Unmarshal(data, &cfg))
+	cfg["dist"] = dist
+	snap, _ := cfg["snapshot"].(map[string]any)
+	if snap == nil {
+		snap = map[string]any{}
+	}
+	snap["version_template"] = "{{ incpatch .Version }}"
+	cfg["snapshot"] = snap
+	out, err := yaml.Marshal(cfg)
+	must(t, err)
+	return out
+}
+
+type archiveArtifact struct {
+	Name, Path, Goos, Goarch, Type string
+}
+
+func archiveArtifacts(t *testing.T, dist string) []archiveArtifact {
+	t.Helper()
+	var all []archiveArtifact
+	readJSON(t, filepath.Join(dist, "artifacts.json"), &all)
+	var out []archiveArtifact
+	for _, a := range all {
+		if a.Type == "Archive" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checksums reads goreleaser's checksums.txt: "<sha256>  <file>" lines.
+func checksums(t *testing.T, dist string) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dist, "checksums.txt"))
+	must(t, err)
+	defer f.Close()
+	sums := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) != 2 {
+			t.Fatalf("checksums.txt: bad line %q", s.Text())
+		}
+		sums[fields[1]] = fields[0]
+	}
+	must(t, s.Err())
+	return sums
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	must(t, err)
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
