@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,6 +48,44 @@ func TestBlockerForegroundDeletionNamesDependents(t *testing.T) {
 // A CRD whose conversion webhook is gone: its objects cannot be read in the
 // preferred version, so nobody can delete them.
 func TestBlockerConversionWebhookDown(t *testing.T) {
+	name, _ := conversionStuckNamespace(t)
+	e := explain(t, cp.Kubeconfig, name)
+	e.blocker(t, diagnose.BlockerConversionWebhook, "conversion service conv-system/converter: not found", "strategy")
+	e.agrees(t)
+}
+
+// The same, seen by a user who may not read CRDs: the list failure is
+// reported as such, and the report says what it could not check.
+func TestBlockerListFailedAndUnchecked(t *testing.T) {
+	ctx := context.Background()
+	name, group := conversionStuckNamespace(t)
+	user := "no-crds-" + name
+	_, err := cluster.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{group, "admissionregistration.k8s.io", "apiregistration.k8s.io", "discovery.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, kubeconfig, err := cp.MintUser(user)
+	must(t, err)
+
+	e := explain(t, kubeconfig, name)
+	e.blocker(t, diagnose.BlockerListFailed, "conversion webhook", "kubectl get convs.")
+	if !strings.Contains(strings.Join(e.report.Unchecked, "\n"), "CustomResourceDefinitions") || !strings.Contains(e.human, "Not checked") {
+		t.Errorf("the report does not say CRDs could not be read: %v", e.report.Unchecked)
+	}
+}
+
+func conversionStuckNamespace(t *testing.T) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	name := uniqueName(t)
 	group := fmt.Sprintf("c%d.example.com", time.Now().UnixNano()%100000)
@@ -79,8 +118,5 @@ func TestBlockerConversionWebhookDown(t *testing.T) {
 	must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
 	must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
-
-	e := explain(t, cp.Kubeconfig, name)
-	e.blocker(t, diagnose.BlockerConversionWebhook, "conversion service conv-system/converter: not found", "strategy")
-	e.agrees(t)
+	return name, group
 }
