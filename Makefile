@@ -8,7 +8,7 @@ DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/internal/version.version=$(VERSION) -X $(PKG)/internal/version.commit=$(COMMIT) -X $(PKG)/internal/version.date=$(DATE)
 CLUSTER_DIR := $(CURDIR)/.cache/cluster
 
-.PHONY: build controlplane test fuzz demo cluster cluster-down release-check clean
+.PHONY: build controlplane test fuzz bench demo cluster cluster-down release-check clean
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-ns_doctor ./cmd/kubectl-ns_doctor
@@ -31,6 +31,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReappliable$$' -fuzztime $(FUZZTIME) ./internal/backup
 	$(GO) test -run '^$$' -fuzz '^FuzzDiscover$$' -fuzztime $(FUZZTIME) ./internal/kube
 	$(GO) test -run '^$$' -fuzz '^FuzzMatchRules$$' -fuzztime $(FUZZTIME) ./internal/diagnose
+
+# Benchmarks on the local control plane (about 20 min on 2 cores); writes
+# docs/benchmarks.md. BENCH_FLAGS='-sizes small,medium' skips the large fixture.
+bench:
+	@bin_dir=$$(bash hack/build-controlplane.sh) && \
+	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) run ./hack/bench -out docs/benchmarks.md $(BENCH_FLAGS)
 
 # Builds everything, starts a control plane, makes a stuck namespace and
 # explains it through the real kubectl, then tears down.

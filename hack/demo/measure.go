@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
-	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ns-doctor/ns-doctor/internal/apimetrics"
 
 	"github.com/ns-doctor/ns-doctor/internal/controlplane"
 )
@@ -48,29 +46,13 @@ func measure(ctx context.Context, cp *controlplane.ControlPlane, env []string) e
 		if err != nil {
 			return err
 		}
-		// One request is our own first metrics read.
-		fmt.Printf("%-32s %10.2f %10.0f\n", r.name, elapsed.Seconds(), after-before-1)
+		fmt.Printf("%-32s %10.2f %10.0f\n", r.name, elapsed.Seconds(), after-before)
 	}
 	return nil
 }
 
 func requestTotal(ctx context.Context, client kubernetes.Interface) (float64, error) {
-	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("reading /metrics: %w", err)
-	}
-	total := 0.0
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err == nil {
-			total += v
-		}
-	}
-	return total, sc.Err()
+	counts, err := apimetrics.RequestCounts(ctx, client)
+	// Our own reads of /metrics are not the measured command's.
+	return apimetrics.Total(counts) - counts["GET /metrics"], err
 }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ns-doctor/ns-doctor/internal/apimetrics"
+)
+
+// sample is one measured command run.
+type sample struct {
+	Seconds  float64
+	Requests float64            // all API requests it caused
+	Lists    float64            // of which LIST
+	ByVerb   map[string]float64 // "VERB resource" -> count, for the raw table
+	MaxRSS   int64              // KiB, from the child's rusage; 0 when not read
+}
+
+// meter reads kube-apiserver's own request counter, so every request a
+// command makes is counted whatever client it uses. The namespace
+// controller is stopped while measuring: only the command talks.
+type meter struct {
+	client kubernetes.Interface
+	env    []string
+	tmp    string
+}
+
+// run runs argv (no shell when it is a single command, so rusage is the
+// command's own) and measures it. okCodes are accepted exit codes besides
+// 0 (explain exits 3 on a stuck namespace).
+func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	before, err := m.counts(ctx)
+	if err != nil {
+		return sample{}, err
+	}
+	// Through the spawn helper (see spawn.go) for a true ru_maxrss.
+	self, err := os.Executable()
+	if err != nil {
+		return sample{}, err
+	}
+	res := filepath.Join(m.tmp, "spawn.out")
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, self, argv...)
+	cmd.Env = append(m.env, spawnEnv+"="+res)
+	cmd.Stderr = &stderr // stdout goes to /dev/null: printing is not measured
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		for _, c := range okCodes {
+			if ee.ExitCode() == c {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(stderr.String()))
+	}
+	var s sample
+	raw, err := os.ReadFile(res)
+	if err != nil {
+		return s, err
+	}
+	if _, err := fmt.Sscan(string(raw), &s.Seconds, &s.MaxRSS); err != nil {
+		return s, fmt.Errorf("reading %s: %w", res, err)
+	}
+	after, err := m.counts(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.ByVerb = map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			s.ByVerb[k] += d
+			s.Requests += d
+			if strings.HasPrefix(k, "LIST ") {
+				s.Lists += d
+			}
+		}
+	}
+	// Our own "before" read of /metrics is counted in "after".
+	if s.ByVerb["GET /metrics"] > 0 {
+		s.ByVerb["GET /metrics"]--
+		s.Requests--
+		if s.ByVerb["GET /metrics"] == 0 {
+			delete(s.ByVerb, "GET /metrics")
+		}
+	}
+	return s, nil
+}
+
+// counts reads kube-apiserver's request counter (internal/apimetrics).
+func (m *meter) counts(ctx context.Context) (map[string]float64, error) {
+	return apimetrics.RequestCounts(ctx, m.client)
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "..." + s[len(s)-2000:]
+	}
+	return s
+}
+
+// stats is the median and spread (min..max) of xs.
+func stats(xs []float64) (med, lo, hi float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return med, s[0], s[n-1]
+}
+
+// breakdown prints a ByVerb map compactly, biggest first.
+func breakdown(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s ×%.0f", k, m[k])
+	}
+	return b.String()
+}
