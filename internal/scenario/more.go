@@ -6,6 +6,7 @@ import (
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -81,4 +82,22 @@ func (c *Cluster) FailClosedWebhook(ctx context.Context, name, target, svcNamesp
 // DeleteWebhook removes a validating webhook configuration.
 func (c *Cluster) DeleteWebhook(ctx context.Context, name string) error {
 	return c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// GrantClusterRole creates a ClusterRole with rules, named after user, and
+// binds it to that user (a client-certificate user minted by the test bed).
+func (c *Cluster) GrantClusterRole(ctx context.Context, user string, rules []rbacv1.PolicyRule) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	if _, err := c.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating clusterrole %s: %w", user, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("binding clusterrole %s: %w", user, err)
+	}
+	return nil
 }

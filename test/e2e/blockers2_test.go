@@ -60,20 +60,10 @@ func TestBlockerListFailedAndUnchecked(t *testing.T) {
 	ctx := context.Background()
 	name, group := conversionStuckNamespace(t)
 	user := "no-crds-" + name
-	_, err := cluster.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{group, "admissionregistration.k8s.io", "apiregistration.k8s.io", "discovery.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-		},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
-	}, metav1.CreateOptions{})
-	must(t, err)
+	must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{group, "admissionregistration.k8s.io", "apiregistration.k8s.io", "discovery.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	}))
 	_, kubeconfig, err := cp.MintUser(user)
 	must(t, err)
 

@@ -133,23 +133,12 @@ func TestExplainPartialReportUnderRBAC(t *testing.T) {
 	ctx := context.Background()
 	name := heldNamespace(t)
 	user := "viewer-" + name
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "configmaps", "services", "endpoints", "persistentvolumeclaims",
-				"serviceaccounts", "events", "replicationcontrollers", "resourcequotas", "limitranges", "podtemplates"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
-				"events.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io", "example.com", "resource.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
-		},
-	}
-	_, err := cluster.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-	must(t, err)
-	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
-	}, metav1.CreateOptions{})
-	must(t, err)
+	must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "configmaps", "services", "endpoints", "persistentvolumeclaims",
+			"serviceaccounts", "events", "replicationcontrollers", "resourcequotas", "limitranges", "podtemplates"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
+			"events.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io", "example.com", "resource.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
+	}))
 	_, kubeconfig, err := cp.MintUser(user)
 	must(t, err)
 

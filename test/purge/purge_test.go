@@ -207,17 +207,7 @@ func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
 	name, _ := mixedNamespace(t)
 	before := resourceVersions(t, name)
 	user := "reader-" + name
-	_, err := cluster.Kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
-	}, metav1.CreateOptions{})
-	must(t, err)
+	must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}))
 	_, kubeconfig, err := cp.MintUser(user)
 	must(t, err)
 
