@@ -22,12 +22,6 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	var out []diagnose.Webhook
 	adm := i.Clients.Kube.AdmissionregistrationV1()
-	if _, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		i.uncheck("mutating webhooks", err)
-	}
-	if _, err := adm.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		i.uncheck("validating webhooks", err)
-	}
 	// Mutating webhooks are called before validating ones.
 	if list, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, cfg := range list.Items {
@@ -35,6 +29,8 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 				out = append(out, webhookOf(cfg.Name, "Mutating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
 			}
 		}
+	} else {
+		i.uncheck("mutating webhooks", err)
 	}
 	if list, err := adm.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, cfg := range list.Items {
@@ -42,6 +38,8 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 				out = append(out, webhookOf(cfg.Name, "Validating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
 			}
 		}
+	} else {
+		i.uncheck("validating webhooks", err)
 	}
 	return out
 }
