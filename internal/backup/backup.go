@@ -3,12 +3,14 @@
 package backup
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,7 +91,7 @@ func writeYAML(path string, obj map[string]any) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil // an earlier run saved it before changing it: keep that
 	}
-	data, err := yaml.Marshal(obj)
+	data, err := Encode(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)
 	}
@@ -106,4 +108,33 @@ func groupOrCore(g string) string {
 		return "core"
 	}
 	return strings.ReplaceAll(g, "/", "_")
+}
+
+// Encode renders obj as YAML, or as JSON (which is YAML too, and which
+// kubectl apply reads alike) when the YAML encoder refuses a value, such
+// as a string holding control characters: no object is left unsaved.
+func Encode(obj map[string]any) ([]byte, error) {
+	if data, err := yaml.Marshal(obj); err == nil {
+		return data, nil
+	}
+	data, err := json.MarshalIndent(obj, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(yamlSafe(data), '\n'), nil
+}
+
+// yamlSafe escapes, inside JSON strings (the only place they can be), the
+// characters YAML forbids but encoding/json leaves raw: DEL, C1 controls
+// and non-characters, so the file stays valid YAML as well as JSON.
+func yamlSafe(data []byte) []byte {
+	var b strings.Builder
+	for _, r := range string(data) {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f && r != 0x85) || r == 0xfffe || r == 0xffff || r == utf8.RuneError {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return []byte(b.String())
 }

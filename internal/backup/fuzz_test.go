@@ -22,7 +22,7 @@ func FuzzReappliable(f *testing.F) {
 		}
 		u := &unstructured.Unstructured{Object: obj}
 		out := Reappliable(u)
-		data, err := yaml.Marshal(out)
+		data, err := Encode(out)
 		if err != nil {
 			t.Fatalf("backup of %s is not YAML: %v", raw, err)
 		}
