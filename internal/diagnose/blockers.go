@@ -133,11 +133,7 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 				NextStep: fmt.Sprintf("restore service %s; if that operator is gone for good, set spec.conversion.strategy=None: kubectl patch crd %s --type=merge -p '{\"spec\":{\"conversion\":{\"strategy\":\"None\",\"webhook\":null}}}'", crd.ConversionService.Key(), crd.Name),
 			})
 		case c.Error != "":
-			out = append(out, Blocker{
-				Kind: BlockerListFailed, Summary: fmt.Sprintf("%s cannot be listed, so the controller cannot delete it", res),
-				Evidence: []string{c.Error},
-				NextStep: fmt.Sprintf("kubectl get %s -n %s  # fix the API behind it (CRD, conversion webhook, aggregated API)", res, r.Namespace.Name),
-			})
+			out = append(out, listFailedBlocker(obs, c, gvr, r.Namespace.Name))
 		case len(c.Finalizers) > 0 && c.Resource != "pods" && waitedLongEnough(obs, c):
 			b := finalizerBlocker(c, res, r.Namespace.Name)
 			if c.Finalizers["foregroundDeletion"] > 0 {
@@ -152,6 +148,30 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 		}
 	}
 	return out
+}
+
+// listFailedBlocker names the aggregated API behind a type when there is
+// one: it answered discovery, so its backend broke afterwards or fails only
+// some requests.
+func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResource, namespace string) Blocker {
+	res := resourceName(gvr)
+	b := Blocker{
+		Kind: BlockerListFailed, Summary: fmt.Sprintf("%s cannot be listed, so the controller cannot delete it", res),
+		Evidence: []string{c.Error},
+		NextStep: fmt.Sprintf("kubectl get %s -n %s  # fix the API behind it (CRD, conversion webhook, aggregated API)", res, namespace),
+	}
+	svc := findAPIService(obs.APIServices, gvr.GroupVersion())
+	if svc == nil || svc.Spec.Service == nil {
+		return b
+	}
+	a := apiServiceOf(svc, namespace)
+	b.Summary = fmt.Sprintf("%s cannot be listed: its aggregated API (apiservice/%s) fails the request, so the controller cannot delete it", res, a.Name)
+	b.Evidence = append(b.Evidence, fmt.Sprintf("apiservice/%s Available=%s: discovery answered, the list did not", a.Name, a.Available))
+	if state, ok := obs.Services[a.Service]; ok {
+		b.Evidence = append(b.Evidence, fmt.Sprintf("service %s: %s", a.Service, describeService(state)))
+	}
+	b.NextStep = fmt.Sprintf("check the backend of apiservice/%s (service %s, its pods and logs); if that API is gone for good: kubectl delete apiservice %s", a.Name, a.Service, a.Name)
+	return b
 }
 
 func finalizerBlocker(c Content, res, namespace string) Blocker {

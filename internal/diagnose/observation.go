@@ -20,12 +20,16 @@ func (s ServiceRef) Key() string { return s.Namespace + "/" + s.Name }
 type ServiceState struct {
 	Exists         bool `json:"exists"`
 	ReadyEndpoints int  `json:"readyEndpoints"`
+	// ExternalName is set for a Service of that type (it has no endpoints).
+	ExternalName string `json:"externalName,omitempty"`
 	// Unknown is true when the Service could not be read (forbidden).
 	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Down tells whether a backend certainly cannot answer.
-func (s ServiceState) Down() bool { return !s.Unknown && (!s.Exists || s.ReadyEndpoints == 0) }
+func (s ServiceState) Down() bool {
+	return !s.Unknown && (!s.Exists || (s.ReadyEndpoints == 0 && s.ExternalName == ""))
+}
 
 // Webhook is one admission webhook, validating or mutating alike.
 type Webhook struct {

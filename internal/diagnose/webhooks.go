@@ -115,6 +115,8 @@ func describeService(s ServiceState) string {
 		return "could not be read"
 	case !s.Exists:
 		return "not found"
+	case s.ExternalName != "":
+		return "ExternalName " + s.ExternalName
 	default:
 		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints)
 	}

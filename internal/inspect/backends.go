@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,13 +92,17 @@ func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 
 // serviceState reads a Service and counts its ready endpoints.
 func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) diagnose.ServiceState {
-	_, err := i.Clients.Kube.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	svc, err := i.Clients.Kube.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return diagnose.ServiceState{}
 	case err != nil:
 		i.uncheck("service "+ref.Key(), err)
 		return diagnose.ServiceState{Unknown: true}
+	}
+	if svc.Spec.Type == v1.ServiceTypeExternalName {
+		// The API server dials the name itself: no endpoints to count.
+		return diagnose.ServiceState{Exists: true, ExternalName: svc.Spec.ExternalName}
 	}
 	state := diagnose.ServiceState{Exists: true}
 	slices, err := i.Clients.Kube.DiscoveryV1().EndpointSlices(ref.Namespace).List(ctx, metav1.ListOptions{

@@ -14,6 +14,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -23,6 +24,9 @@ type Inspector struct {
 	Clients   *kube.Clients
 	disc      *kube.Discovery
 	apisvcs   []apiregv1.APIService
+	// apisvcsRead: APIServices are read once, only when some group failed
+	// discovery or some list failed.
+	apisvcsRead bool
 	webhooks  []diagnose.Webhook
 	crds      []diagnose.CRD
 	services  map[string]diagnose.ServiceState
@@ -73,6 +77,14 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
+	if len(snap.ListErrs) > 0 {
+		// A list that failed may be an aggregated API whose backend broke
+		// after discovery: its APIService and Service tell.
+		if !i.apisvcsRead {
+			i.listAPIServices(ctx)
+		}
+		i.readBackends(ctx, snap)
+	}
 	return diagnose.Observation{
 		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
 		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: i.services, Unchecked: i.unchecked,
@@ -92,29 +104,38 @@ func (i *Inspector) discover(ctx context.Context) error {
 	i.webhooks = i.listWebhooks(ctx)
 	i.crds = i.listCRDs(ctx)
 	if len(d.Failed) > 0 {
-		// Best effort: without permission to read APIServices the report
-		// still names the failing group-versions.
-		if c, err := aggregator.NewForConfig(i.Clients.Config); err == nil {
-			if list, err := c.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{}); err == nil {
-				i.apisvcs = list.Items
-			} else {
-				i.uncheck("APIServices", err)
-			}
-		}
+		i.listAPIServices(ctx)
 	}
-	i.services = i.backendStates(ctx)
+	i.services = map[string]diagnose.ServiceState{}
+	i.readBackends(ctx, nil)
 	return nil
 }
 
-// backendStates reads every Service a failing APIService, a fail-closed
-// webhook or a CRD conversion webhook points at, once each.
-func (i *Inspector) backendStates(ctx context.Context) map[string]diagnose.ServiceState {
+// listAPIServices is best effort: without permission to read APIServices
+// the report still names the failing group-versions.
+func (i *Inspector) listAPIServices(ctx context.Context) {
+	i.apisvcsRead = true
+	c, err := aggregator.NewForConfig(i.Clients.Config)
+	if err != nil {
+		i.uncheck("APIServices", err)
+		return
+	}
+	list, err := c.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		i.uncheck("APIServices", err)
+		return
+	}
+	i.apisvcs = list.Items
+}
+
+// readBackends reads every Service that an APIService failing discovery
+// or a list in snap, a fail-closed webhook or a CRD conversion webhook
+// points at, once per inspector.
+func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot) {
 	refs := map[string]diagnose.ServiceRef{}
 	for _, svc := range i.apisvcs {
-		if s := svc.Spec.Service; s != nil {
-			if _, failing := i.disc.Failed[schema.GroupVersion{Group: svc.Spec.Group, Version: svc.Spec.Version}]; failing {
-				refs[s.Namespace+"/"+s.Name] = diagnose.ServiceRef{Namespace: s.Namespace, Name: s.Name}
-			}
+		if s := svc.Spec.Service; s != nil && i.failing(schema.GroupVersion{Group: svc.Spec.Group, Version: svc.Spec.Version}, snap) {
+			refs[s.Namespace+"/"+s.Name] = diagnose.ServiceRef{Namespace: s.Namespace, Name: s.Name}
 		}
 	}
 	for _, wh := range i.webhooks {
@@ -127,11 +148,26 @@ func (i *Inspector) backendStates(ctx context.Context) map[string]diagnose.Servi
 			refs[crd.ConversionService.Key()] = *crd.ConversionService
 		}
 	}
-	out := map[string]diagnose.ServiceState{}
 	for key, ref := range refs {
-		out[key] = i.serviceState(ctx, ref)
+		if _, known := i.services[key]; !known {
+			i.services[key] = i.serviceState(ctx, ref)
+		}
 	}
-	return out
+}
+
+// failing tells whether gv failed discovery or a list in snap.
+func (i *Inspector) failing(gv schema.GroupVersion, snap *deletion.Snapshot) bool {
+	if _, ok := i.disc.Failed[gv]; ok {
+		return true
+	}
+	if snap != nil {
+		for gvr := range snap.ListErrs {
+			if gvr.GroupVersion() == gv {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasVerb(verbs []string, verb string) bool {

@@ -17,6 +17,7 @@ func (h Human) Purge(w io.Writer, r *purge.Report) error {
 	h.purgeHeadline(p, r)
 	h.purgeSteps(p, r)
 	h.purgeStrips(p, r)
+	h.purgeRecreated(p, r)
 	h.purgeRemaining(p, r)
 	h.purgeConditions(p, r)
 	h.purgeFinalize(p, r)
@@ -79,6 +80,24 @@ func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
 	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
 	for _, s := range r.Strips {
 		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), truncate(s.Result, 50))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+}
+
+func (h Human) purgeRecreated(p *errWriter, r *purge.Report) {
+	if len(r.Recreated) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Created anew while the namespace was terminating"))
+	t := newTable(p, "RESOURCE", "NAME", "TIMES", "CREATED BY")
+	for _, o := range r.Recreated {
+		by := o.CreatedBy
+		if by == "" {
+			by = "(not recorded)"
+		}
+		_ = t.Append(o.Resource, o.Name, fmt.Sprint(o.Times), by)
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)

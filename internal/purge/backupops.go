@@ -25,6 +25,7 @@ type backupOps struct {
 	bk     *backup.Writer
 	dyn    *kube.Clients
 	counts map[schemaGVR]int
+	rc     *recreations
 }
 
 func (b *backupOps) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
@@ -39,6 +40,7 @@ func (b *backupOps) Delete(ctx context.Context, gvr schemaGVR, ns, name string) 
 	if err != nil {
 		return err
 	}
+	b.rc.observe(gvr, obj)
 	if err := b.bk.Save(gvr, obj); err != nil {
 		return err
 	}
@@ -58,7 +60,9 @@ func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error
 	})
 	err := pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtimeObject) error {
 		n++
-		return b.bk.Save(gvr, obj.(*unstructured.Unstructured))
+		u := obj.(*unstructured.Unstructured)
+		b.rc.observe(gvr, u)
+		return b.bk.Save(gvr, u)
 	})
 	b.counts[gvr] = n
 	if err != nil {

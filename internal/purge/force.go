@@ -37,7 +37,7 @@ func (p *Purger) force(ctx context.Context, r *Report, ns *v1.Namespace) error {
 		r.Outcome, r.Message = OutcomeRefused, "permissions missing: nothing was changed"
 		return ErrMissingPermissions
 	}
-	p.reported = map[string]bool{}
+	p.reported, p.rc, p.stripped = map[string]bool{}, newRecreations(), map[string][]string{}
 	bk, err := p.openBackup(ns)
 	if err != nil {
 		return err
@@ -106,8 +106,12 @@ func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc 
 			}
 			return p.onePass(ctx, r, bk, disc, ns, pass)
 		}()
+		var chasing *chasingError
 		switch {
 		case errors.Is(err, errGone):
+			return nil
+		case errors.As(err, &chasing):
+			r.Outcome, r.Message = OutcomeRemaining, chasing.msg
 			return nil
 		case err != nil && ctx.Err() == nil && transient(err):
 			p.progress("the API server is unavailable (%v); retrying in %s", err, backoff)
@@ -128,6 +132,22 @@ func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc 
 
 var errGone = errors.New("namespace gone")
 
+// chasingError stops the passes: content keeps being created anew.
+type chasingError struct{ msg string }
+
+func (e *chasingError) Error() string { return e.msg }
+
+// noteRecreated reports what came back in this pass and returns the types
+// purge stops chasing.
+func (p *Purger) noteRecreated(r *Report) []string {
+	chased := p.rc.endPass()
+	r.Recreated = p.rc.list()
+	for _, o := range r.Recreated {
+		r.Warnings = appendNew(r.Warnings, fmt.Sprintf("%s/%s was created anew while the namespace was terminating: a controller still creates it", o.Resource, o.Name))
+	}
+	return chased
+}
+
 // transient tells errors worth retrying: the server is restarting,
 // overloaded, or the connection broke.
 func transient(err error) bool {
@@ -144,6 +164,9 @@ func transient(err error) bool {
 // long to wait before the next pass.
 func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc *kube.Discovery, ns *v1.Namespace, pass int) (time.Duration, error) {
 	r.Passes = pass
+	if ns.DeletionTimestamp != nil {
+		p.rc.deletedAt = ns.DeletionTimestamp.Time
+	}
 	if deletion.Finalized(ns) {
 		return time.Second, p.namespaceFinalizers(ctx, r, bk, ns)
 	}
@@ -151,7 +174,7 @@ func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc
 		return kube.ListMetadata(ctx, p.Clients.Metadata, gvr, namespace)
 	}}
 	counts := map[schemaGVR]int{}
-	rec := newRecorder(&backupOps{inner: real, bk: bk, dyn: p.Clients, counts: counts}, func(gvr schemaGVR) int { return counts[gvr] }, false)
+	rec := newRecorder(&backupOps{inner: real, bk: bk, dyn: p.Clients, counts: counts, rc: p.rc}, func(gvr schemaGVR) int { return counts[gvr] }, false)
 	result := p.contentDeleter(disc, rec, kube.PodLister{Client: p.Clients.Kube}).DeleteAllContent(ctx, ns)
 	if err := ctx.Err(); err != nil {
 		// A pass cut short reports timeouts, not the namespace: keep the
@@ -166,6 +189,7 @@ func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc
 		}
 	}
 	p.reportPass(r, rec, result, pass)
+	chased := p.noteRecreated(r)
 	if result.Err != nil {
 		r.Errors = appendNew(r.Errors, result.Err.Error())
 	}
@@ -173,6 +197,9 @@ func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc
 	r.Finalize = Finalize{Would: finalize, Reason: reason}
 	if finalize {
 		return time.Second, p.finalize(ctx, r, bk, ns)
+	}
+	if len(chased) > 0 {
+		return 0, &chasingError{msg: recreatedMessage(ns.Name, chased, r.Recreated)}
 	}
 	if p.strips() && len(result.Totals.GVRToNumRemaining) > 0 {
 		if n := p.stripRemaining(ctx, r, bk, result, ns.Name); n > 0 {

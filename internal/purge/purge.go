@@ -59,6 +59,11 @@ type Purger struct {
 	// reported remembers the resources whose deletion is already listed
 	// among the changes: later passes re-send the same request.
 	reported map[string]bool
+	// rc notices content created anew while purge deletes it.
+	rc *recreations
+	// stripped remembers the finalizers purge removed per object, so one
+	// a live controller puts back is reported, not removed again.
+	stripped map[string][]string
 }
 
 func (p *Purger) now() time.Time {

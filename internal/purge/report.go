@@ -41,6 +41,8 @@ type Report struct {
 	MissingPermissions []string `json:"missingPermissions,omitempty"`
 	BackupDir          string   `json:"backupDir,omitempty"`
 	BackedUp           int      `json:"backedUp"`
+	// Recreated is content that came back while purge deleted it.
+	Recreated []Recreated `json:"recreated"`
 	// Changes is every change made to the cluster, in order.
 	Changes  []string `json:"changes"`
 	Warnings []string `json:"warnings"`
@@ -73,6 +75,18 @@ type Strip struct {
 	Result     string   `json:"result"`
 }
 
+// Recreated is an object created anew in the terminating namespace: a name
+// purge deleted that reappeared with a new UID, or an object created after
+// the namespace was deleted.
+type Recreated struct {
+	Resource string `json:"resource"`
+	Name     string `json:"name"`
+	// Times is how many passes found it created anew.
+	Times int `json:"times"`
+	// CreatedBy is its field manager, when the server records one.
+	CreatedBy string `json:"createdBy,omitempty"`
+}
+
 // Remaining is what a pass leaves of one resource, and why.
 type Remaining struct {
 	Resource   string         `json:"resource"`
@@ -98,7 +112,7 @@ type Finalize struct {
 
 func newReport(ns, mode string) *Report {
 	return &Report{APIVersion: APIVersion, Kind: Kind, Namespace: ns, Mode: mode,
-		Steps: []Step{}, Strips: []Strip{}, Remaining: []Remaining{}, Conditions: []Condition{},
+		Steps: []Step{}, Strips: []Strip{}, Recreated: []Recreated{}, Remaining: []Remaining{}, Conditions: []Condition{},
 		Changes: []string{}, Warnings: []string{}, Errors: []string{}}
 }
 

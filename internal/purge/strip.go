@@ -3,6 +3,7 @@ package purge
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,10 @@ func (p *Purger) stripRemaining(ctx context.Context, r *Report, bk *backup.Write
 			if len(matchFinalizers(item.Finalizers, p.Opts.RemoveFinalizers, p.Opts.RemoveAllFinalizers)) == 0 {
 				continue
 			}
+			if back := p.putBack(gvr, item.Name, item.Finalizers); len(back) > 0 {
+				r.Strips = appendStrip(r.Strips, p.leftAlone(r, gvr, item.Name, back))
+				continue
+			}
 			s := p.stripOne(ctx, r, bk, gvr, ns, item.Name)
 			r.Strips = append(r.Strips, s)
 			if s.Result == "removed" {
@@ -41,8 +46,8 @@ func (p *Purger) stripRemaining(ctx context.Context, r *Report, bk *backup.Write
 }
 
 // stripOne saves the object, patches its finalizers guarded by its
-// resourceVersion, retries after a concurrent change, and checks that no
-// live controller put a finalizer back (reported, not fought).
+// resourceVersion, retries after a concurrent change, and remembers what it
+// removed: a finalizer put back later is reported, not fought.
 func (p *Purger) stripOne(ctx context.Context, r *Report, bk *backup.Writer, gvr schemaGVR, ns, name string) Strip {
 	s := Strip{Resource: resourceName(gvr), Name: name}
 	for attempt := 0; attempt < conflictRetries; attempt++ {
@@ -73,7 +78,7 @@ func (p *Purger) stripOne(ctx context.Context, r *Report, bk *backup.Writer, gvr
 		}
 		r.change("removed finalizers %v from %s/%s", strip, s.Resource, name)
 		s.Result = "removed"
-		p.checkReadded(ctx, r, gvr, ns, name, strip)
+		p.rememberStripped(gvr, name, strip)
 		return s
 	}
 	return p.stripFailed(r, s, fmt.Errorf("the object kept changing (%d conflicts); left alone", conflictRetries))
@@ -85,16 +90,43 @@ func (p *Purger) stripFailed(r *Report, s Strip, err error) Strip {
 	return s
 }
 
-func (p *Purger) checkReadded(ctx context.Context, r *Report, gvr schemaGVR, ns, name string, removed []string) {
-	m, err := p.Clients.Metadata.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return
-	}
-	for _, f := range m.Finalizers {
-		for _, gone := range removed {
+// putBack returns the finalizers purge already removed from the object
+// that are there again: a live controller re-added them.
+func (p *Purger) putBack(gvr schemaGVR, name string, finalizers []string) []string {
+	var out []string
+	for _, gone := range p.stripped[resourceName(gvr)+"/"+name] {
+		for _, f := range finalizers {
 			if f == gone {
-				r.Warnings = appendNew(r.Warnings, fmt.Sprintf("%s/%s: finalizer %s was put back by a live controller; purge does not fight it", resourceName(gvr), name, f))
+				out = append(out, f)
 			}
 		}
 	}
+	return out
+}
+
+func (p *Purger) rememberStripped(gvr schemaGVR, name string, removed []string) {
+	if p.stripped == nil {
+		p.stripped = map[string][]string{}
+	}
+	key := resourceName(gvr) + "/" + name
+	p.stripped[key] = append(p.stripped[key], removed...)
+}
+
+// leftAlone reports an object whose finalizer came back: removing it again
+// would fight the controller that owns it.
+func (p *Purger) leftAlone(r *Report, gvr schemaGVR, name string, back []string) Strip {
+	r.Warnings = appendNew(r.Warnings, fmt.Sprintf("%s/%s: finalizer %s was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
+		resourceName(gvr), name, strings.Join(back, ", ")))
+	return Strip{Resource: resourceName(gvr), Name: name, Finalizers: back, Result: "left alone: put back by a live controller"}
+}
+
+// appendStrip adds s unless the same result for the same object is already
+// listed (every pass meets it again).
+func appendStrip(list []Strip, s Strip) []Strip {
+	for _, x := range list {
+		if x.Resource == s.Resource && x.Name == s.Name && x.Result == s.Result {
+			return list
+		}
+	}
+	return append(list, s)
 }

@@ -32,6 +32,10 @@ func TestPurgePlanConditionsMatchController(t *testing.T) {
 			must(t, cluster.DeleteNamespace(ctx, name))
 			return v1.NamespaceDeletionContentFailure
 		},
+		"aggregated API answering 503": func(name string) v1.NamespaceConditionType {
+			aggregatedDownNamespace(t, startAggregated(t), name)
+			return v1.NamespaceDeletionContentFailure
+		},
 		"pod on a dead node": func(name string) v1.NamespaceConditionType {
 			must(t, cluster.CreateNamespace(ctx, name))
 			must(t, cluster.CreateBoundPod(ctx, name, "stuck", 1))

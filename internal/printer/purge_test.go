@@ -1,0 +1,49 @@
+package printer
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// incompleteReport is a force run stopped because content kept coming
+// back, with a finalizer a live controller put back.
+func incompleteReport() *purge.Report {
+	return &purge.Report{
+		APIVersion: purge.APIVersion, Kind: purge.Kind, Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.ModeNone,
+		Outcome: purge.OutcomeRemaining, Passes: 4,
+		Message: "gadgets.example.com kept coming back in namespace team-a in 3 passes: a controller (field manager gadget-operator) still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
+		Steps: []purge.Step{
+			{Verb: "deletecollection", Resource: "configmaps", Objects: 0, Result: "deletecollection"},
+			{Verb: "deletecollection", Resource: "gadgets.example.com", Objects: 2, Result: "deletecollection"},
+			{Verb: "deletecollection", Resource: "sprockets.example.com", Objects: 1, Result: "failed: sprocket backend is down"},
+		},
+		Strips: []purge.Strip{
+			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Result: "removed"},
+			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Result: "left alone: put back by a live controller"},
+		},
+		Recreated: []purge.Recreated{
+			{Resource: "gadgets.example.com", Name: "g1", Times: 3, CreatedBy: "gadget-operator"},
+			{Resource: "gadgets.example.com", Name: "g3", Times: 1},
+		},
+		Remaining:  []purge.Remaining{{Resource: "gadgets.example.com", Count: 2, Finalizers: map[string]int{"example.com/operator": 1}}},
+		Conditions: []purge.Condition{},
+		Finalize:   purge.Finalize{Reason: "content remains"},
+		BackupDir:  "/home/u/.cache/ns-doctor/backups/team-a-20261122T120000Z", BackedUp: 7,
+		Changes:    []string{"deletecollection gadgets.example.com: 2 objects, saved first", "removed finalizers [example.com/operator] from gadgets.example.com/g2"},
+		Warnings: []string{
+			"gadgets.example.com/g1 was created anew while the namespace was terminating: a controller still creates it",
+			"gadgets.example.com/g2: finalizer example.com/operator was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
+		},
+		Errors: []string{"sprocket backend is down"},
+	}
+}
+
+func TestHumanPurgeGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := (Human{Now: now}).Purge(&buf, incompleteReport()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "purge-incomplete.golden", buf.Bytes())
+}

@@ -1,0 +1,110 @@
+package purge
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// recreationPasses is how many passes a type may come back in before purge
+// stops chasing it: enough for a controller that is itself shutting down
+// with the namespace, few enough not to delete in a loop until --timeout.
+const recreationPasses = 3
+
+// recreations notices content that comes back while purge deletes it: an
+// object under a name purge already deleted but with a new UID, or an
+// object created after the namespace was deleted. NamespaceLifecycle
+// admission refuses both for built-in types and CRDs; an aggregated API
+// that does not run it lets a live controller keep creating.
+type recreations struct {
+	deletedAt time.Time
+	uids      map[schemaGVR]map[string]types.UID
+	objects   map[string]*Recreated
+	thisPass  map[schemaGVR]bool
+	passes    map[schemaGVR]int
+}
+
+func newRecreations() *recreations {
+	return &recreations{uids: map[schemaGVR]map[string]types.UID{}, objects: map[string]*Recreated{},
+		thisPass: map[schemaGVR]bool{}, passes: map[schemaGVR]int{}}
+}
+
+// observe is called with every object about to be deleted.
+func (rc *recreations) observe(gvr schemaGVR, obj *unstructured.Unstructured) {
+	if rc.uids[gvr] == nil {
+		rc.uids[gvr] = map[string]types.UID{}
+	}
+	prev, known := rc.uids[gvr][obj.GetName()]
+	rc.uids[gvr][obj.GetName()] = obj.GetUID()
+	back := (known && prev != obj.GetUID()) ||
+		(!known && !rc.deletedAt.IsZero() && obj.GetCreationTimestamp().Time.After(rc.deletedAt))
+	if !back {
+		return
+	}
+	rc.thisPass[gvr] = true
+	key := resourceName(gvr) + "/" + obj.GetName()
+	r := rc.objects[key]
+	if r == nil {
+		r = &Recreated{Resource: resourceName(gvr), Name: obj.GetName()}
+		rc.objects[key] = r
+	}
+	r.Times++
+	r.CreatedBy = creator(obj)
+}
+
+// endPass counts the types that came back in this pass and returns those
+// purge should stop chasing.
+func (rc *recreations) endPass() []string {
+	var chased []string
+	for gvr := range rc.thisPass {
+		rc.passes[gvr]++
+		if rc.passes[gvr] >= recreationPasses {
+			chased = append(chased, resourceName(gvr))
+		}
+	}
+	rc.thisPass = map[schemaGVR]bool{}
+	sort.Strings(chased)
+	return chased
+}
+
+// list is what came back, for the report.
+func (rc *recreations) list() []Recreated {
+	out := []Recreated{}
+	for _, r := range rc.objects {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Resource+"/"+out[i].Name < out[j].Resource+"/"+out[j].Name
+	})
+	return out
+}
+
+// creator is the field manager that created the object, when the server
+// keeps managed fields.
+func creator(obj *unstructured.Unstructured) string {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != "" {
+			return mf.Manager
+		}
+	}
+	return ""
+}
+
+func recreatedMessage(namespace string, chased []string, objs []Recreated) string {
+	var managers []string
+	for _, o := range objs {
+		if o.CreatedBy != "" && !strings.Contains(strings.Join(managers, ","), o.CreatedBy) {
+			managers = append(managers, o.CreatedBy)
+		}
+	}
+	who := "a controller"
+	if len(managers) > 0 {
+		who = "a controller (field manager " + strings.Join(managers, ", ") + ")"
+	}
+	return fmt.Sprintf("%s kept coming back in namespace %s in %d passes: %s still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
+		strings.Join(chased, ", "), namespace, recreationPasses, who)
+}

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/scenario"
+)
+
+// startAggregated serves gadgets from an aggregated API private to the test.
+func startAggregated(t *testing.T) *scenario.AggregatedAPI {
+	t.Helper()
+	agg, err := cluster.StartAggregatedAPI(context.Background(), uniqueName(t)+".example.com", "Gadget", "gadgets")
+	must(t, err)
+	t.Cleanup(func() { agg.Close(context.Background()) })
+	return agg
+}
+
+// aggregatedDownNamespace holds gadgets whose aggregated API answers 503
+// in this namespace after discovery listed it, and a configmap held by a
+// finalizer; it is deleted, and the controller has met the 503. Cleanup
+// lets the namespace go.
+func aggregatedDownNamespace(t *testing.T, agg *scenario.AggregatedAPI, name string) *v1.Namespace {
+	t.Helper()
+	ctx := context.Background()
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	must(t, agg.Create(ctx, name, "g1"))
+	agg.Fail(name, "gadget backend is down")
+	t.Cleanup(func() {
+		agg.Recover(name)
+		_, _ = cluster.Kube.CoreV1().ConfigMaps(name).Patch(context.Background(), "held", types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	must(t, cluster.DeleteNamespace(ctx, name))
+	return waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+}
+
+// A list answering 503 is named with the aggregated API behind it, the
+// rest of the namespace is still diagnosed, and the conditions explain
+// computes equal those the controller wrote after meeting the 503.
+func TestBlockerAggregatedAPIAnswers503(t *testing.T) {
+	agg := startAggregated(t)
+	name := uniqueName(t)
+	aggregatedDownNamespace(t, agg, name)
+
+	e := explain(t, cp.Kubeconfig, name)
+	if e.code != 3 {
+		t.Errorf("exit %d, want 3 (stuck)", e.code)
+	}
+	b := e.blocker(t, diagnose.BlockerListFailed, "gadget backend is down", "kubectl delete apiservice "+agg.APIService)
+	e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers=")
+	wantEvidence := []string{"apiservice/" + agg.APIService + " Available=True: discovery answered, the list did not",
+		"service default/" + agg.ServiceName + ": ExternalName localhost"}
+	for _, want := range wantEvidence {
+		if !containsPrefix(b.Evidence, want) {
+			t.Errorf("evidence %q lacks %q", b.Evidence, want)
+		}
+	}
+	e.agrees(t)
+}
+
+func containsPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+			return true
+		}
+	}
+	return false
+}
