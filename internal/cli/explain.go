@@ -109,6 +109,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return err
 	}
 	in := inspect.New(clients)
+	in.Compact = true
 	if o.Name == "" {
 		return o.runAll(ctx, in)
 	}

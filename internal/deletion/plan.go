@@ -14,6 +14,11 @@ import (
 type Snapshot struct {
 	Lists    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList
 	ListErrs map[schema.GroupVersionResource]error
+	// Omitted counts, per type, the plain objects (no finalizers, no
+	// deletionTimestamp, no owner references) a compact sweep counted but
+	// did not keep in Lists. A pass deletes them at once: they change no
+	// condition, only the content's count.
+	Omitted map[schema.GroupVersionResource]int
 	Pods     []v1.Pod
 	// PodSpecsUnknown: Pods were rebuilt from metadata (no node, no phase).
 	PodSpecsUnknown bool

@@ -22,8 +22,9 @@ import (
 // owners finish within seconds.
 const DefaultGrace = 30 * time.Second
 
-// maxExamples bounds the names listed per resource type.
-const maxExamples = 3
+// MaxExamples bounds the names listed per resource type; a compact sweep
+// keeps at least that many plain objects per type.
+const MaxExamples = 3
 
 // Observation is everything read from the cluster for one namespace.
 type Observation struct {
@@ -176,6 +177,7 @@ func contentOf(snap *deletion.Snapshot) []Content {
 			continue
 		}
 		summarise(&c, list.Items)
+		c.Count += snap.Omitted[gvr]
 		out = append(out, c)
 	}
 	return out
@@ -198,7 +200,7 @@ func summarise(c *Content, items []metav1.PartialObjectMetadata) {
 			}
 			c.Finalizers[f]++
 		}
-		if len(c.Examples) < maxExamples {
+		if len(c.Examples) < MaxExamples {
 			c.Examples = append(c.Examples, m.Name)
 		}
 	}

@@ -21,16 +21,20 @@ import (
 
 // Inspector gathers observations with one set of clients.
 type Inspector struct {
-	Clients   *kube.Clients
-	disc      *kube.Discovery
-	apisvcs   []apiregv1.APIService
+	Clients *kube.Clients
+	// Compact sweeps keep only the objects a diagnosis reads one by one
+	// (see kube.SweepOptions); purge, which acts on every object, does not
+	// set it.
+	Compact bool
+	disc    *kube.Discovery
+	apisvcs []apiregv1.APIService
 	// apisvcsRead: APIServices are read once, only when some group failed
 	// discovery or some list failed.
 	apisvcsRead bool
-	webhooks  []diagnose.Webhook
-	crds      []diagnose.CRD
-	services  map[string]diagnose.ServiceState
-	unchecked []string
+	webhooks    []diagnose.Webhook
+	crds        []diagnose.CRD
+	services    map[string]diagnose.ServiceState
+	unchecked   []string
 }
 
 // New returns an inspector over clients.
@@ -73,7 +77,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 			gvrs = append(gvrs, gvr)
 		}
 	}
-	snap := kube.Sweep(ctx, i.Clients, ns.Name, gvrs)
+	snap := kube.Sweep(ctx, i.Clients, ns.Name, gvrs, i.sweepOptions())
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
@@ -153,6 +157,20 @@ func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot) {
 			i.services[key] = i.serviceState(ctx, ref)
 		}
 	}
+}
+
+// sweepOptions compacts unless some webhook selects objects by label: its
+// matching then needs every object's labels.
+func (i *Inspector) sweepOptions() kube.SweepOptions {
+	if !i.Compact {
+		return kube.SweepOptions{}
+	}
+	for _, wh := range i.webhooks {
+		if wh.ObjectSelector != nil && (len(wh.ObjectSelector.MatchLabels) > 0 || len(wh.ObjectSelector.MatchExpressions) > 0) {
+			return kube.SweepOptions{}
+		}
+	}
+	return kube.SweepOptions{Compact: func(schema.GroupVersionResource) bool { return true }, KeepPlain: diagnose.MaxExamples}
 }
 
 // failing tells whether gv failed discovery or a list in snap.

@@ -22,13 +22,29 @@ const sweepConcurrency = 16
 // listPageSize keeps each response small on namespaces with 100k objects.
 const listPageSize = 500
 
+// SweepOptions tune what a sweep keeps.
+type SweepOptions struct {
+	// Compact, when it returns true for a type, makes the sweep keep only
+	// the first KeepPlain plain objects of that type and count the others
+	// in Snapshot.Omitted. Plain: no finalizers, no deletionTimestamp, no
+	// owner references, and not a pod. A deletion pass removes such objects
+	// at once, so nothing computed from a snapshot depends on them beyond
+	// their number and a few example names; memory then grows with what
+	// holds the namespace, not with its size.
+	Compact   func(schema.GroupVersionResource) bool
+	KeepPlain int
+}
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
 // Sweep lists every given resource in namespace, metadata only and paged,
 // with bounded concurrency, plus the pods with their spec (the controller
 // reads their grace periods). A failing resource is recorded, not fatal.
-func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.GroupVersionResource) *deletion.Snapshot {
+func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.GroupVersionResource, opts SweepOptions) *deletion.Snapshot {
 	snap := &deletion.Snapshot{
 		Lists:    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{},
 		ListErrs: map[schema.GroupVersionResource]error{},
+		Omitted:  map[schema.GroupVersionResource]int{},
 	}
 	var mu sync.Mutex
 	sem := make(chan struct{}, sweepConcurrency)
@@ -37,7 +53,11 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			list, err := ListMetadata(ctx, c.Metadata, gvr, namespace)
+			keep := keepAll
+			if opts.Compact != nil && gvr != podsGVR && opts.Compact(gvr) {
+				keep = keepInteresting(opts.KeepPlain)
+			}
+			list, omitted, err := listMetadata(ctx, c.Metadata, gvr, namespace, keep)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -45,35 +65,66 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 				return
 			}
 			snap.Lists[gvr] = list
+			if omitted > 0 {
+				snap.Omitted[gvr] = omitted
+			}
 		})
 	}
 	wg.Wait()
 	// Pods too are read as metadata only: a pod's spec may carry secrets
 	// in env values. See podsFromMetadata for what that costs.
-	if pods := snap.Lists[schema.GroupVersionResource{Version: "v1", Resource: "pods"}]; pods != nil {
+	if pods := snap.Lists[podsGVR]; pods != nil {
 		snap.Pods, snap.PodSpecsUnknown = podsFromMetadata(pods.Items), true
 	}
 	return snap
+}
+
+func keepAll(*metav1.PartialObjectMetadata) bool { return true }
+
+// keepInteresting keeps every object that is not plain, and the first n
+// plain ones (the examples a report shows, in list order).
+func keepInteresting(n int) func(*metav1.PartialObjectMetadata) bool {
+	plain := 0
+	return func(m *metav1.PartialObjectMetadata) bool {
+		if len(m.Finalizers) > 0 || m.DeletionTimestamp != nil || len(m.OwnerReferences) > 0 {
+			return true
+		}
+		plain++
+		return plain <= n
+	}
 }
 
 // ListMetadata lists one resource in a namespace page by page, keeping
 // only the metadata ns-doctor reads (managed fields and annotations can be
 // most of an object's size).
 func ListMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	list, _, err := listMetadata(ctx, client, gvr, namespace, keepAll)
+	return list, err
+}
+
+// listMetadata is ListMetadata keeping only the objects keep accepts; it
+// returns how many it did not keep.
+func listMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string,
+	keep func(*metav1.PartialObjectMetadata) bool) (*metav1.PartialObjectMetadataList, int, error) {
 	out := &metav1.PartialObjectMetadataList{}
+	omitted := 0
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	})
 	p.PageSize = listPageSize
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		item := obj.(*metav1.PartialObjectMetadata)
+		if !keep(item) {
+			omitted++
+			return nil
+		}
 		out.Items = append(out.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: trimMeta(item.ObjectMeta)})
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, omitted, nil
 }
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {

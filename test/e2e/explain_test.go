@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -175,4 +176,46 @@ func TestExplainGraceAndNamespaceFlag(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Namespace.Name != name || r.code != 3 {
 		t.Fatalf("explain -n %s: exit %d, %v, namespace %q", name, r.code, err, rep.Namespace.Name)
 	}
+}
+
+// Types with many plain objects (nothing holds them) are counted without
+// being kept object by object: the counts and examples are those of a
+// full list, and the conditions computed still equal the controller's.
+func TestExplainCountsPlainObjectsExactly(t *testing.T) {
+	ctx := context.Background()
+	cp.StopControllerManager()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			must(t, cp.StartControllerManager())
+		}
+	})
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	for i := 0; i < 12; i++ {
+		must(t, cluster.CreateConfigMap(ctx, name, fmt.Sprintf("plain-%02d", i), nil))
+	}
+	must(t, cluster.CreateConfigMap(ctx, name, "zz-held", nil, "example.com/hold"))
+	t.Cleanup(func() {
+		_, _ = cluster.Kube.CoreV1().ConfigMaps(name).Patch(context.Background(), "zz-held", types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	must(t, cluster.DeleteNamespace(ctx, name))
+
+	e := explain(t, cp.Kubeconfig, name)
+	var cms *diagnose.Content
+	for i := range e.report.Content {
+		if e.report.Content[i].Resource == "configmaps" {
+			cms = &e.report.Content[i]
+		}
+	}
+	if cms == nil || cms.Count != 13 || cms.Finalizers["example.com/hold"] != 1 ||
+		strings.Join(cms.Examples, ",") != "plain-00,plain-01,plain-02" {
+		t.Fatalf("configmaps content %+v, want 13 objects, 1 held, examples plain-00..02", cms)
+	}
+
+	must(t, cp.StartControllerManager())
+	restarted = true
+	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+	explain(t, cp.Kubeconfig, name).agrees(t)
 }
