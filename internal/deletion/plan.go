@@ -19,7 +19,7 @@ type Snapshot struct {
 	// did not keep in Lists. A pass deletes them at once: they change no
 	// condition, only the content's count.
 	Omitted map[schema.GroupVersionResource]int
-	Pods     []v1.Pod
+	Pods    []v1.Pod
 	// PodSpecsUnknown: Pods were rebuilt from metadata (no node, no phase).
 	PodSpecsUnknown bool
 }

@@ -31,7 +31,7 @@ func incompleteReport() *purge.Report {
 		Conditions: []purge.Condition{},
 		Finalize:   purge.Finalize{Reason: "content remains"},
 		BackupDir:  "/home/u/.cache/ns-doctor/backups/team-a-20261122T120000Z", BackedUp: 7,
-		Changes:    []string{"deletecollection gadgets.example.com: 2 objects, saved first", "removed finalizers [example.com/operator] from gadgets.example.com/g2"},
+		Changes: []string{"deletecollection gadgets.example.com: 2 objects, saved first", "removed finalizers [example.com/operator] from gadgets.example.com/g2"},
 		Warnings: []string{
 			"gadgets.example.com/g1 was created anew while the namespace was terminating: a controller still creates it",
 			"gadgets.example.com/g2: finalizer example.com/operator was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",

@@ -16,17 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/plugintest"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/internal/scenario"
 )
 
-// startAggregated serves gadgets from an aggregated API private to the test.
 func startAggregated(t *testing.T) *scenario.AggregatedAPI {
-	t.Helper()
-	agg, err := cluster.StartAggregatedAPI(context.Background(), uniqueName(t)+".example.com", "Gadget", "gadgets")
-	must(t, err)
-	t.Cleanup(func() { agg.Close(context.Background()) })
-	return agg
+	return plugintest.AggregatedAPI(t, cluster)
 }
 
 func purgeJSON(t *testing.T, args ...string) (purge.Report, result) {
