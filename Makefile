@@ -8,7 +8,7 @@ DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/internal/version.version=$(VERSION) -X $(PKG)/internal/version.commit=$(COMMIT) -X $(PKG)/internal/version.date=$(DATE)
 CLUSTER_DIR := $(CURDIR)/.cache/cluster
 
-.PHONY: build controlplane test fuzz bench demo cluster cluster-down release-check clean
+.PHONY: build controlplane test lint fuzz bench demo cluster cluster-down release-check clean
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-ns_doctor ./cmd/kubectl-ns_doctor
@@ -20,10 +20,16 @@ controlplane:
 # run of every parser of outside input. goreleaser is installed first (test/
 # distribution would do it too): a cold install takes minutes, which should
 # not count against the test timeout or compete with the other packages.
-test:
+test: lint
 	@bin_dir=$$(bash hack/build-controlplane.sh) && bash hack/install-goreleaser.sh >/dev/null && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) test -count=1 -timeout 40m ./...
 	@$(MAKE) --no-print-directory fuzz
+
+# gofmt and go vet over every package (hack/ modules' own code included).
+lint:
+	@unformatted=$$(gofmt -l cmd internal test hack); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
 
 FUZZTIME ?= 10s
 fuzz:
