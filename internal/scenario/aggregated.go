@@ -45,7 +45,7 @@ type AggregatedAPI struct {
 
 	mu      sync.Mutex
 	objects map[string]map[string]*unstructured.Unstructured // namespace, name
-	failing map[string]string                                // namespace: message
+	failing map[string]error                                 // namespace: the answer
 	rv      int
 }
 
@@ -59,7 +59,7 @@ func (c *Cluster) StartAggregatedAPI(ctx context.Context, group, kind, resource 
 	a := &AggregatedAPI{
 		GVR: schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}, Kind: kind,
 		APIService: "v1." + group, c: c, ServiceName: strings.ReplaceAll(group, ".", "-"),
-		objects: map[string]map[string]*unstructured.Unstructured{}, failing: map[string]string{},
+		objects: map[string]map[string]*unstructured.Unstructured{}, failing: map[string]error{},
 	}
 	a.server = httptest.NewTLSServer(http.HandlerFunc(a.serve))
 	if err := a.register(ctx); err != nil {
@@ -107,9 +107,15 @@ func (a *AggregatedAPI) Close(ctx context.Context) {
 
 // Fail makes every request for the resource in namespace answer 503.
 func (a *AggregatedAPI) Fail(namespace, message string) {
+	a.FailWith(namespace, apierrors.NewServiceUnavailable(message))
+}
+
+// FailWith makes every request for the resource in namespace answer err
+// (an API status error).
+func (a *AggregatedAPI) FailWith(namespace string, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.failing[namespace] = message
+	a.failing[namespace] = err
 }
 
 // Recover ends Fail.
@@ -174,8 +180,8 @@ func (a *AggregatedAPI) discovery(w http.ResponseWriter) {
 func (a *AggregatedAPI) resource(w http.ResponseWriter, req *http.Request, ns, name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if msg, ok := a.failing[ns]; ok {
-		writeStatus(w, apierrors.NewServiceUnavailable(msg))
+	if err, ok := a.failing[ns]; ok {
+		writeStatus(w, err)
 		return
 	}
 	dryRun := req.URL.Query().Get("dryRun") == "All"

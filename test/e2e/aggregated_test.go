@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -68,4 +70,39 @@ func containsPrefix(list []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// A type whose list answers 404 is skipped by the controller as not
+// supporting list; explain skips it too: no blocker, the type shown with
+// its error, and the conditions equal the controller's.
+func TestExplainSkipsTypeAnswering404LikeTheController(t *testing.T) {
+	ctx := context.Background()
+	agg := startAggregated(t)
+	name := uniqueName(t)
+	must(t, cluster.CreateNamespace(ctx, name))
+	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	must(t, agg.Create(ctx, name, "g1"))
+	agg.FailWith(name, apierrors.NewNotFound(agg.GVR.GroupResource(), ""))
+	t.Cleanup(func() {
+		_, _ = cluster.Kube.CoreV1().ConfigMaps(name).Patch(context.Background(), "held", types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	for _, b := range e.report.Blockers {
+		if b.Kind == diagnose.BlockerListFailed {
+			t.Errorf("a 404 raised %s: %+v", b.Kind, b)
+		}
+	}
+	shown := false
+	for _, c := range e.report.Content {
+		shown = shown || (c.Resource == agg.GVR.Resource && strings.Contains(c.Error, "not found"))
+	}
+	if !shown {
+		t.Errorf("gadgets not shown with their error: %+v", e.report.Content)
+	}
+	e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers=")
+	e.agrees(t)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -117,5 +118,21 @@ func TestInterruptLeavesBackupAndReport(t *testing.T) {
 		if err != nil || obj["kind"] == nil {
 			t.Errorf("backup %s: %v", f, errors.Join(err))
 		}
+	}
+}
+
+// A backup folder that cannot be created stops purge before its first
+// change: nothing may be deleted that could not be saved.
+func TestUnwritableBackupStopsBeforeAnyChange(t *testing.T) {
+	name, _ := mixedNamespace(t)
+	before := resourceVersions(t, name)
+	// A folder under a regular file cannot be created, whoever runs the test.
+	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", "/dev/null/backup")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], "/dev/null/backup") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
+		t.Fatal("purge changed the namespace without a backup")
 	}
 }
