@@ -22,6 +22,8 @@ type Clients struct {
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
+
+	apf *apf
 }
 
 // NewClients builds the clients from kubectl's flags.
@@ -44,7 +46,9 @@ func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	// Sweeping every resource type lists deprecated ones too (v1
 	// Endpoints); their deprecation warnings are not the user's concern.
 	cfg.WarningHandler = rest.NoWarnings{}
-	c := &Clients{Config: cfg}
+	c := &Clients{apf: &apf{}}
+	cfg.Wrap(c.apf.wrap)
+	c.Config = cfg
 	var err error
 	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)

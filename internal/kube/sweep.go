@@ -57,7 +57,7 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 			if opts.Compact != nil && gvr != podsGVR && opts.Compact(gvr) {
 				keep = keepInteresting(opts.KeepPlain)
 			}
-			list, omitted, err := listMetadata(ctx, c.Metadata, gvr, namespace, keep)
+			list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
