@@ -178,17 +178,10 @@ func (r *report) explainSection(s size, ns string, c content, crdSecs, popSecs f
 		rssEx := medianOf(field(ex.samples, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
 		r.verdict("%s explain's peak memory at most 100 MiB (large): plugin binary %.1f MiB, through kubectl %.1f MiB (floor %.1f MiB).", mark(math.Max(rssPlug, rssEx) <= 100), rssPlug, rssEx,
 			medianOf(field(floor.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024)
-		if len(cs) > 5 {
-			w := cs[5]
-			r.why("What-if `%s`: max RSS %.1f MiB, %.2f s (median).", w.name, medianOf(field(w.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024, medianOf(secs(w.samples)))
-		}
 		if math.Max(rssPlug, rssEx) > 100 {
-			r.why("Why: explain keeps the (trimmed) metadata of every object for the whole run (the sweep's snapshot holds all " +
-				"100k items, then the deletion pass and the report are computed from it), and Go's default GOGC=100 lets the heap " +
-				"grow to about twice that before collecting. The floor, which only counts while paging, stays far below. " +
-				"Fix: aggregate per resource type while paging (counts, finalizers seen, a bounded sample of names per type) so " +
-				"memory is O(types + page), not O(objects); a soft memory limit (debug.SetMemoryLimit) only trims the garbage " +
-				"share, as the what-if row shows.")
+			r.why("Why: explain keeps, per type, every object that holds the namespace (finalizers, deletionTimestamp, owner " +
+				"references) and a few examples, and counts the rest while paging; a namespace where most of its objects hold it " +
+				"keeps them all, and Go's default GOGC=100 lets the heap grow to about twice that before collecting.")
 		}
 	}
 	r.add(b.String())
@@ -292,9 +285,8 @@ func (r *report) manySection(n int, c content, popSecs float64, cs []contender) 
 		mark(dAll == dOne), n, dAll, dOne, all/float64(n), all, one)
 	if all/float64(n) > one {
 		r.why("Discovery is shared, but each namespace still gets its own sweep of every type (%.0f LISTs for %d namespaces), "+
-			"and the client's rate limit (100 QPS, burst 1000, the namespace controller's) then dominates: about (requests − 1000) / 100 s, "+
-			"so a namespace costs more than one explain alone. Fix: sweep once cluster-wide (one paged LIST per type across all "+
-			"namespaces, grouped by namespace client-side), which makes the requests O(types + pages) whatever the namespace count.",
+			"so a namespace costs about what one explain alone does. Fix: sweep once cluster-wide (one paged LIST per type across all "+
+			"namespaces, grouped by namespace client-side), at the price of reading the metadata of active namespaces too.",
 			cs[0].samples[0].Lists, n)
 	}
 	r.add(b.String())
