@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
@@ -26,19 +27,27 @@ type apf struct {
 	err      error
 }
 
-func (a *apf) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(req)
-		if err == nil && resp.Header.Get(flowSchemaHeader) != "" {
-			a.seen.Store(true)
-		}
-		return resp, err
-	})
+func (a *apf) wrap(rt http.RoundTripper) http.RoundTripper { return &apfTransport{rt: rt, apf: a} }
+
+// apfTransport records the header. It exposes the transport it wraps so
+// that client-go can still cancel a request that timed out.
+type apfTransport struct {
+	rt  http.RoundTripper
+	apf *apf
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
+func (t *apfTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err == nil && resp.Header.Get(flowSchemaHeader) != "" {
+		t.apf.seen.Store(true)
+	}
+	return resp, err
+}
 
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+var _ utilnet.RoundTripperWrapper = (*apfTransport)(nil)
+
+// WrappedRoundTripper lets client-go reach the transport it may cancel.
+func (t *apfTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 // SweepMetadata is the metadata client sweeps list with: without a
 // client-side rate limit once a response showed the server runs API
