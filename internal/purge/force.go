@@ -113,7 +113,9 @@ func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc 
 		case errors.As(err, &chasing):
 			r.Outcome, r.Message = OutcomeRemaining, chasing.msg
 			return nil
-		case err != nil && ctx.Err() == nil && transient(err):
+		case err != nil && cutShort(ctx) != nil:
+			return p.stopped(r, ctx, cutShort(ctx))
+		case err != nil && transient(err):
 			p.progress("the API server is unavailable (%v); retrying in %s", err, backoff)
 			r.Warnings = appendNew(r.Warnings, "the API server was unavailable for a while; purge retried")
 			wait, backoff = backoff, min(2*backoff, 16*time.Second)
@@ -131,6 +133,20 @@ func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc 
 }
 
 var errGone = errors.New("namespace gone")
+
+// cutShort tells whether the run's deadline has passed, even before the
+// context's timer says so: near the deadline, client-go's rate limiter
+// already refuses requests ("would exceed context deadline"), and such a
+// pass says nothing about the namespace.
+func cutShort(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
 
 // chasingError stops the passes: content keeps being created anew.
 type chasingError struct{ msg string }
@@ -176,7 +192,7 @@ func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc
 	counts := map[schemaGVR]int{}
 	rec := newRecorder(&backupOps{inner: real, bk: bk, dyn: p.Clients, counts: counts, rc: p.rc}, func(gvr schemaGVR) int { return counts[gvr] }, false)
 	result := p.contentDeleter(disc, rec, kube.PodLister{Client: p.Clients.Kube}).DeleteAllContent(ctx, ns)
-	if err := ctx.Err(); err != nil {
+	if err := cutShort(ctx); err != nil {
 		// A pass cut short reports timeouts, not the namespace: keep the
 		// last complete one.
 		return 0, err
@@ -267,7 +283,7 @@ func (p *Purger) stopped(r *Report, ctx context.Context, err error) error {
 		r.Message = fmt.Sprintf("interrupted; everything changed so far is listed below and saved in the backup; re-run purge to continue")
 		return nil
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 		r.Message = fmt.Sprintf("namespace %s still exists after --timeout=%s; re-run purge to continue where it stopped", r.Namespace, p.Opts.Timeout)
 		return nil
 	}
