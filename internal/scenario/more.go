@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -18,6 +19,16 @@ func (c *Cluster) CreateConfigMap(ctx context.Context, namespace, name string, l
 		Data: map[string]string{"secret-looking": "value-" + name}}
 	if _, err := c.Kube.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating configmap %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// ReleaseConfigMap removes every finalizer of a ConfigMap, as its owner
+// does once its work is done.
+func (c *Cluster) ReleaseConfigMap(ctx context.Context, namespace, name string) error {
+	_, err := c.Kube.CoreV1().ConfigMaps(namespace).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("removing the finalizers of configmap %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

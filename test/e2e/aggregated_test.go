@@ -7,8 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/plugintest"
@@ -32,8 +30,7 @@ func aggregatedDownNamespace(t *testing.T, agg *scenario.AggregatedAPI, name str
 	agg.Fail(name, "gadget backend is down")
 	t.Cleanup(func() {
 		agg.Recover(name)
-		_, _ = cluster.Kube.CoreV1().ConfigMaps(name).Patch(context.Background(), "held", types.MergePatchType,
-			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = cluster.ReleaseConfigMap(context.Background(), name, "held")
 	})
 	must(t, cluster.DeleteNamespace(ctx, name))
 	return waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
@@ -84,8 +81,7 @@ func TestExplainSkipsTypeAnswering404LikeTheController(t *testing.T) {
 	must(t, agg.Create(ctx, name, "g1"))
 	agg.FailWith(name, apierrors.NewNotFound(agg.GVR.GroupResource(), ""))
 	t.Cleanup(func() {
-		_, _ = cluster.Kube.CoreV1().ConfigMaps(name).Patch(context.Background(), "held", types.MergePatchType,
-			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = cluster.ReleaseConfigMap(context.Background(), name, "held")
 	})
 	must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -197,8 +196,7 @@ func TestExplainCountsPlainObjectsExactly(t *testing.T) {
 	}
 	must(t, cluster.CreateConfigMap(ctx, name, "zz-held", nil, "example.com/hold"))
 	t.Cleanup(func() {
-		_, _ = cluster.Kube.CoreV1().ConfigMaps(name).Patch(context.Background(), "zz-held", types.MergePatchType,
-			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = cluster.ReleaseConfigMap(context.Background(), name, "zz-held")
 	})
 	must(t, cluster.DeleteNamespace(ctx, name))
 

@@ -17,7 +17,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -79,8 +78,7 @@ func TestPurgeSurvivesAPIServerRestart(t *testing.T) {
 	time.Sleep(10 * time.Second)
 	must(t, cp.StartAPIServer(ctx))
 	// The finalizer's owner finishes its work after the restart.
-	_, err := cluster.Kube.CoreV1().ConfigMaps(name).Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	must(t, err)
+	must(t, cluster.ReleaseConfigMap(ctx, name, "held"))
 
 	if code := exitCode(t, cmd); code != 0 {
 		t.Fatalf("purge across a restart: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
