@@ -170,7 +170,7 @@ func (i *Inspector) sweepOptions() kube.SweepOptions {
 			return kube.SweepOptions{}
 		}
 	}
-	return kube.SweepOptions{Compact: func(schema.GroupVersionResource) bool { return true }, KeepPlain: diagnose.MaxExamples}
+	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples}
 }
 
 // failing tells whether gv failed discovery or a list in snap.

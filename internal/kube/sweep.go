@@ -24,14 +24,13 @@ const listPageSize = 500
 
 // SweepOptions tune what a sweep keeps.
 type SweepOptions struct {
-	// Compact, when it returns true for a type, makes the sweep keep only
-	// the first KeepPlain plain objects of that type and count the others
-	// in Snapshot.Omitted. Plain: no finalizers, no deletionTimestamp, no
-	// owner references, and not a pod. A deletion pass removes such objects
-	// at once, so nothing computed from a snapshot depends on them beyond
+	// Compact makes the sweep keep only the first KeepPlain plain objects
+	// of each type and count the others in Snapshot.Omitted. Plain: no
+	// finalizers, no deletionTimestamp, no owner references, and not a pod.
+	// A deletion pass removes such objects at once, so nothing computed from a snapshot depends on them beyond
 	// their number and a few example names; memory then grows with what
 	// holds the namespace, not with its size.
-	Compact   func(schema.GroupVersionResource) bool
+	Compact   bool
 	KeepPlain int
 }
 
@@ -54,7 +53,7 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			keep := keepAll
-			if opts.Compact != nil && gvr != podsGVR && opts.Compact(gvr) {
+			if opts.Compact && gvr != podsGVR {
 				keep = keepInteresting(opts.KeepPlain)
 			}
 			list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)

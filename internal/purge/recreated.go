@@ -2,6 +2,7 @@ package purge
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func creator(obj *unstructured.Unstructured) string {
 func recreatedMessage(namespace string, chased []string, objs []Recreated) string {
 	var managers []string
 	for _, o := range objs {
-		if o.CreatedBy != "" && !strings.Contains(strings.Join(managers, ","), o.CreatedBy) {
+		if o.CreatedBy != "" && !slices.Contains(managers, o.CreatedBy) {
 			managers = append(managers, o.CreatedBy)
 		}
 	}
