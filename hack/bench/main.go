@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ns-doctor/ns-doctor/internal/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
 )
 
 type options struct {

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ns-doctor/ns-doctor/internal/apimetrics"
+	"github.com/ns-doctor/ns-doctor/test/support/apimetrics"
 )
 
 // sample is one measured command run.
@@ -98,7 +98,7 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 	return s, nil
 }
 
-// counts reads kube-apiserver's request counter (internal/apimetrics).
+// counts reads kube-apiserver's request counter (test/support/apimetrics).
 func (m *meter) counts(ctx context.Context) (map[string]float64, error) {
 	return apimetrics.RequestCounts(ctx, m.client)
 }

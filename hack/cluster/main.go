@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ns-doctor/ns-doctor/internal/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
 )
 
 func main() {

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/controlplane"
-	"github.com/ns-doctor/ns-doctor/internal/scenario"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 func main() {

@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ns-doctor/ns-doctor/internal/apimetrics"
+	"github.com/ns-doctor/ns-doctor/test/support/apimetrics"
 
-	"github.com/ns-doctor/ns-doctor/internal/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
 )
 
 // measure compares explain with the shell loop everyone uses, on the demo

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"os"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,25 +13,23 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
-	"github.com/ns-doctor/ns-doctor/internal/kube"
-	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
 // ExplainOptions holds explain's flags and state (kubectl's
 // Complete/Validate/Run pattern).
 type ExplainOptions struct {
 	genericiooptions.IOStreams
-	configFlags *genericclioptions.ConfigFlags
+	PrintFlags printFlags
 
 	Name      string
-	Output    string
-	Color     string
 	IfDeleted bool
 	Grace     time.Duration
+
+	factory Factory
 }
 
-func newExplainCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ExplainOptions{IOStreams: streams, configFlags: flags}
+func newExplainCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ExplainOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "explain [NAME]",
 		Short: "Explain why a namespace is stuck in Terminating",
@@ -56,7 +52,7 @@ Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad 
 		Args:              maxArgs(1, "the namespace name"),
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
+			if err := o.Complete(f, flags, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -65,21 +61,21 @@ Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad 
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: human-readable)")
-	cmd.Flags().StringVar(&o.Color, "color", "auto", "Colour the human output: auto (a terminal and NO_COLOR unset), always or never")
+	o.PrintFlags.addFlags(cmd)
 	cmd.Flags().BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
 	cmd.Flags().DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (no controller conditions, content waiting for finalizers); 0 reports at once")
 	return cmd
 }
 
 // Complete fills the options from the arguments.
-func (o *ExplainOptions) Complete(args []string) error {
+func (o *ExplainOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, args []string) error {
+	o.factory = f
 	switch {
 	case len(args) == 1:
 		o.Name = args[0]
-	case o.configFlags.Namespace != nil && *o.configFlags.Namespace != "":
+	case flags.Namespace != nil && *flags.Namespace != "":
 		// kubectl users reach for -n; an explicit one names the namespace.
-		o.Name = *o.configFlags.Namespace
+		o.Name = *flags.Namespace
 	}
 	return nil
 }
@@ -96,15 +92,12 @@ func (o *ExplainOptions) Validate() error {
 	if o.Grace < 0 {
 		return usageErrorf("--grace must not be negative, got %s", o.Grace)
 	}
-	if err := printer.ValidateFormat(o.Output); err != nil {
-		return usageErrorf("%v", err)
-	}
-	return validateColor(o.Color)
+	return o.PrintFlags.validate()
 }
 
 // Run diagnoses the namespace, or every terminating one, and prints.
 func (o *ExplainOptions) Run(ctx context.Context) error {
-	clients, err := kube.NewClients(o.configFlags)
+	clients, err := o.factory.Clients()
 	if err != nil {
 		return err
 	}
@@ -124,12 +117,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Output != "" {
-		err = printer.Print(o.Out, o.Output, report)
-	} else {
-		err = o.human().Report(o.Out, report)
-	}
-	if err != nil {
+	if err := o.PrintFlags.toPrinter(o.Out).Diagnosis(o.Out, report); err != nil {
 		return err
 	}
 	return stuckExit(report)
@@ -148,12 +136,7 @@ func (o *ExplainOptions) runAll(ctx context.Context, in *inspect.Inspector) erro
 		}
 		reports = append(reports, report)
 	}
-	if o.Output != "" {
-		err = printer.Print(o.Out, o.Output, diagnose.NewReportList(reports))
-	} else {
-		err = o.human().Summary(o.Out, reports)
-	}
-	if err != nil {
+	if err := o.PrintFlags.toPrinter(o.Out).Diagnoses(o.Out, reports); err != nil {
 		return err
 	}
 	for _, r := range reports {
@@ -170,11 +153,8 @@ func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns
 		return diagnose.Report{}, err
 	}
 	obs.Grace, obs.IfDeleted = o.Grace, o.IfDeleted
+	obs.OrderedDeletion = true
 	return diagnose.Diagnose(obs), nil
-}
-
-func (o *ExplainOptions) human() printer.Human {
-	return printer.Human{Color: useColor(o.Color, o.Out), Now: time.Now()}
 }
 
 // stuckExit turns a stuck verdict into exit code 3, printing nothing more.
@@ -190,28 +170,4 @@ func validateNamespaceName(name string) error {
 		return usageErrorf("%q is not a valid namespace name: %s", name, errs[0])
 	}
 	return nil
-}
-
-func validateColor(mode string) error {
-	switch mode {
-	case "auto", "always", "never":
-		return nil
-	}
-	return usageErrorf("invalid --color %q: use auto, always or never", mode)
-}
-
-// useColor decides colour for one stream: always/never win; auto means a
-// terminal and NO_COLOR unset or empty (the no-color.org rule).
-func useColor(mode string, out any) bool {
-	switch mode {
-	case "always":
-		return true
-	case "never":
-		return false
-	}
-	if os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	f, ok := out.(interface{ Fd() uintptr })
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

@@ -5,26 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/ns-doctor/ns-doctor/internal/kube"
-	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
-// PurgeOptions holds purge's flags (Complete/Validate/Run).
-type PurgeOptions struct {
-	genericiooptions.IOStreams
-	configFlags *genericclioptions.ConfigFlags
+// protectedNamespaces are refused without --allow-system-namespace.
+var protectedNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
 
-	Name                string
+// PurgeFlags are purge's own flags; ToOptions turns them into the engine's
+// options in one place (kubectl's DeleteFlags.ToOptions).
+type PurgeFlags struct {
 	DryRun              string
 	Force               bool
 	Yes                 bool
@@ -36,17 +34,83 @@ type PurgeOptions struct {
 	DeleteNamespace     bool
 	AllowSystem         bool
 	BackupDir           string
-	Output              string
-	Color               string
-
-	dryRunSet bool
 }
 
-// protectedNamespaces are refused without --allow-system-namespace.
-var protectedNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
+// AddFlags registers the flags on cmd.
+func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.DryRun, "dry-run", "client", "client (print the plan), server (send dry-run requests) or none (act; same as --force)")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&f.Force, "force", false, "Act for real (same as --dry-run=none), after a confirmation")
+	fs.BoolVarP(&f.Yes, "yes", "y", false, "Skip the confirmation (needed when there is no terminal to ask on)")
+	fs.DurationVar(&f.Timeout, "timeout", 5*time.Minute, "How long --force keeps repeating the pass before giving up")
+	fs.StringSliceVar(&f.RemoveFinalizers, "remove-finalizers", nil, "Escalation: strip these finalizers (globs, e.g. 'example.com/*') from objects the pass leaves")
+	fs.BoolVar(&f.RemoveAllFinalizers, "remove-all-finalizers", false, "Escalation: strip every finalizer from objects the pass leaves")
+	fs.BoolVar(&f.FinalizeAnyway, "finalize-despite-discovery-failure", false, "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)")
+	fs.BoolVar(&f.RemoveNSFinalizers, "remove-namespace-finalizers", false, "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers")
+	fs.BoolVar(&f.DeleteNamespace, "delete-namespace", false, "Delete the namespace first if it is Active")
+	fs.BoolVar(&f.AllowSystem, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
+	fs.StringVar(&f.BackupDir, "backup-dir", "", "Where to save objects before changing them (default: a new folder under the user cache dir)")
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"client", "server", "none"}, cobra.ShellCompDirectiveNoFileComp))
+}
 
-func newPurgeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &PurgeOptions{IOStreams: streams, configFlags: flags}
+// ToOptions validates the flags and builds purge's options for namespace
+// name. dryRunSet tells whether --dry-run was given (it conflicts with
+// --force unless it says none).
+func (f *PurgeFlags) ToOptions(name string, dryRunSet bool, progress io.Writer) (purge.Options, error) {
+	mode, err := purge.ParseDryRun(f.DryRun)
+	if err != nil {
+		return purge.Options{}, usageErrorf("%v", err)
+	}
+	if f.Force {
+		if dryRunSet && mode != purge.DryRunNone {
+			return purge.Options{}, usageErrorf("--force conflicts with --dry-run=%s: choose one", f.DryRun)
+		}
+		mode = purge.DryRunNone
+	}
+	if protectedNamespaces[name] && !f.AllowSystem {
+		return purge.Options{}, usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
+	}
+	if f.RemoveAllFinalizers && len(f.RemoveFinalizers) > 0 {
+		return purge.Options{}, usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
+	}
+	for _, pattern := range f.RemoveFinalizers {
+		if _, err := path.Match(pattern, ""); err != nil {
+			return purge.Options{}, usageErrorf("invalid --remove-finalizers pattern %q: %v", pattern, err)
+		}
+	}
+	if f.Timeout <= 0 {
+		return purge.Options{}, usageErrorf("--timeout must be positive, got %s", f.Timeout)
+	}
+	return purge.Options{
+		Namespace: name, DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir,
+		Escalations: purge.Escalations{
+			RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
+			FinalizeDespiteDiscoveryFailure: f.FinalizeAnyway, RemoveNamespaceFinalizers: f.RemoveNSFinalizers,
+		},
+		OrderedDeletion: true, Workers: purgeWorkers, Progress: progress,
+	}, nil
+}
+
+// purgeWorkers bounds the resource types a pass deletes at once, as
+// explain's sweep bounds its lists.
+const purgeWorkers = 16
+
+// PurgeOptions holds purge's state (Complete/Validate/Run).
+type PurgeOptions struct {
+	genericiooptions.IOStreams
+	Flags      PurgeFlags
+	PrintFlags printFlags
+
+	Name    string
+	Purge   purge.Options
+	factory Factory
+	context string
+	cluster string
+}
+
+func newPurgeCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &PurgeOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "purge NAME",
 		Short: "Finish a namespace's deletion with the namespace controller's own pass",
@@ -71,8 +135,7 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
 		Args:              exactArgs(1, "the namespace name"),
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.dryRunSet = cmd.Flags().Changed("dry-run")
-			if err := o.Complete(args); err != nil {
+			if err := o.Complete(f, flags, cmd, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -81,84 +144,42 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
 			return o.Run(cmd.Context())
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.DryRun, "dry-run", "client", "client (print the plan), server (send dry-run requests) or none (act; same as --force)")
-	f.Lookup("dry-run").NoOptDefVal = "client"
-	f.BoolVar(&o.Force, "force", false, "Act for real (same as --dry-run=none), after a confirmation")
-	f.BoolVarP(&o.Yes, "yes", "y", false, "Skip the confirmation (needed when there is no terminal to ask on)")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long --force keeps repeating the pass before giving up")
-	f.StringSliceVar(&o.RemoveFinalizers, "remove-finalizers", nil, "Escalation: strip these finalizers (globs, e.g. 'example.com/*') from objects the pass leaves")
-	f.BoolVar(&o.RemoveAllFinalizers, "remove-all-finalizers", false, "Escalation: strip every finalizer from objects the pass leaves")
-	f.BoolVar(&o.FinalizeAnyway, "finalize-despite-discovery-failure", false, "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)")
-	f.BoolVar(&o.RemoveNSFinalizers, "remove-namespace-finalizers", false, "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers")
-	f.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "Delete the namespace first if it is Active")
-	f.BoolVar(&o.AllowSystem, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
-	f.StringVar(&o.BackupDir, "backup-dir", "", "Where to save objects before changing them (default: a new folder under the user cache dir)")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml (default: human-readable)")
-	f.StringVar(&o.Color, "color", "auto", "Colour the human output: auto, always or never")
+	o.Flags.AddFlags(cmd)
+	o.PrintFlags.addFlags(cmd)
 	return cmd
 }
 
-// Complete fills the options from the arguments.
-func (o *PurgeOptions) Complete(args []string) error {
-	o.Name = args[0]
-	if o.Force {
-		if o.dryRunSet && o.DryRun != purge.ModeNone {
-			return usageErrorf("--force conflicts with --dry-run=%s: choose one", o.DryRun)
-		}
-		o.DryRun = purge.ModeNone
+// Complete builds the engine's options from the flags and arguments.
+func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, cmd *cobra.Command, args []string) error {
+	o.Name, o.factory = args[0], f
+	if err := validateNamespaceName(o.Name); err != nil {
+		return err
 	}
+	var err error
+	if o.Purge, err = o.Flags.ToOptions(o.Name, cmd.Flags().Changed("dry-run"), o.ErrOut); err != nil {
+		return err
+	}
+	o.context, o.cluster = target(f, flags)
 	return nil
 }
 
 // Validate rejects bad input before anything is sent.
 func (o *PurgeOptions) Validate() error {
-	if err := validateNamespaceName(o.Name); err != nil {
-		return err
-	}
-	switch o.DryRun {
-	case purge.ModeClient, purge.ModeServer, purge.ModeNone:
-	default:
-		return usageErrorf("invalid --dry-run %q: use client, server or none", o.DryRun)
-	}
-	if protectedNamespaces[o.Name] && !o.AllowSystem {
-		return usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", o.Name)
-	}
-	if o.RemoveAllFinalizers && len(o.RemoveFinalizers) > 0 {
-		return usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
-	}
-	for _, pattern := range o.RemoveFinalizers {
-		if _, err := path.Match(pattern, ""); err != nil {
-			return usageErrorf("invalid --remove-finalizers pattern %q: %v", pattern, err)
-		}
-	}
-	if o.Timeout <= 0 {
-		return usageErrorf("--timeout must be positive, got %s", o.Timeout)
-	}
-	if err := printer.ValidateFormat(o.Output); err != nil {
-		return usageErrorf("%v", err)
-	}
-	return validateColor(o.Color)
+	return o.PrintFlags.validate()
 }
 
 // Run plans or purges and prints the report.
 func (o *PurgeOptions) Run(ctx context.Context) error {
-	clients, err := kube.NewClients(o.configFlags)
+	clients, err := o.factory.Clients()
 	if err != nil {
 		return err
 	}
-	kctx, cluster := o.target()
-	if o.DryRun == purge.ModeNone && !o.Yes {
-		if err := o.confirm(ctx, kctx, cluster); err != nil {
+	if o.Purge.DryRun == purge.DryRunNone && !o.Flags.Yes {
+		if err := o.confirm(ctx); err != nil {
 			return err
 		}
 	}
-	p := &purge.Purger{Clients: clients, Opts: purge.Options{
-		Namespace: o.Name, Mode: o.DryRun, Timeout: o.Timeout,
-		RemoveFinalizers: o.RemoveFinalizers, RemoveAllFinalizers: o.RemoveAllFinalizers,
-		FinalizeDespiteDiscoveryFailure: o.FinalizeAnyway, RemoveNamespaceFinalizers: o.RemoveNSFinalizers,
-		DeleteNamespace: o.DeleteNamespace, BackupDir: o.BackupDir, Progress: o.ErrOut,
-	}}
+	p := &purge.Purger{Clients: clients, Opts: o.Purge}
 	report, runErr := p.Run(ctx)
 	switch {
 	case errors.Is(runErr, purge.ErrNotFound):
@@ -166,8 +187,8 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 	case errors.Is(runErr, purge.ErrActive):
 		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", o.Name)
 	}
-	report.Context, report.Cluster = kctx, cluster
-	if err := o.print(report); err != nil {
+	report.Context, report.Cluster = o.context, o.cluster
+	if err := o.PrintFlags.toPrinter(o.Out).Purge(o.Out, report); err != nil {
 		return err
 	}
 	switch {
@@ -181,46 +202,19 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *PurgeOptions) print(r *purge.Report) error {
-	if o.Output != "" {
-		return printer.Print(o.Out, o.Output, r)
-	}
-	return printer.Human{Color: useColor(o.Color, o.Out), Now: time.Now()}.Purge(o.Out, r)
-}
-
-// target names the kubeconfig context and cluster the command talks to.
-func (o *PurgeOptions) target() (string, string) {
-	raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return "", ""
-	}
-	ctxName := raw.CurrentContext
-	if o.configFlags.Context != nil && *o.configFlags.Context != "" {
-		ctxName = *o.configFlags.Context
-	}
-	cluster := ""
-	if c, ok := raw.Contexts[ctxName]; ok {
-		cluster = c.Cluster
-	}
-	if o.configFlags.ClusterName != nil && *o.configFlags.ClusterName != "" {
-		cluster = *o.configFlags.ClusterName
-	}
-	return ctxName, cluster
-}
-
 // confirm asks on the terminal for the namespace name; without a terminal
 // it refuses, since acting needs explicit consent.
-func (o *PurgeOptions) confirm(ctx context.Context, kctx, cluster string) error {
-	f, ok := o.In.(interface{ Fd() uintptr })
-	if !ok || !isatty.IsTerminal(f.Fd()) {
+func (o *PurgeOptions) confirm(ctx context.Context) error {
+	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
-	fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", o.Name, kctx, cluster)
+	esc := o.Purge.Escalations
+	fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", o.Name, o.context, o.cluster)
 	switch {
-	case o.RemoveAllFinalizers:
+	case esc.RemoveAllFinalizers:
 		fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
-	case len(o.RemoveFinalizers) > 0:
-		fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(o.RemoveFinalizers, ", "))
+	case len(esc.RemoveFinalizers) > 0:
+		fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(esc.RemoveFinalizers, ", "))
 	}
 	fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
 	answer := make(chan string, 1)

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,10 +12,17 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 )
 
 // Run executes ns-doctor with the given arguments and returns its exit code.
-func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams) (code int) {
+func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	flags := genericclioptions.NewConfigFlags(true)
+	return run(ctx, args, streams, flags, flagsFactory{flags})
+}
+
+// run is Run with the clients' factory given: tests pass fakes.
+func run(ctx context.Context, args []string, streams genericiooptions.IOStreams, flags *genericclioptions.ConfigFlags, f Factory) (code int) {
 	// A bug must still end in one line and a documented code, not a stack.
 	defer func() {
 		if r := recover(); r != nil {
@@ -22,8 +30,7 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 			code = ExitError
 		}
 	}()
-	flags := genericclioptions.NewConfigFlags(true)
-	root := NewRootCommand(flags, streams)
+	root := newRootCommand(flags, f, streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -35,8 +42,8 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 	return exitCode(err)
 }
 
-// NewRootCommand builds the command tree around kubectl's standard flags.
-func NewRootCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// newRootCommand builds the command tree around kubectl's standard flags.
+func newRootCommand(flags *genericclioptions.ConfigFlags, f Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ns-doctor",
 		Short: "Explain and fix namespaces stuck in Terminating",
@@ -58,6 +65,7 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
 	})
 	flags.AddFlags(root.PersistentFlags())
+	addLogFlags(root)
 	registerFlagCompletions(root, flags)
 	// Our own completion command replaces cobra's: it adds the kubectl
 	// plugin shim and names the binary, not "ns-doctor", in the scripts.
@@ -65,12 +73,25 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return validateRequestTimeout(flags) }
 
 	root.AddCommand(
-		newExplainCommand(flags, streams),
-		newPurgeCommand(flags, streams),
+		newExplainCommand(f, flags, streams),
+		newPurgeCommand(f, flags, streams),
 		newVersionCommand(streams),
 		newCompletionCommand(streams),
 	)
 	return root
+}
+
+// addLogFlags adds klog's -v and --vmodule as kubectl does: -v=6 shows
+// every request client-go sends, -v=8 their bodies. klog's level is
+// process-wide, so it starts from 0 on every run.
+func addLogFlags(root *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", "0")
+	for _, name := range []string{"v", "vmodule"} {
+		root.PersistentFlags().AddGoFlag(fs.Lookup(name))
+	}
+	root.PersistentFlags().Lookup("v").Usage = "Log level: 6 shows each request sent to the API server, 8 their bodies (on stderr)"
 }
 
 // serverOf names the API server for error messages, best effort.

@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/version"
 )
 
 type versionOptions struct {
 	genericiooptions.IOStreams
-	output string
+	printFlags printFlags
 }
 
 func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -23,22 +20,12 @@ func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Example: "  kubectl ns-doctor version\n  kubectl ns-doctor version -o json",
 		Args:    exactArgs(0, "none"),
 		RunE: func(*cobra.Command, []string) error {
-			if err := printer.ValidateFormat(o.output); err != nil {
-				return usageErrorf("%v", err)
+			if err := o.printFlags.validate(); err != nil {
+				return err
 			}
-			return o.run()
+			return o.printFlags.toPrinter(o.Out).Version(o.Out, version.Get())
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: human-readable)")
+	o.printFlags.addFlags(cmd)
 	return cmd
-}
-
-func (o *versionOptions) run() error {
-	info := version.Get()
-	if o.output != "" {
-		return printer.Print(o.Out, o.output, info)
-	}
-	_, err := fmt.Fprintf(o.Out, "ns-doctor %s\ncommit: %s\nbuilt: %s\ngo: %s %s\n",
-		info.Version, info.Commit, info.BuildDate, info.GoVersion, info.Platform)
-	return err
 }

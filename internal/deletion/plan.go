@@ -2,15 +2,19 @@ package deletion
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Snapshot is what one sweep saw in a namespace: the metadata list (or
-// its error) per resource, and the pods with their spec.
+// its error) per resource, and the pods as the estimate reads them.
 type Snapshot struct {
 	Lists    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList
 	ListErrs map[schema.GroupVersionResource]error
@@ -22,128 +26,6 @@ type Snapshot struct {
 	Pods    []v1.Pod
 	// PodSpecsUnknown: Pods were rebuilt from metadata (no node, no phase).
 	PodSpecsUnknown bool
-}
-
-// PlannedRequest is one request a pass would send.
-type PlannedRequest struct {
-	Verb     string                      `json:"verb"`
-	Resource schema.GroupVersionResource `json:"-"`
-	Name     string                      `json:"name,omitempty"`
-}
-
-// PlanOps answers a pass from a snapshot without sending anything: a
-// deletion request is recorded, and the next list returns what would
-// survive it. This is how explain predicts the controller's next pass.
-type PlanOps struct {
-	Snapshot *Snapshot
-	// DeleteErrs are the answers the API server is expected to give to a
-	// DELETE of a resource (a fail-closed webhook whose backend is gone).
-	DeleteErrs map[schema.GroupVersionResource]error
-	Requests   []PlannedRequest
-	deleted    map[schema.GroupVersionResource]bool
-	pods       map[string]*v1.Pod
-}
-
-// NewPlanOps plans over snap.
-func NewPlanOps(snap *Snapshot) *PlanOps {
-	p := &PlanOps{Snapshot: snap, deleted: map[schema.GroupVersionResource]bool{}, pods: map[string]*v1.Pod{}}
-	for i := range snap.Pods {
-		p.pods[snap.Pods[i].Name] = &snap.Pods[i]
-	}
-	return p
-}
-
-var _ Operations = (*PlanOps)(nil)
-
-// DeleteCollection fails the way the list failed: an API that cannot list
-// (forbidden, unavailable) cannot delete a collection either.
-func (p *PlanOps) DeleteCollection(_ context.Context, gvr schema.GroupVersionResource, _ string) error {
-	if err := p.Snapshot.ListErrs[gvr]; err != nil {
-		return err
-	}
-	p.Requests = append(p.Requests, PlannedRequest{Verb: "deletecollection", Resource: gvr})
-	if err := p.DeleteErrs[gvr]; err != nil {
-		return err
-	}
-	p.deleted[gvr] = true
-	return nil
-}
-
-// Delete records the deletion of one item.
-func (p *PlanOps) Delete(_ context.Context, gvr schema.GroupVersionResource, _ string, name string) error {
-	p.Requests = append(p.Requests, PlannedRequest{Verb: "delete", Resource: gvr, Name: name})
-	if err := p.DeleteErrs[gvr]; err != nil {
-		return err
-	}
-	p.deleted[gvr] = true
-	return nil
-}
-
-// List returns the snapshot, or after a deletion the items that survive it.
-func (p *PlanOps) List(_ context.Context, gvr schema.GroupVersionResource, _ string) (*metav1.PartialObjectMetadataList, error) {
-	if err := p.Snapshot.ListErrs[gvr]; err != nil {
-		return nil, err
-	}
-	list := p.Snapshot.Lists[gvr]
-	if list == nil {
-		return &metav1.PartialObjectMetadataList{}, nil
-	}
-	if !p.deleted[gvr] {
-		return list, nil
-	}
-	out := &metav1.PartialObjectMetadataList{}
-	for i := range list.Items {
-		item := afterBackgroundDelete(&list.Items[i])
-		if p.survivesDeletion(gvr, item) {
-			out.Items = append(out.Items, *item)
-		}
-	}
-	return out, nil
-}
-
-// afterBackgroundDelete is an item as a DELETE with background propagation
-// leaves it: the API server drops the garbage collector's foregroundDeletion
-// and orphan finalizers, so the controller's pass itself ends those waits.
-func afterBackgroundDelete(item *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
-	var kept []string
-	for _, f := range item.Finalizers {
-		if f != metav1.FinalizerDeleteDependents && f != metav1.FinalizerOrphanDependents {
-			kept = append(kept, f)
-		}
-	}
-	if len(kept) == len(item.Finalizers) {
-		return item
-	}
-	out := item.DeepCopy()
-	out.Finalizers = kept
-	if out.DeletionTimestamp == nil {
-		now := metav1.Now()
-		out.DeletionTimestamp = &now
-	}
-	return out
-}
-
-// survivesDeletion tells whether an item is still there right after a
-// DELETE: finalizers keep it, and so does graceful termination of a pod
-// bound to a node (the kubelet must confirm; unbound or finished pods go
-// at once).
-func (p *PlanOps) survivesDeletion(gvr schema.GroupVersionResource, item *metav1.PartialObjectMetadata) bool {
-	if len(item.Finalizers) > 0 || item.DeletionTimestamp != nil {
-		return true
-	}
-	if gvr.GroupResource() != podsGVR.GroupResource() {
-		return false
-	}
-	if p.Snapshot.PodSpecsUnknown {
-		return true // most pods are bound to a node and terminate gracefully
-	}
-	pod := p.pods[item.Name]
-	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
-}
-
-// ListPods returns the snapshot's pods.
-func (p *PlanOps) ListPods(context.Context, string) ([]v1.Pod, error) {
-	return p.Snapshot.Pods, nil
 }
 
 // SortedGVRs returns the snapshot's resources in a stable order.
@@ -159,4 +41,274 @@ func (s *Snapshot) SortedGVRs() []schema.GroupVersionResource {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// PlannedRequest is one request a pass would send.
+type PlannedRequest struct {
+	Verb     string
+	Resource schema.GroupVersionResource
+	Name     string
+}
+
+// PlanOps answers a pass from a snapshot without sending anything, playing
+// each request the way the API server would: a deletion removes what
+// nothing holds and marks the rest, and the next list returns what is
+// left. A plan can so run several passes, with the escalations between
+// them. This is how explain predicts the controller's next pass and how
+// purge plans.
+type PlanOps struct {
+	// DeleteErrs are the answers the API server is expected to give to a
+	// DELETE of a resource (a fail-closed webhook whose backend is gone).
+	DeleteErrs map[schema.GroupVersionResource]error
+
+	mu       sync.Mutex
+	snap     *Snapshot
+	items    map[schema.GroupVersionResource][]metav1.PartialObjectMetadata
+	omitted  map[schema.GroupVersionResource]int
+	requests []PlannedRequest
+	pods     map[string]*v1.Pod
+}
+
+// NewPlanOps plans over snap, which it never changes.
+func NewPlanOps(snap *Snapshot) *PlanOps {
+	p := &PlanOps{snap: snap, items: map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{}, pods: map[string]*v1.Pod{},
+		omitted: maps.Clone(snap.Omitted)}
+	for gvr, list := range snap.Lists {
+		if list != nil {
+			p.items[gvr] = list.Items
+		}
+	}
+	for i := range snap.Pods {
+		p.pods[snap.Pods[i].Name] = &snap.Pods[i]
+	}
+	return p
+}
+
+var (
+	_ Operations = (*PlanOps)(nil)
+	_ PodLister  = (*PlanOps)(nil)
+)
+
+// Requests are the requests played so far, in order.
+func (p *PlanOps) Requests() []PlannedRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.requests)
+}
+
+// DeleteCollection fails the way the list failed: an API that cannot list
+// (forbidden, unavailable) cannot delete a collection either.
+func (p *PlanOps) DeleteCollection(_ context.Context, gvr schema.GroupVersionResource, _ string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.snap.ListErrs[gvr]; err != nil {
+		return err
+	}
+	p.requests = append(p.requests, PlannedRequest{Verb: "deletecollection", Resource: gvr})
+	if err := p.DeleteErrs[gvr]; err != nil {
+		return err
+	}
+	var kept []metav1.PartialObjectMetadata
+	for i := range p.items[gvr] {
+		if survivor := p.afterDelete(gvr, &p.items[gvr][i]); survivor != nil {
+			kept = append(kept, *survivor)
+		}
+	}
+	p.items[gvr] = kept
+	delete(p.omitted, gvr) // plain objects: nothing holds them
+	return nil
+}
+
+// Count is how many objects of a resource are left, plain ones a compact
+// sweep did not keep included.
+func (p *PlanOps) Count(gvr schema.GroupVersionResource) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.items[gvr]) + p.omitted[gvr]
+}
+
+// Delete plays the deletion of one item.
+func (p *PlanOps) Delete(_ context.Context, gvr schema.GroupVersionResource, _ string, name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests = append(p.requests, PlannedRequest{Verb: "delete", Resource: gvr, Name: name})
+	if err := p.DeleteErrs[gvr]; err != nil {
+		return err
+	}
+	p.replace(gvr, name, func(item *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		return p.afterDelete(gvr, item)
+	})
+	return nil
+}
+
+// List returns what is left of a resource, or how its list failed.
+func (p *PlanOps) List(_ context.Context, gvr schema.GroupVersionResource, _ string) (*metav1.PartialObjectMetadataList, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.snap.ListErrs[gvr]; err != nil {
+		return nil, err
+	}
+	return &metav1.PartialObjectMetadataList{Items: slices.Clone(p.items[gvr])}, nil
+}
+
+// ListPods returns the snapshot's pods that are still there.
+func (p *PlanOps) ListPods(context.Context, string) ([]v1.Pod, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []v1.Pod
+	for _, item := range p.items[PodsGVR] {
+		if pod := p.pods[item.Name]; pod != nil {
+			out = append(out, *pod)
+		}
+	}
+	return out, nil
+}
+
+// RemoveFinalizers plays a patch that strips finalizers from one item: an
+// item being deleted goes once nothing holds it any more.
+func (p *PlanOps) RemoveFinalizers(gvr schema.GroupVersionResource, name string, strip []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replace(gvr, name, func(item *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		out := item.DeepCopy()
+		out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool { return slices.Contains(strip, f) })
+		if out.DeletionTimestamp == nil || len(out.Finalizers) > 0 || p.terminatesGracefully(gvr, out) {
+			return out
+		}
+		return nil
+	})
+}
+
+// ForceDelete plays a DELETE with gracePeriodSeconds 0: the item goes
+// unless finalizers hold it.
+func (p *PlanOps) ForceDelete(gvr schema.GroupVersionResource, name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replace(gvr, name, func(item *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		if len(item.Finalizers) == 0 {
+			return nil
+		}
+		out := item.DeepCopy()
+		if out.DeletionTimestamp == nil {
+			now := metav1.Now()
+			out.DeletionTimestamp = &now
+		}
+		return out
+	})
+}
+
+// replace swaps one item for what fn returns, or drops it for nil.
+func (p *PlanOps) replace(gvr schema.GroupVersionResource, name string, fn func(*metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata) {
+	items := slices.Clone(p.items[gvr])
+	for i := range items {
+		if items[i].Name != name {
+			continue
+		}
+		if next := fn(&items[i]); next != nil {
+			items[i] = *next
+		} else {
+			items = slices.Delete(items, i, i+1)
+		}
+		break
+	}
+	p.items[gvr] = items
+}
+
+// afterDelete is an item as a DELETE with background propagation leaves
+// it, or nil when the API server removes it at once. The API server drops
+// the garbage collector's foregroundDeletion and orphan finalizers, so the
+// controller's pass itself ends those waits (seen on a real cluster);
+// other finalizers keep the item, and so does the graceful termination of
+// a pod on a node.
+func (p *PlanOps) afterDelete(gvr schema.GroupVersionResource, item *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	out := item.DeepCopy()
+	out.Finalizers = slices.DeleteFunc(out.Finalizers, func(f string) bool {
+		return f == metav1.FinalizerDeleteDependents || f == metav1.FinalizerOrphanDependents
+	})
+	// An item already terminating with no finalizers at all is held by
+	// something a snapshot cannot see (graceful deletion in its API).
+	held := len(out.Finalizers) > 0 || p.terminatesGracefully(gvr, out) || (item.DeletionTimestamp != nil && len(item.Finalizers) == 0)
+	if !held {
+		return nil
+	}
+	if out.DeletionTimestamp == nil {
+		now := metav1.Now()
+		out.DeletionTimestamp = &now
+	}
+	return out
+}
+
+// terminatesGracefully tells whether a deleted pod stays until its kubelet
+// confirms: bound to a node and not finished. Unbound or finished pods go
+// at once; pods read as metadata only are assumed bound, as most are.
+func (p *PlanOps) terminatesGracefully(gvr schema.GroupVersionResource, item *metav1.PartialObjectMetadata) bool {
+	if gvr.GroupResource() != PodsGVR.GroupResource() {
+		return false
+	}
+	if p.snap.PodSpecsUnknown {
+		return true
+	}
+	pod := p.pods[item.Name]
+	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed
+}
+
+// PlanNamespaces plays the namespace's own requests: it holds the
+// namespace as a plan sees it, finalizes it, and forgets it once the API
+// server would delete it (both finalizer lists empty).
+type PlanNamespaces struct {
+	// FinalizeErr is the answer expected to the finalize call.
+	FinalizeErr error
+
+	mu sync.Mutex
+	ns *v1.Namespace
+}
+
+// NewPlanNamespaces plans over ns, which it never changes.
+func NewPlanNamespaces(ns *v1.Namespace) *PlanNamespaces {
+	return &PlanNamespaces{ns: ns.DeepCopy()}
+}
+
+var _ NamespaceClient = (*PlanNamespaces)(nil)
+
+// Get returns the namespace, or NotFound once it is gone.
+func (p *PlanNamespaces) Get(_ context.Context, name string, _ metav1.GetOptions) (*v1.Namespace, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ns == nil || p.ns.Name != name {
+		return nil, apierrors.NewNotFound(v1.Resource("namespaces"), name)
+	}
+	return p.ns.DeepCopy(), nil
+}
+
+// Finalize sets spec.finalizers as the finalize subresource does.
+func (p *PlanNamespaces) Finalize(_ context.Context, ns *v1.Namespace, _ metav1.UpdateOptions) (*v1.Namespace, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.FinalizeErr != nil {
+		return nil, p.FinalizeErr
+	}
+	if p.ns == nil {
+		return nil, apierrors.NewNotFound(v1.Resource("namespaces"), ns.Name)
+	}
+	p.ns.Spec.Finalizers = slices.Clone(ns.Spec.Finalizers)
+	out := p.ns.DeepCopy()
+	p.goneIfFinalized()
+	return out, nil
+}
+
+// RemoveMetadataFinalizers plays the patch that empties the namespace's
+// own metadata.finalizers.
+func (p *PlanNamespaces) RemoveMetadataFinalizers() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ns != nil {
+		p.ns.Finalizers = nil
+		p.goneIfFinalized()
+	}
+}
+
+func (p *PlanNamespaces) goneIfFinalized() {
+	if p.ns.DeletionTimestamp != nil && len(p.ns.Spec.Finalizers) == 0 && len(p.ns.Finalizers) == 0 {
+		p.ns = nil
+	}
 }

@@ -47,7 +47,7 @@ func TestPlanOpsListBeforeDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	if got != widgets {
+	if !reflect.DeepEqual(got.Items, widgets.Items) {
 		t.Errorf("List before deletion = %v, want the snapshot's list", names(got))
 	}
 	got, err = p.List(context.Background(), gvrConfigMaps, testNS)
@@ -57,8 +57,8 @@ func TestPlanOpsListBeforeDeletion(t *testing.T) {
 	if got == nil || len(got.Items) != 0 {
 		t.Errorf("List(absent) = %v, want an empty list", got)
 	}
-	if len(p.Requests) != 0 {
-		t.Errorf("List recorded requests: %v", p.Requests)
+	if len(p.Requests()) != 0 {
+		t.Errorf("List recorded requests: %v", p.Requests())
 	}
 }
 
@@ -132,8 +132,8 @@ func TestPlanOpsDeleteCollection(t *testing.T) {
 				t.Errorf("snapshot list changed: %d items, want %d", len(snap.Lists[tc.gvr].Items), len(tc.items))
 			}
 			wantReq := []PlannedRequest{{Verb: "deletecollection", Resource: tc.gvr}}
-			if !reflect.DeepEqual(p.Requests, wantReq) {
-				t.Errorf("Requests = %+v, want %+v", p.Requests, wantReq)
+			if !reflect.DeepEqual(p.Requests(), wantReq) {
+				t.Errorf("Requests = %+v, want %+v", p.Requests(), wantReq)
 			}
 		})
 	}
@@ -152,8 +152,8 @@ func TestPlanOpsListErrors(t *testing.T) {
 	if list, err := p.List(context.Background(), gvrConfigMaps, testNS); err != forbidden || list != nil {
 		t.Errorf("List = %v, %v; want nil, %v", list, err, forbidden)
 	}
-	if len(p.Requests) != 0 {
-		t.Errorf("a failing DeleteCollection recorded %+v", p.Requests)
+	if len(p.Requests()) != 0 {
+		t.Errorf("a failing DeleteCollection recorded %+v", p.Requests())
 	}
 	// other GVRs are unaffected
 	if err := p.DeleteCollection(context.Background(), gvrWidgets, testNS); err != nil {
@@ -189,8 +189,8 @@ func TestPlanOpsRequestsInOrder(t *testing.T) {
 		{Verb: "delete", Resource: gvrWidgets, Name: "w2"},
 		{Verb: "deletecollection", Resource: gvrConfigMaps},
 	}
-	if !reflect.DeepEqual(p.Requests, want) {
-		t.Errorf("Requests = %+v, want %+v", p.Requests, want)
+	if !reflect.DeepEqual(p.Requests(), want) {
+		t.Errorf("Requests = %+v, want %+v", p.Requests(), want)
 	}
 	got, err := p.List(ctx, gvrWidgets, testNS)
 	if err != nil {
@@ -201,15 +201,23 @@ func TestPlanOpsRequestsInOrder(t *testing.T) {
 	}
 }
 
+// The estimate reads the pods still there: an unbound pod is gone after
+// the deletion, a bound one stays.
 func TestPlanOpsListPods(t *testing.T) {
 	pods := []v1.Pod{podWith("a", "n", v1.PodRunning), podWith("b", "", v1.PodPending)}
-	p := NewPlanOps(&Snapshot{Pods: pods})
+	p := NewPlanOps(&Snapshot{Pods: pods, Lists: map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{
+		gvrPods: {Items: []metav1.PartialObjectMetadata{item("a"), item("b")}},
+	}})
 	got, err := p.ListPods(context.Background(), testNS)
-	if err != nil {
+	if err != nil || !reflect.DeepEqual(got, pods) {
+		t.Errorf("ListPods = %v, %v; want the snapshot's pods", got, err)
+	}
+	if err := p.DeleteCollection(context.Background(), gvrPods, testNS); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, pods) {
-		t.Errorf("ListPods = %v, want the snapshot's pods", got)
+	got, _ = p.ListPods(context.Background(), testNS)
+	if len(got) != 1 || got[0].Name != "a" {
+		t.Errorf("ListPods after the deletion = %v, want only the bound pod a", got)
 	}
 }
 
@@ -278,11 +286,11 @@ func TestPlanOpsDrivesContentDeleter(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ops := NewPlanOps(tc.snap)
-			d := &ContentDeleter{
-				Ops: ops, Pods: ops, Resources: testResourceLists(nil),
+			d := &NamespacedResourcesDeleter{
+				Ops: ops, Pods: ops, DiscoverResourcesFn: discovered(testResourceLists(nil), nil),
 				OrderedDeletion: true, Now: func() time.Time { return now },
 			}
-			r := d.DeleteAllContent(context.Background(), ns)
+			r := d.deleteAllContent(context.Background(), ns)
 			if r.Err != nil {
 				t.Errorf("Err = %v", r.Err)
 			}
@@ -294,15 +302,15 @@ func TestPlanOpsDrivesContentDeleter(t *testing.T) {
 			}
 			diffConditions(t, r.Conditions, tc.wantConditions)
 			var got []string
-			for _, req := range ops.Requests {
+			for _, req := range ops.Requests() {
 				got = append(got, req.Verb+" "+req.Resource.Resource)
 			}
 			sort.Strings(got)
 			if !reflect.DeepEqual(got, tc.wantRequests) {
 				t.Errorf("Requests = %q, want %q", got, tc.wantRequests)
 			}
-			if len(ops.Requests) > 0 && ops.Requests[0].Resource != gvrPods {
-				t.Errorf("first request %+v, want pods first", ops.Requests[0])
+			if reqs := ops.Requests(); len(reqs) > 0 && reqs[0].Resource != gvrPods {
+				t.Errorf("first request %+v, want pods first", reqs[0])
 			}
 		})
 	}

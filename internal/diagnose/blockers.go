@@ -2,21 +2,18 @@ package diagnose
 
 import (
 	"fmt"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sort"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/ns-doctor/ns-doctor/internal/kube"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
 // findBlockers names every reason the namespace is still there.
-func findBlockers(obs Observation, r Report, result deletion.Result) []Blocker {
+func findBlockers(obs Observation, r Report, result deletion.ContentResult) []Blocker {
 	var out []Blocker
 	out = append(out, apiServiceBlockers(r)...)
 	out = append(out, namespaceFinalizerBlockers(r.Namespace)...)
@@ -215,7 +212,7 @@ var wellKnownFinalizers = map[string]string{
 
 // controllerBlocker suspects a missing or stalled namespace controller: no
 // conditions long after deletion, or content it would delete still there.
-func controllerBlocker(obs Observation, r Report, result deletion.Result) *Blocker {
+func controllerBlocker(obs Observation, r Report, result deletion.ContentResult) *Blocker {
 	if r.Namespace.DeletionTimestamp == nil {
 		return nil
 	}
@@ -242,7 +239,7 @@ func controllerBlocker(obs Observation, r Report, result deletion.Result) *Block
 
 // deletableLeft names items a pass would delete outright (no finalizers,
 // not terminating), unless pods legitimately hold them back.
-func deletableLeft(obs Observation, result deletion.Result, rejected map[schema.GroupVersionResource]error) []string {
+func deletableLeft(obs Observation, result deletion.ContentResult, rejected map[schema.GroupVersionResource]error) []string {
 	if result.PodsBlocked {
 		return nil
 	}
@@ -263,7 +260,7 @@ func deletableLeft(obs Observation, result deletion.Result, rejected map[schema.
 	return out
 }
 
-func resourceName(gvr schema.GroupVersionResource) string { return kube.ResourceName(gvr) }
+func resourceName(gvr schema.GroupVersionResource) string { return deletion.ResourceName(gvr) }
 
 func firstN(s []string, n int) []string {
 	if len(s) > n {

@@ -45,6 +45,9 @@ type Observation struct {
 	Grace time.Duration
 	// IfDeleted diagnoses an Active namespace as if it were deleted now.
 	IfDeleted bool
+	// OrderedDeletion is whether the cluster's controller deletes pods
+	// first (the OrderedNamespaceDeletion gate).
+	OrderedDeletion bool
 	// Unchecked names what could not be read (webhooks, CRDs, backends).
 	Unchecked []string
 }
@@ -91,16 +94,23 @@ func diagnoseActive(obs Observation, r Report) Report {
 	return r
 }
 
-// predictPass runs the controller's deletion pass over the snapshot without
+// predictPass runs the controller's Delete over the snapshot without
 // sending anything, to get the conditions the controller would write.
-func predictPass(obs Observation) deletion.Result {
+func predictPass(obs Observation) deletion.ContentResult {
 	ops := deletion.NewPlanOps(obs.Snapshot)
 	ops.DeleteErrs = WebhookRejections(obs)
-	d := &deletion.ContentDeleter{
-		Ops: ops, Pods: ops, Resources: obs.Resources, DiscoveryErr: obs.DiscoveryErr,
-		OrderedDeletion: true, Now: func() time.Time { return obs.Now },
+	d := &deletion.NamespacedResourcesDeleter{
+		NsClient: deletion.NewPlanNamespaces(obs.Namespace), Ops: ops, Pods: ops,
+		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return obs.Resources, obs.DiscoveryErr },
+		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: obs.OrderedDeletion,
+		Now: func() time.Time { return obs.Now },
 	}
-	return d.DeleteAllContent(context.Background(), obs.Namespace)
+	res, _ := d.Delete(context.Background(), obs.Namespace.Name)
+	if res.Content == nil {
+		// Already finalized: no content pass runs, nothing remains.
+		return deletion.ContentResult{}
+	}
+	return *res.Content
 }
 
 func namespaceOf(ns *v1.Namespace) Namespace {
@@ -206,8 +216,8 @@ func summarise(c *Content, items []metav1.PartialObjectMetadata) {
 	}
 }
 
-func podsOf(obs Observation, result deletion.Result) *PodsSummary {
-	pods := obs.Snapshot.Lists[schema.GroupVersionResource{Version: "v1", Resource: "pods"}]
+func podsOf(obs Observation, result deletion.ContentResult) *PodsSummary {
+	pods := obs.Snapshot.Lists[deletion.PodsGVR]
 	if pods == nil || len(pods.Items) == 0 {
 		return nil
 	}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -77,7 +76,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 			gvrs = append(gvrs, gvr)
 		}
 	}
-	snap := kube.Sweep(ctx, i.Clients, ns.Name, gvrs, i.sweepOptions())
+	snap := snapshotOf(kube.Sweep(ctx, i.Clients, ns.Name, gvrs, i.sweepOptions()))
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
@@ -119,12 +118,7 @@ func (i *Inspector) discover(ctx context.Context) error {
 // the report still names the failing group-versions.
 func (i *Inspector) listAPIServices(ctx context.Context) {
 	i.apisvcsRead = true
-	c, err := aggregator.NewForConfig(i.Clients.Config)
-	if err != nil {
-		i.uncheck("APIServices", err)
-		return
-	}
-	list, err := c.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
+	list, err := i.Clients.Aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		i.uncheck("APIServices", err)
 		return
@@ -170,7 +164,36 @@ func (i *Inspector) sweepOptions() kube.SweepOptions {
 			return kube.SweepOptions{}
 		}
 	}
-	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples}
+	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: map[schema.GroupVersionResource]bool{deletion.PodsGVR: true}}
+}
+
+// snapshotOf turns what a sweep read into what a pass plans over.
+func snapshotOf(l *kube.Lists) *deletion.Snapshot {
+	snap := &deletion.Snapshot{Lists: l.Items, ListErrs: l.Errs, Omitted: l.Omitted}
+	if pods := l.Items[deletion.PodsGVR]; pods != nil {
+		snap.Pods, snap.PodSpecsUnknown = podsFromMetadata(pods.Items), true
+	}
+	return snap
+}
+
+// defaultGracePeriod is the API's default terminationGracePeriodSeconds.
+const defaultGracePeriod = int64(30)
+
+// podsFromMetadata rebuilds what the controller's estimate reads from pods
+// without reading their spec: a terminating pod's deletionGracePeriodSeconds
+// is the grace it was given (the spec's, unless the deleter chose another),
+// and a pod not yet deleted is assumed to have the default 30 s. Phase and
+// node are unknown, so a plan assumes such pods terminate gracefully.
+func podsFromMetadata(items []metav1.PartialObjectMetadata) []v1.Pod {
+	out := make([]v1.Pod, 0, len(items))
+	for _, m := range items {
+		grace := defaultGracePeriod
+		if m.DeletionGracePeriodSeconds != nil {
+			grace = *m.DeletionGracePeriodSeconds
+		}
+		out = append(out, v1.Pod{ObjectMeta: m.ObjectMeta, Spec: v1.PodSpec{TerminationGracePeriodSeconds: &grace}})
+	}
+	return out
 }
 
 // failing tells whether gv failed discovery or a list in snap.

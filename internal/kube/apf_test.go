@@ -47,8 +47,8 @@ func TestSweepDropsClientRateLimitOnlyUnderAPF(t *testing.T) {
 			defer cancel()
 			snap := Sweep(ctx, c, "ns", gvrs, SweepOptions{})
 			done := int(lists.Load())
-			if withAPF && (done != 150 || len(snap.ListErrs) != 0) {
-				t.Errorf("under APF: %d lists answered, %d errors; want all 150 within 5 s", done, len(snap.ListErrs))
+			if withAPF && (done != 150 || len(snap.Errs) != 0) {
+				t.Errorf("under APF: %d lists answered, %d errors; want all 150 within 5 s", done, len(snap.Errs))
 			}
 			if !withAPF && done >= 150 {
 				t.Errorf("without APF all %d lists went through a 1 QPS / burst 100 limiter within 5 s", done)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 )
 
 // Clients are the API clients of one command run. Namespace content is
@@ -22,6 +23,8 @@ type Clients struct {
 	Metadata  metadata.Interface
 	Dynamic   dynamic.Interface
 	Discovery discovery.DiscoveryInterface
+	// Aggregator reads APIServices.
+	Aggregator aggregator.Interface
 
 	apf *apf
 }
@@ -58,6 +61,9 @@ func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	if c.Aggregator, err = aggregator.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("building the aggregator client: %w", err)
 	}
 	// A fresh, in-memory discovery client: kubectl's disk cache may be
 	// hours old, and a doctor must see the API as it is now.

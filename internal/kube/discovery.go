@@ -53,12 +53,3 @@ func (d *Discovery) DeletableResources() map[schema.GroupVersionResource]metav1.
 	}
 	return out
 }
-
-// ResourceName renders a resource the way kubectl accepts it: pods,
-// widgets.example.com.
-func ResourceName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource
-	}
-	return gvr.Resource + "." + gvr.Group
-}

@@ -11,8 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
-
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
 // sweepConcurrency bounds parallel list requests: enough to hide latency
@@ -32,18 +30,29 @@ type SweepOptions struct {
 	// holds the namespace, not with its size.
 	Compact   bool
 	KeepPlain int
+	// Whole names the resources kept object by object even when
+	// compacting (pods: their estimate reads every one).
+	Whole map[schema.GroupVersionResource]bool
 }
 
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+// Lists is what a sweep read: per resource, the metadata list or the
+// error listing it failed with, and how many plain objects a compact sweep
+// counted without keeping.
+type Lists struct {
+	Items   map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList
+	Errs    map[schema.GroupVersionResource]error
+	Omitted map[schema.GroupVersionResource]int
+}
 
 // Sweep lists every given resource in namespace, metadata only and paged,
-// with bounded concurrency, plus the pods with their spec (the controller
-// reads their grace periods). A failing resource is recorded, not fatal.
-func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.GroupVersionResource, opts SweepOptions) *deletion.Snapshot {
-	snap := &deletion.Snapshot{
-		Lists:    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{},
-		ListErrs: map[schema.GroupVersionResource]error{},
-		Omitted:  map[schema.GroupVersionResource]int{},
+// with bounded concurrency. Pods too are read as metadata only: a pod's
+// spec may carry secrets in env values. A failing resource is recorded,
+// not fatal.
+func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.GroupVersionResource, opts SweepOptions) *Lists {
+	snap := &Lists{
+		Items:   map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{},
+		Errs:    map[schema.GroupVersionResource]error{},
+		Omitted: map[schema.GroupVersionResource]int{},
 	}
 	var mu sync.Mutex
 	sem := make(chan struct{}, sweepConcurrency)
@@ -53,28 +62,23 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			keep := keepAll
-			if opts.Compact && gvr != podsGVR {
+			if opts.Compact && !opts.Whole[gvr] {
 				keep = keepInteresting(opts.KeepPlain)
 			}
 			list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				snap.ListErrs[gvr] = err
+				snap.Errs[gvr] = err
 				return
 			}
-			snap.Lists[gvr] = list
+			snap.Items[gvr] = list
 			if omitted > 0 {
 				snap.Omitted[gvr] = omitted
 			}
 		})
 	}
 	wg.Wait()
-	// Pods too are read as metadata only: a pod's spec may carry secrets
-	// in env values. See podsFromMetadata for what that costs.
-	if pods := snap.Lists[podsGVR]; pods != nil {
-		snap.Pods, snap.PodSpecsUnknown = podsFromMetadata(pods.Items), true
-	}
 	return snap
 }
 
@@ -146,24 +150,4 @@ func (l PodLister) ListPods(ctx context.Context, namespace string) ([]v1.Pod, er
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-// defaultGracePeriod is the API's default terminationGracePeriodSeconds.
-const defaultGracePeriod = int64(30)
-
-// podsFromMetadata rebuilds what the controller's estimate reads from pods
-// without reading their spec: a terminating pod's deletionGracePeriodSeconds
-// is the grace it was given (the spec's, unless the deleter chose another),
-// and a pod not yet deleted is assumed to have the default 30 s. Phase and
-// node are unknown, so the plan assumes such pods terminate gracefully.
-func podsFromMetadata(items []metav1.PartialObjectMetadata) []v1.Pod {
-	out := make([]v1.Pod, 0, len(items))
-	for _, m := range items {
-		grace := defaultGracePeriod
-		if m.DeletionGracePeriodSeconds != nil {
-			grace = *m.DeletionGracePeriodSeconds
-		}
-		out = append(out, v1.Pod{ObjectMeta: m.ObjectMeta, Spec: v1.PodSpec{TerminationGracePeriodSeconds: &grace}})
-	}
-	return out
 }

@@ -8,7 +8,28 @@ import (
 	"io"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/version"
 )
+
+// Printer renders every report a command prints; Human and Machine
+// implement it, so commands never branch on the output format.
+type Printer interface {
+	Diagnosis(w io.Writer, r diagnose.Report) error
+	Diagnoses(w io.Writer, rs []diagnose.Report) error
+	Purge(w io.Writer, r *purge.Report) error
+	Version(w io.Writer, v version.Info) error
+}
+
+var (
+	_ Printer = Human{}
+	_ Printer = Machine{}
+)
+
+// Formats are the values -o accepts; "" is the human view.
+var Formats = []string{"json", "yaml"}
 
 // ValidateFormat accepts "" (human), json and yaml.
 func ValidateFormat(format string) error {
@@ -19,7 +40,27 @@ func ValidateFormat(format string) error {
 	return fmt.Errorf("unknown output format %q: use -o json or -o yaml, or omit -o for the human view", format)
 }
 
-// Print writes v as JSON or YAML, never coloured.
+// Machine prints reports as JSON or YAML, never coloured.
+type Machine struct{ Format string }
+
+// Diagnosis prints one diagnosis.
+func (m Machine) Diagnosis(w io.Writer, r diagnose.Report) error { return Print(w, m.Format, r) }
+
+// Diagnoses prints the list of every terminating namespace's diagnosis.
+func (m Machine) Diagnoses(w io.Writer, rs []diagnose.Report) error {
+	return Print(w, m.Format, diagnose.NewReportList(rs))
+}
+
+// Purge prints a purge report, words included.
+func (m Machine) Purge(w io.Writer, r *purge.Report) error {
+	PurgeWords(r)
+	return Print(w, m.Format, r)
+}
+
+// Version prints the build's version.
+func (m Machine) Version(w io.Writer, v version.Info) error { return Print(w, m.Format, v) }
+
+// Print writes v as JSON or YAML.
 func Print(w io.Writer, format string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

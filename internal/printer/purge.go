@@ -13,6 +13,7 @@ import (
 
 // Purge renders a purge plan or result.
 func (h Human) Purge(w io.Writer, r *purge.Report) error {
+	PurgeWords(r)
 	p := &errWriter{w: w}
 	h.purgeHeadline(p, r)
 	h.purgeSteps(p, r)
@@ -40,25 +41,56 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 		where = fmt.Sprintf(" (context %s, cluster %s)", r.Context, r.Cluster)
 	}
 	p.printf("%s namespace %s%s: %s\n", h.paint(style...)(label), r.Namespace, where, r.Message)
+	if r.ServerVersion != "" {
+		p.printf("  cluster %s, %s\n", r.ServerVersion, orderingWords(r.OrderedDeletion))
+	}
 	if r.Passes > 1 {
 		p.printf("  %d passes\n", r.Passes)
 	}
 }
 
+func orderingWords(ordered bool) string {
+	if ordered {
+		return "ordered deletion (pods first)"
+	}
+	return "unordered deletion (pods with everything else)"
+}
+
 func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 	var rows [][]string
 	quiet := 0
+	passes := map[int]bool{}
 	for _, s := range r.Steps {
+		passes[s.Pass] = true
 		// Upstream sends deletecollection to every resource type; the empty
 		// ones that succeed are noise for a person.
-		if s.Objects == 0 && !strings.HasPrefix(s.Result, "failed") && s.Resource != "namespaces" {
+		if s.Objects == 0 && s.Status != purge.StepFailed && s.Resource != "namespaces" {
 			quiet++
 			continue
 		}
-		rows = append(rows, []string{s.Verb, s.Resource, fmt.Sprint(s.Objects), s.Result})
+		request := s.Verb
+		if s.Name != "" {
+			request += " " + s.Name
+		}
+		rows = append(rows, []string{fmt.Sprint(s.Pass), request, s.Resource, fmt.Sprint(s.Objects), s.Result})
 	}
-	p.printf("\n%s\n", h.paint(color.Bold)("Deletion pass"))
-	if len(rows) > 0 {
+	title := "Deletion pass"
+	if len(passes) > 1 {
+		title = "Deletion passes"
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)(title))
+	if len(rows) > 0 && len(passes) > 1 {
+		t := newTable(p, "PASS", "REQUEST", "RESOURCE", "OBJECTS", "RESULT")
+		for _, row := range rows {
+			_ = t.Append(row[0], row[1], row[2], row[3], truncate(row[4], 60))
+		}
+		if err := t.Render(); err != nil {
+			p.fail(err)
+		}
+	} else if len(rows) > 0 {
+		for i := range rows {
+			rows[i] = rows[i][1:]
+		}
 		t := newTable(p, "REQUEST", "RESOURCE", "OBJECTS", "RESULT")
 		for _, row := range rows {
 			_ = t.Append(row[0], row[1], row[2], truncate(row[3], 60))
@@ -68,7 +100,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 		}
 	}
 	if quiet > 0 {
-		p.printf("  and deletecollection on %d empty resource types\n", quiet)
+		p.printf("  and %d deletecollection requests on empty resource types\n", quiet)
 	}
 }
 
@@ -108,7 +140,7 @@ func (h Human) purgeRemaining(p *errWriter, r *purge.Report) {
 	if len(r.Remaining) == 0 {
 		return
 	}
-	p.printf("\n%s\n", h.paint(color.Bold)("Remaining after the pass"))
+	p.printf("\n%s\n", h.paint(color.Bold)("Remaining after the last pass"))
 	t := newTable(p, "RESOURCE", "COUNT", "FINALIZERS")
 	for _, rem := range r.Remaining {
 		_ = t.Append(rem.Resource, fmt.Sprint(rem.Count), finalizerCounts(rem.Finalizers))
@@ -167,7 +199,7 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 	section("Missing permissions (nothing was changed)", r.MissingPermissions, color.FgRed, color.Bold)
 	section("Errors from the API server", r.Errors, color.FgRed, color.Bold)
 	section("Warnings", r.Warnings, color.FgYellow, color.Bold)
-	if r.Mode == purge.ModeNone && r.Outcome != purge.OutcomeRefused {
+	if r.Mode == purge.DryRunNone && r.Outcome != purge.OutcomeRefused {
 		changes := r.Changes
 		if len(changes) == 0 {
 			changes = []string{"none besides the deletion pass's requests above"}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -11,17 +12,18 @@ import (
 // back, with a finalizer a live controller put back.
 func incompleteReport() *purge.Report {
 	return &purge.Report{
-		APIVersion: purge.APIVersion, Kind: purge.Kind, Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.ModeNone,
+		APIVersion: diagnose.APIVersion, Kind: purge.Kind, Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.DryRunNone,
+		ServerVersion: "v1.33.13", OrderedDeletion: true,
 		Outcome: purge.OutcomeRemaining, Passes: 4,
-		Message: "gadgets.example.com kept coming back in namespace team-a in 3 passes: a controller (field manager gadget-operator) still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
+		Stop: &purge.Stop{Reason: purge.StopRecreated, Recreated: []string{"gadgets.example.com"}, CreatedBy: []string{"gadget-operator"}},
 		Steps: []purge.Step{
-			{Verb: "deletecollection", Resource: "configmaps", Objects: 0, Result: "deletecollection"},
-			{Verb: "deletecollection", Resource: "gadgets.example.com", Objects: 2, Result: "deletecollection"},
-			{Verb: "deletecollection", Resource: "sprockets.example.com", Objects: 1, Result: "failed: sprocket backend is down"},
+			{Verb: "deletecollection", Resource: "configmaps", Objects: 0, Status: purge.StepSent},
+			{Verb: "deletecollection", Resource: "gadgets.example.com", Objects: 2, Status: purge.StepSent},
+			{Verb: "deletecollection", Resource: "sprockets.example.com", Objects: 1, Status: purge.StepFailed, Error: "sprocket backend is down"},
 		},
 		Strips: []purge.Strip{
-			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Result: "removed"},
-			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Result: "left alone: put back by a live controller"},
+			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Status: purge.StripRemoved},
+			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Status: purge.StripLeftAlone},
 		},
 		Recreated: []purge.Recreated{
 			{Resource: "gadgets.example.com", Name: "g1", Times: 3, CreatedBy: "gadget-operator"},
@@ -29,7 +31,7 @@ func incompleteReport() *purge.Report {
 		},
 		Remaining:  []purge.Remaining{{Resource: "gadgets.example.com", Count: 2, Finalizers: map[string]int{"example.com/operator": 1}}},
 		Conditions: []purge.Condition{},
-		Finalize:   purge.Finalize{Reason: "content remains"},
+		Finalize:   purge.Finalize{Cause: purge.FinalizeContentRemains, Estimate: 15},
 		BackupDir:  "/home/u/.cache/ns-doctor/backups/team-a-20261122T120000Z", BackedUp: 7,
 		Changes: []string{"deletecollection gadgets.example.com: 2 objects, saved first", "removed finalizers [example.com/operator] from gadgets.example.com/g2"},
 		Warnings: []string{

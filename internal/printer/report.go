@@ -10,6 +10,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/version"
 )
 
 // width is the terminal width the human view is laid out for.
@@ -32,8 +33,8 @@ func (h Human) paint(attrs ...color.Attribute) func(string) string {
 	return func(s string) string { return c.Sprint(s) }
 }
 
-// Report renders one diagnosis: the verdict first, then the sections.
-func (h Human) Report(w io.Writer, r diagnose.Report) error {
+// Diagnosis renders one diagnosis: the verdict first, then the sections.
+func (h Human) Diagnosis(w io.Writer, r diagnose.Report) error {
 	p := &errWriter{w: w}
 	h.verdict(p, r.Verdict)
 	h.namespace(p, r)
@@ -275,8 +276,8 @@ func (e *errWriter) fail(err error) {
 	}
 }
 
-// Summary renders one line per namespace: explain with no name.
-func (h Human) Summary(w io.Writer, reports []diagnose.Report) error {
+// Diagnoses renders one line per namespace: explain with no name.
+func (h Human) Diagnoses(w io.Writer, reports []diagnose.Report) error {
 	p := &errWriter{w: w}
 	if len(reports) == 0 {
 		p.printf("no namespace is being deleted\n")
@@ -301,4 +302,10 @@ func (h Human) Summary(w io.Writer, reports []diagnose.Report) error {
 		p.fail(err)
 	}
 	return p.err
+}
+
+// Version renders the build's version.
+func (h Human) Version(w io.Writer, v version.Info) error {
+	_, err := fmt.Fprintf(w, "ns-doctor %s\ncommit: %s\nbuilt: %s\ngo: %s %s\n", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
+	return err
 }

@@ -67,7 +67,7 @@ func stuckReport() diagnose.Report {
 
 func TestHumanReportGolden(t *testing.T) {
 	var buf bytes.Buffer
-	if err := (Human{Now: now}).Report(&buf, stuckReport()); err != nil {
+	if err := (Human{Now: now}).Diagnosis(&buf, stuckReport()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "stuck.golden", buf.Bytes())
@@ -87,7 +87,7 @@ func TestHumanSummaryGolden(t *testing.T) {
 	active.Verdict = diagnose.Verdict{State: diagnose.StateActive}
 	active.Blockers = nil
 	var buf bytes.Buffer
-	if err := (Human{Now: now}).Summary(&buf, []diagnose.Report{stuckReport(), active}); err != nil {
+	if err := (Human{Now: now}).Diagnoses(&buf, []diagnose.Report{stuckReport(), active}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "summary.golden", buf.Bytes())
@@ -95,8 +95,8 @@ func TestHumanSummaryGolden(t *testing.T) {
 
 func TestColourOnlyWhenAsked(t *testing.T) {
 	var plain, coloured bytes.Buffer
-	_ = Human{Now: now}.Report(&plain, stuckReport())
-	_ = Human{Now: now, Color: true}.Report(&coloured, stuckReport())
+	_ = Human{Now: now}.Diagnosis(&plain, stuckReport())
+	_ = Human{Now: now, Color: true}.Diagnosis(&coloured, stuckReport())
 	if strings.Contains(plain.String(), "\x1b[") {
 		t.Error("colour escapes without Color")
 	}

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -23,44 +22,43 @@ import (
 )
 
 // force purges for real: permissions checked up front, everything saved
-// before it is changed, passes repeated the controller's way until the
-// namespace is gone or the timeout expires.
-func (p *Purger) force(ctx context.Context, r *Report, ns *v1.Namespace) error {
-	disc, obs, err := p.snapshot(ctx, ns)
+// before it is changed, the controller's Delete repeated the way its work
+// queue repeats it until the namespace is gone or the timeout expires.
+func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
+	obs, err := r.snapshot(ctx, ns)
 	if err != nil {
 		return err
 	}
-	if r.MissingPermissions, err = p.missingPermissions(ctx, ns, disc, obs.Snapshot); err != nil {
+	if r.report.MissingPermissions, err = r.missingPermissions(ctx, ns, r.disc, obs.Snapshot); err != nil {
 		return err
 	}
-	if len(r.MissingPermissions) > 0 {
-		r.Outcome, r.Message = OutcomeRefused, "permissions missing: nothing was changed"
+	if len(r.report.MissingPermissions) > 0 {
+		r.report.Outcome = OutcomeRefused
 		return ErrMissingPermissions
 	}
-	p.reported, p.rc, p.stripped = map[string]bool{}, newRecreations(), map[string][]string{}
-	bk, err := p.openBackup(ns)
-	if err != nil {
+	r.reported, r.rc, r.stripped = map[string]bool{}, newRecreations(), map[string][]string{}
+	if r.bk, err = r.openBackup(ns); err != nil {
 		return err
 	}
-	r.BackupDir = bk.Dir
-	defer func() { r.BackedUp = bk.Count() }()
+	r.report.BackupDir = r.bk.Dir
+	defer func() { r.report.BackedUp = r.bk.Count() }()
 	if ns.DeletionTimestamp == nil {
-		if err := p.Clients.Kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+		if err := r.Clients.Kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}
 		r.change("deleted namespace %s (it was Active)", ns.Name)
 	}
-	deadline := time.Now().Add(p.Opts.Timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(r.Opts.Timeout))
 	defer cancel()
-	return p.passes(ctx, r, bk, disc)
+	r.deleter = r.newDeleter(r.Clients.Kube.CoreV1().Namespaces(), nil, kube.PodLister{Client: r.Clients.Kube})
+	return r.passes(ctx)
 }
 
-func (p *Purger) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
-	dir := p.Opts.BackupDir
+func (r *run) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
+	dir := r.Opts.BackupDir
 	if dir == "" {
 		var err error
-		if dir, err = backup.DefaultDir(ns.Name, p.now()); err != nil {
+		if dir, err = backup.DefaultDir(ns.Name, r.now()); err != nil {
 			return nil, err
 		}
 	}
@@ -78,61 +76,52 @@ func (p *Purger) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
 	if err := bk.SaveNamespace(u); err != nil {
 		return nil, err
 	}
-	p.progress("backup: %s", dir)
+	r.progress("backup: %s", dir)
 	return bk, nil
 }
 
-// passes repeats the deletion pass until the namespace is gone, waiting
-// estimate/2+1 s between passes as the namespace controller requeues. An
-// API server that is briefly away (restart, overload) is retried with
-// backoff until the timeout; any other error stops the run cleanly.
-func (p *Purger) passes(ctx context.Context, r *Report, bk *backup.Writer, disc *kube.Discovery) error {
-	nsClient := p.Clients.Kube.CoreV1().Namespaces()
+// passes repeats Delete until the namespace is gone, waiting estimate/2+1 s
+// between passes as the namespace controller requeues. An API server that
+// is briefly away (restart, overload) is retried with backoff until the
+// timeout; any other error stops the run cleanly.
+func (r *run) passes(ctx context.Context) error {
 	backoff := time.Second
 	for pass := 1; ; {
-		wait, err := func() (time.Duration, error) {
-			ns, err := nsClient.Get(ctx, r.Namespace, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				r.Outcome, r.Message = OutcomeGone, fmt.Sprintf("namespace %s is gone", r.Namespace)
-				return 0, errGone
-			}
-			if err != nil {
-				return 0, err
-			}
-			if pass > 1 {
-				if disc, err = kube.Discover(p.Clients.Discovery); err != nil {
-					return 0, err
-				}
-			}
-			return p.onePass(ctx, r, bk, disc, ns, pass)
-		}()
-		var chasing *chasingError
+		wait, err := r.onePass(ctx, pass)
+		var stop *stopError
 		switch {
 		case errors.Is(err, errGone):
+			r.report.Outcome = OutcomeGone
 			return nil
-		case errors.As(err, &chasing):
-			r.Outcome, r.Message = OutcomeRemaining, chasing.msg
+		case errors.As(err, &stop):
+			r.report.Outcome, r.report.Stop = OutcomeRemaining, stop.stop
 			return nil
 		case err != nil && cutShort(ctx) != nil:
-			return p.stopped(r, ctx, cutShort(ctx))
+			return r.stopped(ctx, cutShort(ctx))
 		case err != nil && transient(err):
-			p.progress("the API server is unavailable (%v); retrying in %s", err, backoff)
-			r.Warnings = appendNew(r.Warnings, "the API server was unavailable for a while; purge retried")
+			r.progress("the API server is unavailable (%v); retrying in %s", err, backoff)
+			r.report.Warnings = appendNew(r.report.Warnings, "the API server was unavailable for a while; purge retried")
 			wait, backoff = backoff, min(2*backoff, 16*time.Second)
 		case err != nil:
-			return p.stopped(r, ctx, err)
+			return r.stopped(ctx, err)
 		default:
 			pass, backoff = pass+1, time.Second
 		}
 		select {
 		case <-ctx.Done():
-			return p.stopped(r, ctx, ctx.Err())
+			return r.stopped(ctx, ctx.Err())
 		case <-time.After(wait):
 		}
 	}
 }
 
 var errGone = errors.New("namespace gone")
+
+// stopError ends the passes with the namespace still there, for a reason
+// that is not an error of the run (content kept coming back).
+type stopError struct{ stop *Stop }
+
+func (e *stopError) Error() string { return string(e.stop.Reason) }
 
 // cutShort tells whether the run's deadline has passed, even before the
 // context's timer says so: near the deadline, client-go's rate limiter
@@ -148,22 +137,6 @@ func cutShort(ctx context.Context) error {
 	return nil
 }
 
-// chasingError stops the passes: content keeps being created anew.
-type chasingError struct{ msg string }
-
-func (e *chasingError) Error() string { return e.msg }
-
-// noteRecreated reports what came back in this pass and returns the types
-// purge stops chasing.
-func (p *Purger) noteRecreated(r *Report) []string {
-	chased := p.rc.endPass()
-	r.Recreated = p.rc.list()
-	for _, o := range r.Recreated {
-		r.Warnings = appendNew(r.Warnings, fmt.Sprintf("%s/%s was created anew while the namespace was terminating: a controller still creates it", o.Resource, o.Name))
-	}
-	return chased
-}
-
 // transient tells errors worth retrying: the server is restarting,
 // overloaded, or the connection broke.
 func transient(err error) bool {
@@ -176,126 +149,162 @@ func transient(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// onePass runs a pass, then strips finalizers or finalizes; it returns how
-// long to wait before the next pass.
-func (p *Purger) onePass(ctx context.Context, r *Report, bk *backup.Writer, disc *kube.Discovery, ns *v1.Namespace, pass int) (time.Duration, error) {
-	r.Passes = pass
-	if ns.DeletionTimestamp != nil {
-		p.rc.deletedAt = ns.DeletionTimestamp.Time
+// onePass discovers the API afresh (the first pass reuses the snapshot's),
+// runs Delete, then the escalations; it returns how long to wait before
+// the next pass.
+func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
+	if pass > 1 {
+		disc, err := kube.Discover(r.Clients.Discovery)
+		if err != nil {
+			return 0, err
+		}
+		r.disc = disc
 	}
-	if deletion.Finalized(ns) {
-		return time.Second, p.namespaceFinalizers(ctx, r, bk, ns)
-	}
-	real := &deletion.MetadataOps{Client: p.Clients.Metadata, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
-		return kube.ListMetadata(ctx, p.Clients.Metadata, gvr, namespace)
+	counts := newCounts()
+	real := &deletion.MetadataOps{Client: r.Clients.Metadata, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
+		return kube.ListMetadata(ctx, r.Clients.Metadata, gvr, namespace)
 	}}
-	counts := map[schemaGVR]int{}
-	rec := newRecorder(&backupOps{inner: real, bk: bk, dyn: p.Clients, counts: counts, rc: p.rc}, func(gvr schemaGVR) int { return counts[gvr] }, false)
-	result := p.contentDeleter(disc, rec, kube.PodLister{Client: p.Clients.Kube}).DeleteAllContent(ctx, ns)
-	if err := cutShort(ctx); err != nil {
+	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)
+	r.deleter.Ops = rec
+	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
+	if res.Stage == deletion.StageGone && err == nil {
+		return 0, errGone
+	}
+	if res.Namespace != nil && res.Namespace.DeletionTimestamp != nil {
+		r.rc.setDeletedAt(res.Namespace.DeletionTimestamp.Time)
+	}
+	if cut := cutShort(ctx); cut != nil {
 		// A pass cut short reports timeouts, not the namespace: keep the
 		// last complete one.
-		return 0, err
+		return 0, cut
 	}
-	recordPass(r, rec, result)
-	for _, st := range rec.steps {
-		if st.Objects > 0 && !strings.HasPrefix(st.Result, "failed") && !p.reported[st.Resource] {
-			p.reported[st.Resource] = true
-			r.change("%s %s: %d objects, saved first", st.Verb, st.Resource, st.Objects)
+	if res.Content == nil && err != nil {
+		return 0, err // the namespace could not even be read
+	}
+	r.report.Passes = pass
+	r.recordForcePass(rec, res, pass)
+	return r.afterPass(ctx, res, err)
+}
+
+// afterPass acts on where Delete ended: the namespace's own finalizers, a
+// finalize with other systems' tokens left, or content that remains.
+func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (time.Duration, error) {
+	rep := r.report
+	var chased []string
+	if res.Content != nil {
+		chased = r.noteRecreated()
+	}
+	switch res.Stage {
+	case deletion.StageAlreadyFinalized:
+		return time.Second, r.namespaceFinalizers(ctx, res.Namespace)
+	case deletion.StageNotDeleting:
+		return 0, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.Opts.Namespace)
+	case deletion.StageFinalized:
+		if err != nil {
+			rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()}
+			return 0, fmt.Errorf("finalizing namespace %s: %w", r.Opts.Namespace, err)
 		}
+		return time.Second, r.finalizedNow(res)
 	}
-	p.reportPass(r, rec, result, pass)
-	chased := p.noteRecreated(r)
-	if result.Err != nil {
-		r.Errors = appendNew(r.Errors, result.Err.Error())
+	if res.Content.Err != nil {
+		rep.Errors = appendNew(rep.Errors, res.Content.Err.Error())
 	}
-	finalize, reason := p.finalizeDecision(result, disc)
-	r.Finalize = Finalize{Would: finalize, Reason: reason}
-	if finalize {
-		return time.Second, p.finalize(ctx, r, bk, ns)
-	}
+	notFinalized(&rep.Finalize, res, err)
 	if len(chased) > 0 {
-		return 0, &chasingError{msg: recreatedMessage(ns.Name, chased, r.Recreated)}
+		return 0, &stopError{stop: r.rc.stop(chased)}
 	}
-	if p.strips() && len(result.Totals.GVRToNumRemaining) > 0 {
-		if n := p.stripRemaining(ctx, r, bk, result, ns.Name); n > 0 {
+	if r.Opts.Escalations.strips() && len(res.Content.Totals.GVRToNumRemaining) > 0 {
+		if n := r.stripRemaining(ctx, res.Content); n > 0 {
 			return time.Second, nil
 		}
 	}
-	return time.Duration(result.Estimate/2+1) * time.Second, nil
+	return time.Duration(res.Content.Estimate/2+1) * time.Second, nil
 }
 
-func (p *Purger) reportPass(r *Report, rec *recorder, result deletion.Result, pass int) {
+// recordForcePass fills the report from one pass, and the progress line.
+func (r *run) recordForcePass(rec *recorder, res deletion.Result, pass int) {
+	rep := r.report
+	rep.Steps = rec.Steps()
+	for _, st := range rep.Steps {
+		if st.Objects > 0 && st.Status == StepSent && !r.reported[st.Resource] {
+			r.reported[st.Resource] = true
+			r.change("%s %s: %d objects, saved first", st.Verb, st.Resource, st.Objects)
+		}
+	}
+	r.recordContent(rec, res.Content)
 	var parts []string
-	for _, rem := range r.Remaining {
+	for _, rem := range rep.Remaining {
 		parts = append(parts, fmt.Sprintf("%s=%d", rem.Resource, rem.Count))
 	}
-	if len(parts) == 0 {
-		p.progress("pass %d: no content remains", pass)
-		return
+	switch {
+	case res.Content == nil:
+	case len(parts) == 0:
+		r.progress("pass %d: no content remains", pass)
+	default:
+		r.progress("pass %d: remaining %s (estimate %ds)", pass, strings.Join(parts, ", "), res.Content.Estimate)
 	}
-	p.progress("pass %d: remaining %s (estimate %ds)", pass, strings.Join(parts, ", "), result.Estimate)
 }
 
-// finalize removes "kubernetes" (and with the escalation every other token)
-// through the finalize subresource, retried on conflict, never across a
-// namespace re-created under the same name.
-func (p *Purger) finalize(ctx context.Context, r *Report, bk *backup.Writer, ns *v1.Namespace) error {
-	drop := dropTokens(ns, p.Opts.RemoveNamespaceFinalizers)
-	if len(tokenNames(drop, ns)) == 0 {
-		// Only other systems' tokens are left: finalizing again changes
-		// nothing, and waiting would only run out the clock.
-		return fmt.Errorf("spec.finalizers holds %v, which only their owner removes: re-run with --remove-namespace-finalizers if it is gone", ns.Spec.Finalizers)
+// finalizedNow reports a finalize call; tokens other systems own may be
+// left, which only their owner (or --remove-namespace-finalizers) removes.
+func (r *run) finalizedNow(res deletion.Result) error {
+	rep := r.report
+	finalized(&rep.Finalize, res, 1)
+	rep.Finalize.Done = true
+	if len(rep.Finalize.Remove) > 0 {
+		r.change("finalized namespace %s (removed spec.finalizers %v)", r.Opts.Namespace, rep.Finalize.Remove)
 	}
-	nsClient := p.Clients.Kube.CoreV1().Namespaces()
-	if _, err := deletion.RetryOnConflict(ctx, nsClient, ns, deletion.FinalizeFunc(nsClient, drop, false)); err != nil {
-		return fmt.Errorf("finalizing namespace %s: %w", ns.Name, err)
-	}
-	r.Finalize.Done, r.Finalize.Remove = true, tokenNames(drop, ns)
-	r.change("finalized namespace %s (removed spec.finalizers %v)", ns.Name, r.Finalize.Remove)
-	if kept := deletion.KeptFinalizers(ns, drop); len(kept) > 0 {
-		r.Warnings = appendNew(r.Warnings, fmt.Sprintf("spec.finalizers still holds %v: their owner must remove them, or use --remove-namespace-finalizers", kept))
+	if len(rep.Finalize.Kept) > 0 {
+		rep.Finalize.Cause = FinalizeOtherTokens
+		return fmt.Errorf("spec.finalizers holds %v, which only their owner removes: re-run with --remove-namespace-finalizers if it is gone", rep.Finalize.Kept)
 	}
 	return nil
 }
 
-// namespaceFinalizers handles a finalized namespace that still exists: other
-// systems' tokens or metadata.finalizers hold it.
-func (p *Purger) namespaceFinalizers(ctx context.Context, r *Report, bk *backup.Writer, ns *v1.Namespace) error {
+// namespaceFinalizers handles a finalized namespace that still exists: its
+// own metadata.finalizers hold it.
+func (r *run) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) error {
 	if len(ns.Finalizers) == 0 {
 		return nil // the API server is about to delete it
 	}
-	if !p.Opts.RemoveNamespaceFinalizers {
+	if !r.Opts.Escalations.RemoveNamespaceFinalizers {
+		r.report.Finalize.Cause, r.report.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers
 		return fmt.Errorf("namespace metadata.finalizers holds %v: their owner must remove them, or use --remove-namespace-finalizers", ns.Finalizers)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"finalizers":null}}`, ns.ResourceVersion)
-	if _, err := p.Clients.Kube.CoreV1().Namespaces().Patch(ctx, ns.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if err := r.patchNamespaceFinalizers(ctx, ns, false); err != nil {
 		return fmt.Errorf("removing metadata.finalizers of namespace %s: %w", ns.Name, err)
 	}
 	r.change("removed metadata.finalizers %v of namespace %s", ns.Finalizers, ns.Name)
 	return nil
 }
 
+// noteRecreated reports what came back in this pass and returns the types
+// purge stops chasing.
+func (r *run) noteRecreated() []string {
+	chased := r.rc.endPass()
+	r.report.Recreated = r.rc.list()
+	for _, o := range r.report.Recreated {
+		r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("%s/%s was created anew while the namespace was terminating: a controller still creates it", o.Resource, o.Name))
+	}
+	return chased
+}
+
 // stopped ends a force run early, keeping the report of what was done.
-func (p *Purger) stopped(r *Report, ctx context.Context, err error) error {
-	r.Outcome = OutcomeRemaining
-	if errors.Is(ctx.Err(), context.Canceled) {
-		r.Message = fmt.Sprintf("interrupted; everything changed so far is listed below and saved in the backup; re-run purge to continue")
+func (r *run) stopped(ctx context.Context, err error) error {
+	rep := r.report
+	rep.Outcome = OutcomeRemaining
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		rep.Stop = &Stop{Reason: StopInterrupted}
+		return nil
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		rep.Stop = &Stop{Reason: StopTimeout, Timeout: r.Opts.Timeout.String()}
 		return nil
 	}
-	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		r.Message = fmt.Sprintf("namespace %s still exists after --timeout=%s; re-run purge to continue where it stopped", r.Namespace, p.Opts.Timeout)
-		return nil
-	}
-	r.Message = fmt.Sprintf("stopped: %v; re-run purge to continue where it stopped", err)
+	rep.Stop = &Stop{Reason: StopError, Error: err.Error()}
 	return err
 }
 
-func appendNew(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
+func (r *run) change(format string, args ...any) {
+	r.report.Changes = append(r.report.Changes, fmt.Sprintf(format, args...))
 }

@@ -36,8 +36,8 @@ func (p permission) String() string {
 // missingPermissions asks the API server (SelfSubjectAccessReview) about
 // every permission the force run needs, and returns all that are missing,
 // before anything is changed.
-func (p *Purger) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) ([]string, error) {
-	needed := p.neededPermissions(ns, disc, snap)
+func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) ([]string, error) {
+	needed := r.neededPermissions(ns, disc, snap)
 	var (
 		mu       sync.Mutex
 		missing  []string
@@ -49,7 +49,7 @@ func (p *Purger) missingPermissions(ctx context.Context, ns *v1.Namespace, disc 
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			allowed, err := p.allowed(ctx, perm)
+			allowed, err := r.allowed(ctx, perm)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -65,14 +65,14 @@ func (p *Purger) missingPermissions(ctx context.Context, ns *v1.Namespace, disc 
 	return missing, firstErr
 }
 
-func (p *Purger) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) []permission {
+func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) []permission {
 	out := []permission{
 		{verb: "update", resource: "namespaces", subresource: "finalize"},
 	}
 	if ns.DeletionTimestamp == nil {
 		out = append(out, permission{verb: "delete", resource: "namespaces"})
 	}
-	if p.Opts.RemoveNamespaceFinalizers && len(ns.Finalizers) > 0 {
+	if r.Opts.Escalations.RemoveNamespaceFinalizers && len(ns.Finalizers) > 0 {
 		out = append(out, permission{verb: "patch", resource: "namespaces"})
 	}
 	for gvr, res := range disc.DeletableResources() {
@@ -90,7 +90,7 @@ func (p *Purger) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap 
 			// Deleting item by item, each is read in full for the backup.
 			out = append(out, with(base, "delete"), with(base, "get"))
 		}
-		if p.strips() && hasFinalizers(snap, gvr) {
+		if r.Opts.Escalations.strips() && hasFinalizers(snap, gvr) {
 			out = append(out, with(base, "get"), with(base, "patch"))
 		}
 	}
@@ -113,11 +113,11 @@ func hasFinalizers(snap *deletion.Snapshot, gvr schemaGVR) bool {
 	return false
 }
 
-func (p *Purger) allowed(ctx context.Context, perm permission) (bool, error) {
+func (r *run) allowed(ctx context.Context, perm permission) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
 		Namespace: perm.namespace, Verb: perm.verb, Group: perm.group, Resource: perm.resource, Subresource: perm.subresource,
 	}}}
-	res, err := p.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	res, err := r.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		return false, err
 	}

@@ -5,140 +5,175 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
-// plan runs one pass without changing anything: predicted from a snapshot
-// (client), or with every deletion, patch and finalize sent as a dry run so
+// maxPlanPasses bounds a plan: each escalation that acts needs one more
+// pass, and a pass that changes nothing ends the plan.
+const maxPlanPasses = 8
+
+// plan plays the force run without changing anything: the controller's
+// Delete pass after pass over a snapshot, with the escalations between
+// passes, predicted (client) or with every write sent as a dry run so
 // webhooks and RBAC answer (server).
-func (p *Purger) plan(ctx context.Context, r *Report, ns *v1.Namespace) error {
-	server := p.Opts.Mode == ModeServer
+func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
+	server := r.Opts.DryRun == DryRunServer
 	if ns.DeletionTimestamp == nil {
-		if err := p.planNamespaceDelete(ctx, r, server); err != nil {
-			return err
-		}
+		r.planNamespaceDelete(ctx, server)
 		ns = ns.DeepCopy()
-		now := metav1.NewTime(p.now())
+		now := metav1.NewTime(r.now())
 		ns.DeletionTimestamp = &now
 	}
-	disc, obs, err := p.snapshot(ctx, ns)
+	obs, err := r.snapshot(ctx, ns)
 	if err != nil {
 		return err
 	}
-	snap := obs.Snapshot
-	planOps := deletion.NewPlanOps(snap)
-	if !server {
+	planOps, planNs := deletion.NewPlanOps(obs.Snapshot), deletion.NewPlanNamespaces(ns)
+	var ops deletion.Operations = planOps
+	var nsClient deletion.NamespaceClient = planNs
+	if server {
+		ops = &deletion.ServerDryRunOps{Server: &deletion.MetadataOps{Client: r.Clients.Metadata, DryRun: true}, Plan: planOps}
+		nsClient = &deletion.ServerDryRunNamespaces{Server: r.Clients.Kube.CoreV1().Namespaces(), Plan: planNs}
+	} else {
 		// The server answers for itself in a server dry run.
 		planOps.DeleteErrs = diagnose.WebhookRejections(obs)
 	}
-	var ops deletion.Operations = planOps
-	if server {
-		ops = &deletion.ServerDryRunOps{Server: &deletion.MetadataOps{Client: p.Clients.Metadata, DryRun: true}, Plan: planOps}
-	}
-	rec := newRecorder(ops, snapshotCounter(snap), true)
-	result := p.contentDeleter(disc, rec, planOps).DeleteAllContent(ctx, ns)
-	r.Passes = 1
-	first := r.Steps // the namespace DELETE, if planned
-	recordPass(r, rec, result)
-	r.Steps = append(first, r.Steps...)
-	for _, st := range rec.steps {
-		if strings.HasPrefix(st.Result, "failed: ") {
-			r.Errors = append(r.Errors, fmt.Sprintf("%s %s: %s", st.Verb, st.Resource, strings.TrimPrefix(st.Result, "failed: ")))
+	r.deleter = r.newDeleter(nsClient, nil, planOps)
+	for pass := 1; pass <= maxPlanPasses; pass++ {
+		if !r.planPass(ctx, pass, ops, planOps, planNs, server) {
+			break
 		}
 	}
-	left := p.planStrips(ctx, r, planOps, result, ns.Name, server)
-
-	would, reason := p.finalizeDecision(result, disc)
-	if !would && len(r.Strips) > 0 && left == 0 && !result.PodsBlocked {
-		// Stripping leaves nothing: the next pass would find the namespace
-		// empty, unless the pass failed for another reason.
-		if after, why := p.finalizeDecision(deletion.Result{Err: result.Err}, disc); after {
-			would, reason = true, "on the next pass, once the finalizers above are removed nothing remains"
-		} else {
-			reason = why
-		}
-	} else if would && left > 0 {
-		would, reason = false, fmt.Sprintf("%d object(s) would still remain after the pass", left)
-	}
-	if result.PodsBlocked && len(r.Strips) > 0 {
-		reason += "; pods go first, so what else remains shows only once they are gone"
-	}
-	sort.Slice(r.Strips, func(i, j int) bool {
-		return r.Strips[i].Resource+"/"+r.Strips[i].Name < r.Strips[j].Resource+"/"+r.Strips[j].Name
-	})
-	drop := dropTokens(ns, p.Opts.RemoveNamespaceFinalizers)
-	r.Finalize = Finalize{Would: would, Remove: tokenNames(drop, ns), Reason: reason}
-	if kept := deletion.KeptFinalizers(ns, drop); would && len(kept) > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("spec.finalizers keeps %v after finalizing: add --remove-namespace-finalizers if their owner is gone", kept))
-	}
-	if would && server {
-		_, err := deletion.FinalizeFunc(p.Clients.Kube.CoreV1().Namespaces(), drop, true)(ctx, ns)
-		if err != nil {
-			r.Finalize.Would, r.Finalize.Reason = false, "the server rejects finalizing: "+err.Error()
-			r.Errors = append(r.Errors, "finalize: "+err.Error())
-		}
-	}
-	r.Outcome = OutcomePlanned
-	r.Message = fmt.Sprintf("dry run (%s): nothing was changed", p.Opts.Mode)
+	r.report.Outcome = OutcomePlanned
 	return nil
 }
 
-func (p *Purger) planNamespaceDelete(ctx context.Context, r *Report, server bool) error {
-	step := Step{Verb: "delete", Resource: "namespaces", Objects: 1, Result: "would delete the namespace first (--delete-namespace)"}
-	if server {
-		err := p.Clients.Kube.CoreV1().Namespaces().Delete(ctx, r.Namespace, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			step.Result = "failed: " + err.Error()
-			r.Errors = append(r.Errors, "delete namespace: "+err.Error())
+// planPass plays one pass and the escalations after it; it tells whether
+// another pass would change anything.
+func (r *run) planPass(ctx context.Context, pass int, ops deletion.Operations, planOps *deletion.PlanOps, planNs *deletion.PlanNamespaces, server bool) bool {
+	rep := r.report
+	rec := newRecorder(ops, planOps.Count, false, StepPlanned, pass)
+	r.deleter.Ops = rec
+	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
+	rep.Passes = pass
+	steps := rec.Steps()
+	rep.Steps = append(rep.Steps, steps...)
+	for _, st := range steps {
+		if st.Status == StepFailed {
+			rep.Errors = appendNew(rep.Errors, fmt.Sprintf("%s %s: %s", st.Verb, st.Resource, st.Error))
 		}
 	}
-	r.Steps = append(r.Steps, step)
-	return nil
+	if res.Content != nil {
+		conditions := rep.Conditions
+		r.recordContent(rec, res.Content)
+		if pass > 1 {
+			// The controller writes the first pass's conditions now.
+			rep.Conditions = conditions
+		}
+	}
+	switch res.Stage {
+	case deletion.StageGone, deletion.StageNotDeleting:
+		return false
+	case deletion.StageAlreadyFinalized:
+		return r.planNamespaceFinalizers(ctx, res.Namespace, planNs, server)
+	case deletion.StageFinalized:
+		if err != nil {
+			rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()}
+			rep.Errors = appendNew(rep.Errors, "finalize: "+err.Error())
+			return false
+		}
+		finalized(&rep.Finalize, res, pass)
+		if len(rep.Finalize.Kept) > 0 {
+			rep.Warnings = appendNew(rep.Warnings, fmt.Sprintf("spec.finalizers keeps %v after finalizing: add --remove-namespace-finalizers if their owner is gone", rep.Finalize.Kept))
+			return false
+		}
+		return true
+	}
+	notFinalized(&rep.Finalize, res, err)
+	return r.Opts.Escalations.strips() && r.planStrips(ctx, res.Content, planOps, server) > 0
+}
+
+func (r *run) planNamespaceDelete(ctx context.Context, server bool) {
+	step := Step{Verb: "delete", Resource: "namespaces", Name: r.Opts.Namespace, Objects: 1, Status: StepPlanned}
+	if server {
+		err := r.Clients.Kube.CoreV1().Namespaces().Delete(ctx, r.Opts.Namespace, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			step.Status, step.Error = StepFailed, err.Error()
+			r.report.Errors = append(r.report.Errors, "delete namespace: "+err.Error())
+		}
+	}
+	r.report.Steps = append(r.report.Steps, step)
+}
+
+// planNamespaceFinalizers plays the escalation that empties the
+// namespace's own metadata.finalizers; without it the plan ends there.
+func (r *run) planNamespaceFinalizers(ctx context.Context, ns *v1.Namespace, planNs *deletion.PlanNamespaces, server bool) bool {
+	if len(ns.Finalizers) == 0 {
+		return false
+	}
+	if !r.Opts.Escalations.RemoveNamespaceFinalizers {
+		r.report.Finalize.Cause = FinalizeNamespaceHeld
+		r.report.Finalize.Kept = ns.Finalizers
+		return false
+	}
+	step := Step{Verb: "patch", Resource: "namespaces", Name: ns.Name, Objects: 1, Status: StepPlanned}
+	if server {
+		if err := r.patchNamespaceFinalizers(ctx, ns, true); err != nil {
+			step.Status, step.Error = StepFailed, err.Error()
+			r.report.Errors = appendNew(r.report.Errors, "patch namespace metadata.finalizers: "+err.Error())
+		}
+	}
+	r.report.Steps = append(r.report.Steps, step)
+	if step.Status == StepFailed {
+		return false
+	}
+	planNs.RemoveMetadataFinalizers()
+	return true
 }
 
 // planStrips lists the finalizer removals the escalation flags ask for on
-// what the pass would leave, sending them as dry-run patches in server mode.
-// It returns how many objects would still remain afterwards.
-func (p *Purger) planStrips(ctx context.Context, r *Report, plan *deletion.PlanOps, result deletion.Result, ns string, server bool) int {
-	left := 0
-	for gvr := range result.Totals.GVRToNumRemaining {
-		list, err := plan.List(ctx, gvr, ns)
+// what the pass left, sends them as dry-run patches in server mode, and
+// plays the accepted ones on the plan. It returns how many it played.
+func (r *run) planStrips(ctx context.Context, content *deletion.ContentResult, planOps *deletion.PlanOps, server bool) int {
+	played := 0
+	for _, gvr := range sortedGVRs(content.Totals.GVRToNumRemaining) {
+		list, err := planOps.List(ctx, gvr, r.Opts.Namespace)
 		if err != nil {
 			continue
 		}
 		for _, item := range list.Items {
-			strip := matchFinalizers(item.Finalizers, p.Opts.RemoveFinalizers, p.Opts.RemoveAllFinalizers)
-			if len(strip) == 0 || len(strip) < len(item.Finalizers) {
-				left++
-			}
+			strip := r.Opts.Escalations.match(item.Finalizers)
 			if len(strip) == 0 {
 				continue
 			}
-			s := Strip{Resource: resourceName(gvr), Name: item.Name, Finalizers: strip, Result: "would remove"}
+			s := Strip{Resource: deletion.ResourceName(gvr), Name: item.Name, Finalizers: strip, Status: StripPlanned}
 			if server {
-				if err := p.patchFinalizers(ctx, gvr, ns, item.Name, item.ResourceVersion, without(item.Finalizers, strip), true); err != nil {
-					s.Result = "failed: " + err.Error()
-					r.Errors = append(r.Errors, fmt.Sprintf("strip %s/%s: %v", resourceName(gvr), item.Name, err))
+				err := r.patchFinalizers(ctx, gvr, item.Name, item.ResourceVersion, without(item.Finalizers, strip), true)
+				if err != nil {
+					s.Status, s.Error = StripFailed, err.Error()
+					r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("strip %s/%s: %v", s.Resource, item.Name, err))
 				}
 			}
-			r.Strips = append(r.Strips, s)
+			r.report.Strips = appendStrip(r.report.Strips, s)
+			if s.Status == StripPlanned {
+				planOps.RemoveFinalizers(gvr, item.Name, strip)
+				played++
+			}
 		}
 	}
-	return left
+	return played
 }
 
 // patchFinalizers sets an object's finalizers with a merge patch that
 // carries the resourceVersion it was computed from: if anyone changed the
 // object since, the server answers Conflict instead of clobbering it.
-func (p *Purger) patchFinalizers(ctx context.Context, gvr schema.GroupVersionResource, ns, name, rv string, keep []string, dryRun bool) error {
+func (r *run) patchFinalizers(ctx context.Context, gvr schemaGVR, name, rv string, keep []string, dryRun bool) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rv, "finalizers": keep}})
 	if err != nil {
 		return err
@@ -147,16 +182,38 @@ func (p *Purger) patchFinalizers(ctx context.Context, gvr schema.GroupVersionRes
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	_, err = p.Clients.Metadata.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, opts)
+	_, err = r.Clients.Metadata.Resource(gvr).Namespace(r.Opts.Namespace).Patch(ctx, name, types.MergePatchType, patch, opts)
 	return err
 }
 
-// snapshotCounter counts a resource's items in the snapshot.
-func snapshotCounter(snap *deletion.Snapshot) func(schema.GroupVersionResource) int {
-	return func(gvr schema.GroupVersionResource) int {
-		if l := snap.Lists[gvr]; l != nil {
-			return len(l.Items)
-		}
-		return 0
+// patchNamespaceFinalizers empties the namespace's metadata.finalizers,
+// guarded by its resourceVersion.
+func (r *run) patchNamespaceFinalizers(ctx context.Context, ns *v1.Namespace, dryRun bool) error {
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"finalizers":null}}`, ns.ResourceVersion)
+	opts := metav1.PatchOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
 	}
+	_, err := r.Clients.Kube.CoreV1().Namespaces().Patch(ctx, ns.Name, types.MergePatchType, []byte(patch), opts)
+	return err
+}
+
+// appendStrip adds s unless the same result for the same object is already
+// listed (later passes meet it again).
+func appendStrip(list []Strip, s Strip) []Strip {
+	for _, x := range list {
+		if x.Resource == s.Resource && x.Name == s.Name && x.Status == s.Status {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func sortedGVRs(m map[schemaGVR]int) []schemaGVR {
+	out := make([]schemaGVR, 0, len(m))
+	for gvr := range m {
+		out = append(out, gvr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }

@@ -1,3 +1,8 @@
+// Package purge finishes a namespace's deletion with the namespace
+// controller's own Delete (internal/deletion): as a plan (client dry run),
+// as dry-run requests the server answers (server dry run), or for real,
+// with the escalations the user asked for, a backup of everything it
+// changes, and a check of its permissions before the first change.
 package purge
 
 import (
@@ -5,27 +10,62 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"path"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
-	"github.com/ns-doctor/ns-doctor/internal/diagnose"
-	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// Options are what the user asked for.
-type Options struct {
-	Namespace string
-	Mode      string
-	// Timeout bounds a force run; passes repeat until the namespace is
-	// gone or it expires.
-	Timeout time.Duration
+// DryRun is kubectl's dry-run strategy: client (the default here: a plan),
+// server (dry-run requests) or none (act).
+type DryRun int
+
+// Dry-run strategies.
+const (
+	DryRunClient DryRun = iota
+	DryRunServer
+	DryRunNone
+)
+
+func (d DryRun) String() string {
+	switch d {
+	case DryRunServer:
+		return "server"
+	case DryRunNone:
+		return "none"
+	}
+	return "client"
+}
+
+// MarshalText renders the strategy as its flag value.
+func (d DryRun) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a flag value.
+func (d *DryRun) UnmarshalText(b []byte) error {
+	v, err := ParseDryRun(string(b))
+	*d = v
+	return err
+}
+
+// ParseDryRun reads --dry-run's value.
+func ParseDryRun(s string) (DryRun, error) {
+	switch s {
+	case "client":
+		return DryRunClient, nil
+	case "server":
+		return DryRunServer, nil
+	case "none":
+		return DryRunNone, nil
+	}
+	return DryRunClient, fmt.Errorf("invalid --dry-run %q: use client, server or none", s)
+}
+
+// Escalations are the steps beyond the controller's own pass, each opted
+// into by a flag and shown in the plan first.
+type Escalations struct {
 	// RemoveFinalizers are patterns (path.Match) of object finalizers to
 	// strip from what remains after a pass; RemoveAllFinalizers strips all.
 	RemoveFinalizers    []string
@@ -36,9 +76,45 @@ type Options struct {
 	// RemoveNamespaceFinalizers drops spec.finalizers tokens other than
 	// "kubernetes" and the namespace's metadata.finalizers.
 	RemoveNamespaceFinalizers bool
+}
+
+// strips tells whether finalizers of objects are to be removed.
+func (e Escalations) strips() bool { return e.RemoveAllFinalizers || len(e.RemoveFinalizers) > 0 }
+
+// match returns the finalizers of an object to strip: all of them, or
+// those matching a pattern (path.Match globs, e.g. "example.com/*").
+func (e Escalations) match(finalizers []string) []string {
+	var out []string
+	for _, f := range finalizers {
+		if e.RemoveAllFinalizers {
+			out = append(out, f)
+			continue
+		}
+		for _, p := range e.RemoveFinalizers {
+			if ok, _ := path.Match(p, f); ok {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Options are what the user asked for.
+type Options struct {
+	Namespace   string
+	DryRun      DryRun
+	Escalations Escalations
+	// Timeout bounds a force run; passes repeat until the namespace is
+	// gone or it expires.
+	Timeout time.Duration
 	// DeleteNamespace issues the namespace DELETE first when it is Active.
 	DeleteNamespace bool
 	BackupDir       string
+	// OrderedDeletion follows the cluster's controller: pods first.
+	OrderedDeletion bool
+	// Workers bounds the resource types a pass deletes at once.
+	Workers int
 	// Progress receives one line per pass (stderr).
 	Progress io.Writer
 }
@@ -50,20 +126,11 @@ var (
 	ErrMissingPermissions = errors.New("missing permissions")
 )
 
-// Purger runs purge with one set of clients.
+// Purger runs purge with one set of clients; each Run keeps its own state.
 type Purger struct {
 	Clients *kube.Clients
 	Opts    Options
 	Now     func() time.Time
-
-	// reported remembers the resources whose deletion is already listed
-	// among the changes: later passes re-send the same request.
-	reported map[string]bool
-	// rc notices content created anew while purge deletes it.
-	rc *recreations
-	// stripped remembers the finalizers purge removed per object, so one
-	// a live controller puts back is reported, not removed again.
-	stripped map[string][]string
 }
 
 func (p *Purger) now() time.Time {
@@ -73,12 +140,11 @@ func (p *Purger) now() time.Time {
 	return time.Now()
 }
 
-func (p *Purger) strips() bool { return p.Opts.RemoveAllFinalizers || len(p.Opts.RemoveFinalizers) > 0 }
-
-// Run plans or purges, per Opts.Mode. The report is returned also with an
-// error, so whatever was done is reported.
+// Run plans or purges, per Opts.DryRun. The report is returned also with
+// an error, so whatever was done is reported.
 func (p *Purger) Run(ctx context.Context) (*Report, error) {
-	r := newReport(p.Opts.Namespace, p.Opts.Mode)
+	r := newReport(p.Opts.Namespace, p.Opts.DryRun)
+	r.OrderedDeletion = p.Opts.OrderedDeletion
 	ns, err := p.Clients.Kube.CoreV1().Namespaces().Get(ctx, p.Opts.Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return r, ErrNotFound
@@ -89,94 +155,11 @@ func (p *Purger) Run(ctx context.Context) (*Report, error) {
 	if ns.DeletionTimestamp == nil && !p.Opts.DeleteNamespace {
 		return r, ErrActive
 	}
-	if p.Opts.Mode == ModeNone {
-		return r, p.force(ctx, r, ns)
+	run := &run{Purger: p, report: r}
+	if p.Opts.DryRun == DryRunNone {
+		return r, run.force(ctx, ns)
 	}
-	return r, p.plan(ctx, r, ns)
-}
-
-// snapshot discovers the API and reads what the namespace holds, the same
-// way explain does (shared discovery, metadata sweep, webhooks, backends).
-func (p *Purger) snapshot(ctx context.Context, ns *v1.Namespace) (*kube.Discovery, diagnose.Observation, error) {
-	in := inspect.New(p.Clients)
-	obs, err := in.Observe(ctx, ns)
-	if err != nil {
-		return nil, obs, err
-	}
-	return in.Discovery(), obs, nil
-}
-
-func (p *Purger) contentDeleter(disc *kube.Discovery, ops deletion.Operations, pods deletion.PodLister) *deletion.ContentDeleter {
-	return &deletion.ContentDeleter{Ops: ops, Pods: pods, Resources: disc.Resources, DiscoveryErr: disc.Err, OrderedDeletion: true, Now: p.now}
-}
-
-// recordPass fills the report from one pass's result.
-func recordPass(r *Report, rec *recorder, result deletion.Result) {
-	r.Steps = rec.steps
-	r.Remaining = []Remaining{}
-	for gvr, n := range result.Totals.GVRToNumRemaining {
-		r.Remaining = append(r.Remaining, Remaining{Resource: resourceName(gvr), Count: n, Finalizers: rec.finalizers[gvr]})
-	}
-	sort.Slice(r.Remaining, func(i, j int) bool { return r.Remaining[i].Resource < r.Remaining[j].Resource })
-	r.Conditions = []Condition{}
-	for _, c := range result.Conditions {
-		r.Conditions = append(r.Conditions, Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
-	}
-}
-
-// finalizeDecision says whether a pass's result lets the namespace be
-// finalized, as upstream decides (nothing left, no error), or with the
-// discovery escalation (the only error is a partial discovery failure).
-func (p *Purger) finalizeDecision(result deletion.Result, disc *kube.Discovery) (bool, string) {
-	if result.Estimate > 0 {
-		return false, fmt.Sprintf("content remains (estimate %ds)", result.Estimate)
-	}
-	if result.Err == nil {
-		return true, "nothing remains"
-	}
-	if discoveryOnly(result.Err, disc) {
-		if p.Opts.FinalizeDespiteDiscoveryFailure {
-			return true, "discovery failed for some groups; finalizing anyway as asked (their content stays orphaned in storage)"
-		}
-		return false, "discovery failed for some groups: the controller never finalizes then (add --finalize-despite-discovery-failure to do it anyway)"
-	}
-	return false, "deletion errors: " + result.Err.Error()
-}
-
-// discoveryOnly tells whether a pass's only error is the partial discovery
-// failure.
-func discoveryOnly(err error, disc *kube.Discovery) bool {
-	var agg interface{ Errors() []error }
-	if disc.Err == nil || !errors.As(err, &agg) {
-		return false
-	}
-	for _, e := range agg.Errors() {
-		var gd *discovery.ErrGroupDiscoveryFailed
-		if !errors.As(e, &gd) {
-			return false
-		}
-	}
-	return true
-}
-
-func dropTokens(ns *v1.Namespace, all bool) map[v1.FinalizerName]bool {
-	drop := map[v1.FinalizerName]bool{deletion.FinalizerToken: true}
-	if all {
-		for _, f := range ns.Spec.Finalizers {
-			drop[f] = true
-		}
-	}
-	return drop
-}
-
-func tokenNames(drop map[v1.FinalizerName]bool, ns *v1.Namespace) []string {
-	var out []string
-	for _, f := range ns.Spec.Finalizers {
-		if drop[f] {
-			out = append(out, string(f))
-		}
-	}
-	return out
+	return r, run.plan(ctx, ns)
 }
 
 func (p *Purger) progress(format string, args ...any) {

@@ -2,53 +2,70 @@ package purge
 
 import (
 	"context"
+	"sort"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
-// recorder wraps a pass's operations to report every request, how many
+// recorder wraps one pass's operations to report every request, how many
 // objects it reached and the server's answer, and the finalizers of what
-// the recount found.
+// the recount found. A pass may send requests concurrently.
 type recorder struct {
-	inner      deletion.Operations
-	objects    func(gvr schema.GroupVersionResource) int
-	verb       string // "would" in a plan, "" when acting
+	inner deletion.Operations
+	// count tells how many objects a request reaches; countAfter asks it
+	// once the request is done (a force run counts what it saved first).
+	count      func(gvr schemaGVR) int
+	countAfter bool
+	status     StepStatus // Planned or Sent, when the request succeeds
+	pass       int
+
+	mu         sync.Mutex
 	steps      []Step
-	finalizers map[schema.GroupVersionResource]map[string]int
+	finalizers map[schemaGVR]map[string]int
 }
 
-func newRecorder(inner deletion.Operations, objects func(schema.GroupVersionResource) int, planning bool) *recorder {
-	rec := &recorder{inner: inner, objects: objects, finalizers: map[schema.GroupVersionResource]map[string]int{}}
-	if planning {
-		rec.verb = "would "
-	}
-	return rec
+func newRecorder(inner deletion.Operations, count func(schemaGVR) int, countAfter bool, status StepStatus, pass int) *recorder {
+	return &recorder{inner: inner, count: count, countAfter: countAfter, status: status, pass: pass, finalizers: map[schemaGVR]map[string]int{}}
 }
 
-func (r *recorder) record(verb string, gvr schema.GroupVersionResource, n int, err error) {
-	result := r.verb + verb
+var _ deletion.Operations = (*recorder)(nil)
+
+func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, err error) {
+	s := Step{Pass: r.pass, Verb: verb, Resource: deletion.ResourceName(gvr), Name: name, Objects: n, Status: r.status}
 	if err != nil {
-		result = "failed: " + err.Error()
+		s.Status, s.Error = StepFailed, err.Error()
 	}
-	r.steps = append(r.steps, Step{Verb: verb, Resource: resourceName(gvr), Objects: n, Result: result})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, s)
 }
 
-func (r *recorder) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, ns string) error {
+// DeleteCollection records a deletecollection.
+func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
+	n := 0
+	if !r.countAfter {
+		n = r.count(gvr)
+	}
 	err := r.inner.DeleteCollection(ctx, gvr, ns)
-	r.record("deletecollection", gvr, r.objects(gvr), err)
+	if r.countAfter {
+		n = r.count(gvr)
+	}
+	r.record("deletecollection", gvr, "", n, err)
 	return err
 }
 
-func (r *recorder) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
+// Delete records the deletion of one item.
+func (r *recorder) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
 	err := r.inner.Delete(ctx, gvr, ns, name)
-	r.record("delete "+name, gvr, 1, err)
+	r.record("delete", gvr, name, 1, err)
 	return err
 }
 
-func (r *recorder) List(ctx context.Context, gvr schema.GroupVersionResource, ns string) (*metav1.PartialObjectMetadataList, error) {
+// List keeps the finalizers of what the list found.
+func (r *recorder) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.PartialObjectMetadataList, error) {
 	list, err := r.inner.List(ctx, gvr, ns)
 	if err == nil && list != nil {
 		counts := map[string]int{}
@@ -57,9 +74,35 @@ func (r *recorder) List(ctx context.Context, gvr schema.GroupVersionResource, ns
 				counts[f]++
 			}
 		}
-		if len(counts) > 0 {
-			r.finalizers[gvr] = counts
-		}
+		r.mu.Lock()
+		r.finalizers[gvr] = counts
+		r.mu.Unlock()
 	}
 	return list, err
+}
+
+// Steps are the recorded requests in a stable order whatever order they
+// were sent in: pods first (ordered deletion sends them first), then by
+// resource, each resource's requests in the order they were sent.
+func (r *recorder) Steps() []Step {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]Step(nil), r.steps...)
+	pods := deletion.ResourceName(deletion.PodsGVR)
+	sort.SliceStable(out, func(i, j int) bool {
+		if (out[i].Resource == pods) != (out[j].Resource == pods) {
+			return out[i].Resource == pods
+		}
+		return out[i].Resource < out[j].Resource
+	})
+	return out
+}
+
+func (r *recorder) finalizersOf(gvr schemaGVR) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.finalizers[gvr]) == 0 {
+		return nil
+	}
+	return r.finalizers[gvr]
 }

@@ -1,20 +1,21 @@
 package purge
 
 import (
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
-// recreationPasses is how many passes a type may come back in before purge
+// RecreationPasses is how many passes a type may come back in before purge
 // stops chasing it: enough for a controller that is itself shutting down
 // with the namespace, few enough not to delete in a loop until --timeout.
-const recreationPasses = 3
+const RecreationPasses = 3
 
 // recreations notices content that comes back while purge deletes it: an
 // object under a name purge already deleted but with a new UID, or an
@@ -22,6 +23,7 @@ const recreationPasses = 3
 // admission refuses both for built-in types and CRDs; an aggregated API
 // that does not run it lets a live controller keep creating.
 type recreations struct {
+	mu        sync.Mutex
 	deletedAt time.Time
 	uids      map[schemaGVR]map[string]types.UID
 	objects   map[string]*Recreated
@@ -34,8 +36,16 @@ func newRecreations() *recreations {
 		thisPass: map[schemaGVR]bool{}, passes: map[schemaGVR]int{}}
 }
 
+func (rc *recreations) setDeletedAt(t time.Time) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.deletedAt = t
+}
+
 // observe is called with every object about to be deleted.
 func (rc *recreations) observe(gvr schemaGVR, obj *unstructured.Unstructured) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	if rc.uids[gvr] == nil {
 		rc.uids[gvr] = map[string]types.UID{}
 	}
@@ -47,10 +57,10 @@ func (rc *recreations) observe(gvr schemaGVR, obj *unstructured.Unstructured) {
 		return
 	}
 	rc.thisPass[gvr] = true
-	key := resourceName(gvr) + "/" + obj.GetName()
+	key := deletion.ResourceName(gvr) + "/" + obj.GetName()
 	r := rc.objects[key]
 	if r == nil {
-		r = &Recreated{Resource: resourceName(gvr), Name: obj.GetName()}
+		r = &Recreated{Resource: deletion.ResourceName(gvr), Name: obj.GetName()}
 		rc.objects[key] = r
 	}
 	r.Times++
@@ -60,11 +70,13 @@ func (rc *recreations) observe(gvr schemaGVR, obj *unstructured.Unstructured) {
 // endPass counts the types that came back in this pass and returns those
 // purge should stop chasing.
 func (rc *recreations) endPass() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	var chased []string
 	for gvr := range rc.thisPass {
 		rc.passes[gvr]++
-		if rc.passes[gvr] >= recreationPasses {
-			chased = append(chased, resourceName(gvr))
+		if rc.passes[gvr] >= RecreationPasses {
+			chased = append(chased, deletion.ResourceName(gvr))
 		}
 	}
 	rc.thisPass = map[schemaGVR]bool{}
@@ -74,6 +86,8 @@ func (rc *recreations) endPass() []string {
 
 // list is what came back, for the report.
 func (rc *recreations) list() []Recreated {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	out := []Recreated{}
 	for _, r := range rc.objects {
 		out = append(out, *r)
@@ -95,17 +109,13 @@ func creator(obj *unstructured.Unstructured) string {
 	return ""
 }
 
-func recreatedMessage(namespace string, chased []string, objs []Recreated) string {
+// stop is the report's account of a run that stopped chasing content.
+func (rc *recreations) stop(chased []string) *Stop {
 	var managers []string
-	for _, o := range objs {
+	for _, o := range rc.list() {
 		if o.CreatedBy != "" && !slices.Contains(managers, o.CreatedBy) {
 			managers = append(managers, o.CreatedBy)
 		}
 	}
-	who := "a controller"
-	if len(managers) > 0 {
-		who = "a controller (field manager " + strings.Join(managers, ", ") + ")"
-	}
-	return fmt.Sprintf("%s kept coming back in namespace %s in %d passes: %s still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
-		strings.Join(chased, ", "), namespace, recreationPasses, who)
+	return &Stop{Reason: StopRecreated, Recreated: chased, CreatedBy: managers}
 }

@@ -50,7 +50,7 @@ func TestRecreationsStopAfterThreePasses(t *testing.T) {
 }
 
 func TestPutBackOnlyWhatPurgeRemoved(t *testing.T) {
-	p := &Purger{}
+	p := &run{stripped: map[string][]string{}}
 	gadgets := schemaGVR{Group: "example.com", Version: "v1", Resource: "gadgets"}
 	if back := p.putBack(gadgets, "g1", []string{"a"}); len(back) != 0 {
 		t.Fatalf("nothing stripped yet, put back %v", back)

@@ -1,36 +1,34 @@
-// Package purge finishes a namespace's deletion with the namespace
-// controller's own pass (internal/deletion): as a plan (client dry run), as
-// dry-run requests the server answers (server dry run), or for real, with
-// the escalations the user asked for, a backup of everything it changes,
-// and a check of its permissions before the first change.
 package purge
 
-// Kinds of purge reports.
-const (
-	APIVersion = "ns-doctor.dev/v1alpha1"
-	Kind       = "PurgeReport"
+import (
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
-// Modes.
-const (
-	ModeClient = "client" // plan only, nothing sent but reads
-	ModeServer = "server" // dry-run requests, nothing persisted
-	ModeNone   = "none"   // act
-)
+// Kind of purge reports; the apiVersion is the diagnosis's.
+const Kind = "PurgeReport"
 
-// Report is what purge planned or did; the table and JSON render it.
+// Report is what purge planned or did; the table and JSON render it. The
+// string fields marked "words" are filled by internal/printer from the
+// typed fields beside them, for people and for older consumers.
 type Report struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace"`
 	Context    string `json:"context,omitempty"`
 	Cluster    string `json:"cluster,omitempty"`
-	Mode       string `json:"mode"`
-	// Outcome: Planned, Gone, Remaining (timed out or blocked).
-	Outcome string `json:"outcome"`
+	// ServerVersion and OrderedDeletion: the cluster's version and the
+	// deletion order purge followed.
+	ServerVersion   string `json:"serverVersion,omitempty"`
+	OrderedDeletion bool   `json:"orderedDeletion"`
+	Mode            DryRun `json:"mode"`
+	Outcome         Outcome `json:"outcome"`
+	// Stop says why a run ended before the namespace was gone.
+	Stop *Stop `json:"stop,omitempty"`
+	// Message is the headline (words).
 	Message string `json:"message"`
 	Passes  int    `json:"passes"`
-	// Steps are the requests of the (last) deletion pass, per resource.
+	// Steps are the requests of the deletion passes: every pass of a plan,
+	// the last pass of a force run.
 	Steps []Step `json:"steps"`
 	// Strips are the finalizer removals planned or done.
 	Strips     []Strip     `json:"strips"`
@@ -50,29 +48,89 @@ type Report struct {
 	Errors []string `json:"errors"`
 }
 
+// Outcome is how a run ended.
+type Outcome string
+
 // Outcomes.
 const (
-	OutcomePlanned   = "Planned"
-	OutcomeGone      = "Gone"
-	OutcomeRemaining = "Remaining"
-	OutcomeRefused   = "Refused"
+	OutcomePlanned   Outcome = "Planned"   // a dry run
+	OutcomeGone      Outcome = "Gone"      // the namespace is gone
+	OutcomeRemaining Outcome = "Remaining" // stopped with the namespace still there
+	OutcomeRefused   Outcome = "Refused"   // nothing done: permissions missing
+)
+
+// StopReason says why a force run stopped with the namespace still there.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopTimeout     StopReason = "Timeout"     // --timeout expired
+	StopInterrupted StopReason = "Interrupted" // Ctrl-C or SIGTERM
+	StopRecreated   StopReason = "Recreated"   // content kept coming back
+	StopError       StopReason = "Error"       // an error not worth retrying
+)
+
+// Stop is why and where a force run stopped.
+type Stop struct {
+	Reason StopReason `json:"reason"`
+	// Error is the error that stopped the run (StopError).
+	Error string `json:"error,omitempty"`
+	// Timeout is the --timeout that expired.
+	Timeout string `json:"timeout,omitempty"`
+	// Recreated names the types that kept coming back, and CreatedBy the
+	// field managers that created them (StopRecreated).
+	Recreated []string `json:"recreatedTypes,omitempty"`
+	CreatedBy []string `json:"createdBy,omitempty"`
+}
+
+// StepStatus is what became of one request.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPlanned StepStatus = "Planned" // a plan: would be sent (or was sent as a dry run and accepted)
+	StepSent    StepStatus = "Sent"    // sent for real and accepted
+	StepFailed  StepStatus = "Failed"  // the server refused it (or would, in a plan)
 )
 
 // Step is one request of a pass.
 type Step struct {
+	// Pass numbers the steps of a plan's passes.
+	Pass     int    `json:"pass,omitempty"`
 	Verb     string `json:"verb"`
 	Resource string `json:"resource"`
+	// Name is the object a DELETE of one item names.
+	Name string `json:"name,omitempty"`
 	// Objects is how many objects the request reaches.
-	Objects int    `json:"objects"`
-	Result  string `json:"result"`
+	Objects int        `json:"objects"`
+	Status  StepStatus `json:"status"`
+	Error   string     `json:"error,omitempty"`
+	// Result is the status in words.
+	Result string `json:"result"`
 }
+
+// StripStatus is what became of one finalizer removal.
+type StripStatus string
+
+// Strip statuses.
+const (
+	StripPlanned     StripStatus = "Planned"     // a plan: would be sent (a server dry run accepted it)
+	StripRemoved     StripStatus = "Removed"     // done, the object saved first
+	StripFailed      StripStatus = "Failed"      // refused, or could not be saved first
+	StripGone        StripStatus = "Gone"        // the object went before its turn
+	StripNothingLeft StripStatus = "NothingLeft" // no matching finalizer was left on it
+	StripLeftAlone   StripStatus = "LeftAlone"   // a live controller put the finalizer back: not fought
+)
 
 // Strip is the removal of finalizers from one object.
 type Strip struct {
-	Resource   string   `json:"resource"`
-	Name       string   `json:"name"`
-	Finalizers []string `json:"finalizers"`
-	Result     string   `json:"result"`
+	Resource   string      `json:"resource"`
+	Name       string      `json:"name"`
+	Finalizers []string    `json:"finalizers"`
+	Status     StripStatus `json:"status"`
+	Error      string      `json:"error,omitempty"`
+	// Result is the status in words.
+	Result string `json:"result"`
 }
 
 // Recreated is an object created anew in the terminating namespace: a name
@@ -102,20 +160,43 @@ type Condition struct {
 	Message string `json:"message"`
 }
 
+// FinalizeCause says why the namespace is, or is not, finalized.
+type FinalizeCause string
+
+// Finalize causes.
+const (
+	FinalizeNothingRemains   FinalizeCause = "NothingRemains"   // the pass left nothing
+	FinalizeAfterEscalations FinalizeCause = "AfterEscalations" // a later pass, once the escalations acted
+	FinalizeDespiteDiscovery FinalizeCause = "DespiteDiscovery" // discovery failed; finalized as asked
+	FinalizeContentRemains   FinalizeCause = "ContentRemains"   // content is still going away
+	FinalizeDiscoveryFailed  FinalizeCause = "DiscoveryFailed"  // the controller never finalizes then
+	FinalizeDeletionErrors   FinalizeCause = "DeletionErrors"   // some deletions failed
+	FinalizeRejected         FinalizeCause = "Rejected"         // the server refused the finalize call
+	FinalizeOtherTokens      FinalizeCause = "OtherTokens"      // only tokens other systems own are left
+	FinalizeNamespaceHeld    FinalizeCause = "NamespaceHeld"    // the namespace's own metadata.finalizers hold it
+)
+
 // Finalize says whether the namespace is (or would be) finalized.
 type Finalize struct {
-	Would  bool     `json:"would"`
-	Done   bool     `json:"done"`
-	Remove []string `json:"remove,omitempty"`
-	Reason string   `json:"reason"`
+	Would bool `json:"would"`
+	Done  bool `json:"done"`
+	// Remove are the spec.finalizers tokens the finalize call drops, and
+	// Kept those it leaves for their owners.
+	Remove []string      `json:"remove,omitempty"`
+	Kept   []string      `json:"kept,omitempty"`
+	Cause  FinalizeCause `json:"cause"`
+	// Estimate is the controller's wait for remaining content (seconds).
+	Estimate int64 `json:"estimate,omitempty"`
+	// PodsFirst: pods remain, so other content is not looked at yet.
+	PodsFirst bool `json:"podsFirst,omitempty"`
+	// Error is the pass's or the finalize call's error.
+	Error string `json:"error,omitempty"`
+	// Reason is the cause in words.
+	Reason string `json:"reason"`
 }
 
-func newReport(ns, mode string) *Report {
-	return &Report{APIVersion: APIVersion, Kind: Kind, Namespace: ns, Mode: mode,
+func newReport(ns string, mode DryRun) *Report {
+	return &Report{APIVersion: diagnose.APIVersion, Kind: Kind, Namespace: ns, Mode: mode,
 		Steps: []Step{}, Strips: []Strip{}, Recreated: []Recreated{}, Remaining: []Remaining{}, Conditions: []Condition{},
 		Changes: []string{}, Warnings: []string{}, Errors: []string{}}
-}
-
-func (r *Report) change(format string, args ...any) {
-	r.Changes = append(r.Changes, sprintf(format, args...))
 }

@@ -27,22 +27,23 @@ func TestStripRetriesOnConflict(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		conflicts int
-		result    string
+		status    StripStatus
 		changes   int
 	}{
-		{"one concurrent change", 1, "removed", 1},
-		{"keeps changing", conflictRetries, "failed: the object kept changing", 0},
+		{"one concurrent change", 1, StripRemoved, 1},
+		{"keeps changing", conflictRetries, StripFailed, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, patches := fakePurger(t, tc.conflicts)
-			r := newReport("ns", ModeNone)
 			bk, err := backup.New(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := p.stripOne(context.Background(), r, bk, widgets, "ns", "w1")
-			if !strings.HasPrefix(s.Result, tc.result) || len(r.Changes) != tc.changes {
-				t.Fatalf("result %q, changes %v, errors %v", s.Result, r.Changes, r.Errors)
+			run := &run{Purger: p, report: newReport("ns", DryRunNone), bk: bk, stripped: map[string][]string{}}
+			r := run.report
+			s := run.stripOne(context.Background(), widgets, "w1")
+			if s.Status != tc.status || len(r.Changes) != tc.changes {
+				t.Fatalf("status %q, changes %v, errors %v", s.Status, r.Changes, r.Errors)
 			}
 			if *patches != min(tc.conflicts+1, conflictRetries) {
 				t.Errorf("%d patches sent", *patches)
@@ -80,6 +81,6 @@ func fakePurger(t *testing.T, conflicts int) (*Purger, *int) {
 		}
 		return false, nil, nil
 	})
-	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{RemoveFinalizers: []string{"example.com/*"}}}
+	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{Namespace: "ns", Escalations: Escalations{RemoveFinalizers: []string{"example.com/*"}}}}
 	return p, &patches
 }

@@ -9,8 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
-	"github.com/ns-doctor/ns-doctor/internal/plugintest"
-	"github.com/ns-doctor/ns-doctor/internal/scenario"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 func startAggregated(t *testing.T) *scenario.AggregatedAPI {

@@ -7,9 +7,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ns-doctor/ns-doctor/internal/controlplane"
-	"github.com/ns-doctor/ns-doctor/internal/plugintest"
-	"github.com/ns-doctor/ns-doctor/internal/scenario"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 var (

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ns-doctor/ns-doctor/internal/kube"
-	"github.com/ns-doctor/ns-doctor/internal/plugintest"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
-	"github.com/ns-doctor/ns-doctor/internal/scenario"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 func startAggregated(t *testing.T) *scenario.AggregatedAPI {
@@ -54,7 +54,7 @@ func TestUnavailableAggregatedResourceReportedWhileRestProceeds(t *testing.T) {
 	if r.code != 5 || rep.Outcome != purge.OutcomeRemaining || rep.Finalize.Would {
 		t.Fatalf("purge with a 503 resource: exit %d, outcome %s, finalize %+v\n%s", r.code, rep.Outcome, rep.Finalize, r.stderr)
 	}
-	gadgets := kube.ResourceName(agg.GVR)
+	gadgets := deletion.ResourceName(agg.GVR)
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), "gadget backend is down") {
 		t.Errorf("the 503 is not reported: errors %q", rep.Errors)
 	}
@@ -128,7 +128,7 @@ func TestRecreatedContentReportedNotChased(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 2*time.Minute {
 		t.Errorf("purge chased the object for %s", elapsed)
 	}
-	gadgets := kube.ResourceName(agg.GVR)
+	gadgets := deletion.ResourceName(agg.GVR)
 	if len(rep.Recreated) != 1 || rep.Recreated[0].Resource != gadgets || rep.Recreated[0].Name != "g1" || rep.Recreated[0].Times < 3 {
 		t.Errorf("recreated: %+v", rep.Recreated)
 	}
@@ -160,11 +160,11 @@ func TestFinalizerPutBackIsNotFought(t *testing.T) {
 	if r.code != 5 || rep.Outcome != purge.OutcomeRemaining {
 		t.Fatalf("exit %d, outcome %s, message %q\n%s", r.code, rep.Outcome, rep.Message, r.stderr)
 	}
-	results := map[string]int{}
+	results := map[purge.StripStatus]int{}
 	for _, s := range rep.Strips {
-		results[s.Result]++
+		results[s.Status]++
 	}
-	if results["removed"] != 1 || results["left alone: put back by a live controller"] != 1 {
+	if results[purge.StripRemoved] != 1 || results[purge.StripLeftAlone] != 1 {
 		t.Errorf("strips %+v: want the finalizer removed once, then left alone", rep.Strips)
 	}
 	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "finalizer example.com/operator was put back by a live controller") {
@@ -177,7 +177,7 @@ func TestFinalizerPutBackIsNotFought(t *testing.T) {
 
 func stepFailed(rep purge.Report, resource string) bool {
 	for _, s := range rep.Steps {
-		if s.Resource == resource && strings.HasPrefix(s.Result, "failed") {
+		if s.Resource == resource && s.Status == purge.StepFailed {
 			return true
 		}
 	}
@@ -186,7 +186,7 @@ func stepFailed(rep purge.Report, resource string) bool {
 
 func stepSucceeded(rep purge.Report, resource string) bool {
 	for _, s := range rep.Steps {
-		if s.Resource == resource && s.Verb == "deletecollection" && !strings.HasPrefix(s.Result, "failed") {
+		if s.Resource == resource && s.Verb == "deletecollection" && s.Status != purge.StepFailed {
 			return true
 		}
 	}

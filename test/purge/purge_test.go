@@ -72,7 +72,7 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 	}
 	stripped := map[string]bool{}
 	for _, s := range rep.Strips {
-		if s.Result == "removed" {
+		if s.Status == purge.StripRemoved {
 			stripped[s.Resource+"/"+s.Name] = true
 		}
 	}

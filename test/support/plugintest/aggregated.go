@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ns-doctor/ns-doctor/internal/scenario"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 // AggregatedAPI serves gadgets from an aggregated API private to the test,

@@ -3,10 +3,32 @@ package deletion
 import (
 	"context"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 )
+
+// Operations are the requests a pass sends for namespace content; upstream
+// sends them with its metadata client. Implementations must be safe for
+// concurrent use: a pass may delete several resource types at once.
+type Operations interface {
+	DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, namespace string) error
+	List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
+	Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error
+}
+
+// PodLister lists pods with their spec, for the grace-period estimate.
+type PodLister interface {
+	ListPods(ctx context.Context, namespace string) ([]v1.Pod, error)
+}
+
+// NamespaceClient is what Delete sends about the namespace itself;
+// client-go's NamespaceInterface is one.
+type NamespaceClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Namespace, error)
+	Finalize(ctx context.Context, item *v1.Namespace, opts metav1.UpdateOptions) (*v1.Namespace, error)
+}
 
 // MetadataOps sends the pass's requests for real, through the metadata
 // client as upstream does, with background propagation.
@@ -22,6 +44,8 @@ type MetadataOps struct {
 var _ Operations = (*MetadataOps)(nil)
 
 func (m *MetadataOps) deleteOptions() metav1.DeleteOptions {
+	// namespace controller does not want the garbage collector to insert
+	// the orphan finalizer (upstream's comment on the same options).
 	background := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &background}
 	if m.DryRun {
@@ -49,8 +73,8 @@ func (m *MetadataOps) Delete(ctx context.Context, gvr schema.GroupVersionResourc
 }
 
 // ServerDryRunOps sends every deletion with dryRun=All, so webhooks and
-// RBAC give their real answer, and predicts from the snapshot what would
-// remain, since a dry run removes nothing to count.
+// RBAC give their real answer, and plays it on the plan, since a dry run
+// removes nothing to count.
 type ServerDryRunOps struct {
 	Server *MetadataOps
 	Plan   *PlanOps
@@ -58,7 +82,7 @@ type ServerDryRunOps struct {
 
 var _ Operations = (*ServerDryRunOps)(nil)
 
-// DeleteCollection asks the server, then records the planned deletion.
+// DeleteCollection asks the server, then plays the deletion on the plan.
 func (s *ServerDryRunOps) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, namespace string) error {
 	if err := s.Server.DeleteCollection(ctx, gvr, namespace); err != nil {
 		return err
@@ -66,7 +90,7 @@ func (s *ServerDryRunOps) DeleteCollection(ctx context.Context, gvr schema.Group
 	return s.Plan.DeleteCollection(ctx, gvr, namespace)
 }
 
-// Delete asks the server, then records the planned deletion.
+// Delete asks the server, then plays the deletion on the plan.
 func (s *ServerDryRunOps) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error {
 	if err := s.Server.Delete(ctx, gvr, namespace, name); err != nil {
 		return err
@@ -77,4 +101,27 @@ func (s *ServerDryRunOps) Delete(ctx context.Context, gvr schema.GroupVersionRes
 // List answers from the plan.
 func (s *ServerDryRunOps) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
 	return s.Plan.List(ctx, gvr, namespace)
+}
+
+// ServerDryRunNamespaces sends the finalize call with dryRun=All and plays
+// it on the plan.
+type ServerDryRunNamespaces struct {
+	Server NamespaceClient
+	Plan   *PlanNamespaces
+}
+
+var _ NamespaceClient = (*ServerDryRunNamespaces)(nil)
+
+// Get answers from the plan.
+func (s *ServerDryRunNamespaces) Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Namespace, error) {
+	return s.Plan.Get(ctx, name, opts)
+}
+
+// Finalize asks the server, then plays the call on the plan.
+func (s *ServerDryRunNamespaces) Finalize(ctx context.Context, ns *v1.Namespace, opts metav1.UpdateOptions) (*v1.Namespace, error) {
+	opts.DryRun = []string{metav1.DryRunAll}
+	if _, err := s.Server.Finalize(ctx, ns, opts); err != nil {
+		return nil, err
+	}
+	return s.Plan.Finalize(ctx, ns, opts)
 }

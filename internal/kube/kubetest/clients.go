@@ -1,0 +1,317 @@
+package kubetest
+
+import (
+	"slices"
+	"strings"
+
+	authv1 "k8s.io/api/authorization/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregatorfake "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/fake"
+
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+var namespacesGVR = v1.SchemeGroupVersion.WithResource("namespaces")
+
+// Clients returns kube.Clients over the store. typed objects (webhook
+// configurations, Services, EndpointSlices, APIServices) are served by the
+// fakes' own trackers.
+func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
+	var core, agg []runtime.Object
+	for _, o := range typed {
+		if _, ok := o.(*apiregv1.APIService); ok {
+			agg = append(agg, o)
+		} else {
+			core = append(core, o)
+		}
+	}
+	kc := fake.NewClientset(core...)
+	kc.PrependReactor("*", "*", c.typed)
+	fd := kc.Discovery().(*fakediscovery.FakeDiscovery)
+	c.mu.Lock()
+	fd.Resources = c.discoveryLists()
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, rl := range fd.Resources {
+		gv, _ := schema.ParseGroupVersion(rl.GroupVersion)
+		for _, r := range rl.APIResources {
+			listKinds[gv.WithResource(r.Name)] = r.Kind + "List"
+		}
+	}
+	c.mu.Unlock()
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	meta := metadatafake.NewSimpleMetadataClient(scheme)
+	meta.PrependReactor("*", "*", c.metadata)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	dyn.PrependReactor("*", "*", c.dynamic)
+	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c}, Aggregator: aggregatorfake.NewSimpleClientset(agg...)}
+}
+
+// discoveryLists are the served resources plus an empty list for each
+// failing group-version, so it is listed among the groups; callers hold mu.
+func (c *Cluster) discoveryLists() []*metav1.APIResourceList {
+	out := slices.Clone(c.Resources)
+	for gv := range c.FailedGroups {
+		out = append(out, &metav1.APIResourceList{GroupVersion: gv.String()})
+	}
+	return out
+}
+
+// discovery fails the group-versions the cluster says fail.
+type discovery struct {
+	*fakediscovery.FakeDiscovery
+	c *Cluster
+}
+
+func (d *discovery) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+	gv, _ := schema.ParseGroupVersion(groupVersion)
+	d.c.mu.Lock()
+	err := d.c.FailedGroups[gv]
+	d.c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return d.FakeDiscovery.ServerResourcesForGroupVersion(groupVersion)
+}
+
+func dryRunOf(action clienttesting.Action) bool {
+	switch a := action.(type) {
+	case clienttesting.DeleteActionImpl:
+		return len(a.DeleteOptions.DryRun) > 0
+	case clienttesting.PatchActionImpl:
+		return len(a.PatchOptions.DryRun) > 0
+	case clienttesting.CreateActionImpl:
+		return len(a.CreateOptions.DryRun) > 0
+	}
+	return false
+}
+
+// typed serves namespaces, pods and access reviews from the store; the rest
+// falls through to the fake's tracker.
+func (c *Cluster) typed(action clienttesting.Action) (bool, runtime.Object, error) {
+	gvr := action.GetResource()
+	switch gvr.Resource {
+	case "namespaces":
+		return c.namespaceAction(action)
+	case "pods":
+		if action.GetVerb() == "list" {
+			return c.listPods(action)
+		}
+		if action.GetVerb() == "delete" {
+			return c.metadata(action)
+		}
+	case "selfsubjectaccessreviews":
+		review := action.(clienttesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
+		a := review.Spec.ResourceAttributes
+		review.Status.Allowed = c.Allowed == nil || c.Allowed(ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace})
+		return true, review, nil
+	}
+	return false, nil, nil
+}
+
+func (c *Cluster) listPods(action clienttesting.Action) (bool, runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ns := action.GetNamespace()
+	c.log("list", Pods, "", ns, "", false)
+	if err := c.fail("list", Pods, ns, ""); err != nil {
+		return true, nil, err
+	}
+	list := &v1.PodList{}
+	for _, o := range c.list(Pods, ns) {
+		pod, err := toPod(o)
+		if err != nil {
+			return true, nil, err
+		}
+		list.Items = append(list.Items, pod)
+	}
+	return true, list, nil
+}
+
+func (c *Cluster) namespaceAction(action clienttesting.Action) (bool, runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, sub, dry := "", action.GetSubresource(), dryRunOf(action)
+	switch a := action.(type) {
+	case clienttesting.GetAction:
+		name = a.GetName()
+	case clienttesting.DeleteAction:
+		name = a.GetName()
+	case clienttesting.PatchAction:
+		name = a.GetName()
+	case clienttesting.CreateAction:
+		if ns, ok := a.GetObject().(*v1.Namespace); ok {
+			name = ns.Name
+		}
+	}
+	c.log(action.GetVerb(), namespacesGVR, sub, "", name, dry)
+	if err := c.fail(action.GetVerb(), namespacesGVR, "", name); err != nil {
+		return true, nil, err
+	}
+	if action.GetVerb() == "list" {
+		list := &v1.NamespaceList{}
+		for _, ns := range c.namespaces {
+			list.Items = append(list.Items, *ns.DeepCopy())
+		}
+		slices.SortFunc(list.Items, func(a, b v1.Namespace) int { return strings.Compare(a.Name, b.Name) })
+		return true, list, nil
+	}
+	ns := c.namespaces[name]
+	if ns == nil {
+		return true, nil, apierrors.NewNotFound(namespacesGVR.GroupResource(), name)
+	}
+	next := ns.DeepCopy()
+	switch {
+	case action.GetVerb() == "get":
+		return true, next, nil
+	case action.GetVerb() == "delete":
+		if next.DeletionTimestamp == nil {
+			at := metav1.NewTime(c.Now())
+			next.DeletionTimestamp, next.Status.Phase = &at, v1.NamespaceTerminating
+		}
+	case sub == "finalize":
+		next.Spec.Finalizers = action.(clienttesting.CreateAction).GetObject().(*v1.Namespace).Spec.Finalizers
+	case action.GetVerb() == "patch":
+		patched, err := c.patchNamespace(next, action.(clienttesting.PatchAction).GetPatch())
+		if err != nil {
+			return true, nil, err
+		}
+		next = patched
+	default:
+		return false, nil, nil
+	}
+	if dry {
+		return true, next, nil
+	}
+	next.ResourceVersion = c.nextRV()
+	if next.DeletionTimestamp != nil && len(next.Spec.Finalizers) == 0 && len(next.Finalizers) == 0 {
+		delete(c.namespaces, name)
+	} else {
+		c.namespaces[name] = next
+	}
+	return true, next, nil
+}
+
+func (c *Cluster) patchNamespace(ns *v1.Namespace, patch []byte) (*v1.Namespace, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ns)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	out, err := c.patchObject(namespacesGVR, u, patch, true)
+	if err != nil {
+		return nil, err
+	}
+	next := &v1.Namespace{}
+	err = runtime.DefaultUnstructuredConverter.FromUnstructured(out.Object, next)
+	return next, err
+}
+
+// metadata serves the metadata client (and pod deletes) from the store.
+func (c *Cluster) metadata(action clienttesting.Action) (bool, runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gvr, ns, verb := action.GetResource(), action.GetNamespace(), action.GetVerb()
+	name := ""
+	if a, ok := action.(interface{ GetName() string }); ok {
+		name = a.GetName()
+	}
+	c.log(verb, gvr, "", ns, name, dryRunOf(action))
+	if err := c.fail(verb, gvr, ns, name); err != nil {
+		return true, nil, err
+	}
+	if c.objects[gvr] == nil && !c.served(gvr) {
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	switch verb {
+	case "list":
+		list := &metav1.PartialObjectMetadataList{}
+		for _, o := range c.list(gvr, ns) {
+			list.Items = append(list.Items, *toPartial(o))
+		}
+		return true, list, nil
+	case "delete-collection":
+		for _, o := range c.list(gvr, ns) {
+			if !dryRunOf(action) {
+				c.deleteObject(gvr, o, nil)
+			}
+		}
+		return true, nil, nil
+	}
+	o := c.objects[gvr][ns+"/"+name]
+	if o == nil {
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	switch verb {
+	case "get":
+		return true, toPartial(o), nil
+	case "delete":
+		opts := action.(clienttesting.DeleteActionImpl).DeleteOptions
+		if len(opts.DryRun) == 0 {
+			c.deleteObject(gvr, o, opts.GracePeriodSeconds)
+		}
+		return true, nil, nil
+	case "patch":
+		out, err := c.patchObject(gvr, o, action.(clienttesting.PatchAction).GetPatch(), dryRunOf(action))
+		if err != nil {
+			return true, nil, err
+		}
+		return true, toPartial(out), nil
+	}
+	return false, nil, nil
+}
+
+// dynamic serves full objects from the store.
+func (c *Cluster) dynamic(action clienttesting.Action) (bool, runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gvr, ns, verb := action.GetResource(), action.GetNamespace(), action.GetVerb()
+	name := ""
+	if a, ok := action.(interface{ GetName() string }); ok {
+		name = a.GetName()
+	}
+	c.log("full "+verb, gvr, "", ns, name, false)
+	if err := c.fail("full "+verb, gvr, ns, name); err != nil {
+		return true, nil, err
+	}
+	switch verb {
+	case "list":
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
+		for _, o := range c.list(gvr, ns) {
+			list.Items = append(list.Items, *o.DeepCopy())
+		}
+		return true, list, nil
+	case "get":
+		if o := c.objects[gvr][ns+"/"+name]; o != nil {
+			return true, o.DeepCopy(), nil
+		}
+		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return false, nil, nil
+}
+
+// served tells whether discovery lists gvr; callers hold mu.
+func (c *Cluster) served(gvr schema.GroupVersionResource) bool {
+	for _, rl := range c.Resources {
+		if rl.GroupVersion != gvr.GroupVersion().String() {
+			continue
+		}
+		for _, r := range rl.APIResources {
+			if r.Name == gvr.Resource {
+				return true
+			}
+		}
+	}
+	return false
+}

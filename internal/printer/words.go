@@ -1,0 +1,120 @@
+package printer
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// PurgeWords fills the report's words (message, step and strip results,
+// the finalize reason) from its typed fields: the human view prints them,
+// and the JSON keeps them for people and older consumers.
+func PurgeWords(r *purge.Report) {
+	r.Message = purgeMessage(r)
+	for i := range r.Steps {
+		r.Steps[i].Result = stepWords(r.Steps[i])
+	}
+	for i := range r.Strips {
+		r.Strips[i].Result = stripWords(r.Strips[i])
+	}
+	r.Finalize.Reason = finalizeWords(r.Finalize)
+}
+
+func purgeMessage(r *purge.Report) string {
+	switch r.Outcome {
+	case purge.OutcomePlanned:
+		return fmt.Sprintf("dry run (%s): nothing was changed", r.Mode)
+	case purge.OutcomeGone:
+		return fmt.Sprintf("namespace %s is gone", r.Namespace)
+	case purge.OutcomeRefused:
+		return "permissions missing: nothing was changed"
+	}
+	stop := r.Stop
+	if stop == nil {
+		return ""
+	}
+	switch stop.Reason {
+	case purge.StopInterrupted:
+		return "interrupted; everything changed so far is listed below and saved in the backup; re-run purge to continue"
+	case purge.StopTimeout:
+		return fmt.Sprintf("namespace %s still exists after --timeout=%s; re-run purge to continue where it stopped", r.Namespace, stop.Timeout)
+	case purge.StopRecreated:
+		who := "a controller"
+		if len(stop.CreatedBy) > 0 {
+			who = "a controller (field manager " + strings.Join(stop.CreatedBy, ", ") + ")"
+		}
+		return fmt.Sprintf("%s kept coming back in namespace %s in %d passes: %s still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
+			strings.Join(stop.Recreated, ", "), r.Namespace, purge.RecreationPasses, who)
+	}
+	return fmt.Sprintf("stopped: %s; re-run purge to continue where it stopped", stop.Error)
+}
+
+func stepWords(s purge.Step) string {
+	if s.Status == purge.StepFailed {
+		return "failed: " + s.Error
+	}
+	switch {
+	case s.Resource == "namespaces" && s.Verb == "delete":
+		if s.Status == purge.StepPlanned {
+			return "would delete the namespace first (--delete-namespace)"
+		}
+		return "deleted the namespace first (--delete-namespace)"
+	case s.Resource == "namespaces" && s.Verb == "patch":
+		return "would remove its metadata.finalizers (--remove-namespace-finalizers)"
+	}
+	words := s.Verb
+	if s.Name != "" {
+		words += " " + s.Name
+	}
+	if s.Status == purge.StepPlanned {
+		return "would " + words
+	}
+	return words
+}
+
+func stripWords(s purge.Strip) string {
+	switch s.Status {
+	case purge.StripPlanned:
+		return "would remove"
+	case purge.StripRemoved:
+		return "removed"
+	case purge.StripFailed:
+		return "failed: " + s.Error
+	case purge.StripGone:
+		return "gone before its finalizers were removed"
+	case purge.StripNothingLeft:
+		return "no matching finalizer left"
+	case purge.StripLeftAlone:
+		return "left alone: put back by a live controller"
+	}
+	return string(s.Status)
+}
+
+func finalizeWords(f purge.Finalize) string {
+	switch f.Cause {
+	case purge.FinalizeNothingRemains:
+		return "nothing remains"
+	case purge.FinalizeAfterEscalations:
+		return "once the escalations above have acted, a later pass finds nothing left"
+	case purge.FinalizeDespiteDiscovery:
+		return "discovery failed for some groups; finalizing anyway as asked (their content stays orphaned in storage)"
+	case purge.FinalizeContentRemains:
+		words := fmt.Sprintf("content remains (estimate %ds)", f.Estimate)
+		if f.PodsFirst {
+			words += "; pods go first, so what else remains shows only once they are gone"
+		}
+		return words
+	case purge.FinalizeDiscoveryFailed:
+		return "discovery failed for some groups: the controller never finalizes then (add --finalize-despite-discovery-failure to do it anyway)"
+	case purge.FinalizeDeletionErrors:
+		return "deletion errors: " + f.Error
+	case purge.FinalizeRejected:
+		return "the server rejects finalizing: " + f.Error
+	case purge.FinalizeOtherTokens:
+		return fmt.Sprintf("spec.finalizers keeps %v, which only their owner removes (add --remove-namespace-finalizers if it is gone)", f.Kept)
+	case purge.FinalizeNamespaceHeld:
+		return fmt.Sprintf("the namespace's own metadata.finalizers hold it: %v (add --remove-namespace-finalizers if their owner is gone)", f.Kept)
+	}
+	return ""
+}
