@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver and kube-controller-manager from the pins in
-# hack/controlplane/go.mod into a gitignored cache folder keyed by the pins'
-# hash, so the ~10 minute cold build happens once per pin change.
-# Prints the folder holding the three binaries on stdout.
+# hack/controlplane/go.mod (the default, v1.36) or, given a minor such as
+# 1.33, hack/controlplane/1.33/go.mod, into a gitignored cache folder keyed
+# by the pins' hash, so the ~10 minute cold build happens once per pin
+# change. Prints the folder holding the three binaries on stdout.
+#   bash hack/build-controlplane.sh [MINOR]
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mod="$root/hack/controlplane"
+if [ -n "${1:-}" ] && [ "$1" != default ]; then
+  mod="$root/hack/controlplane/$1"
+  [ -f "$mod/go.mod" ] || { echo "no control plane pins for $1 (hack/controlplane/$1/go.mod); known: $(cd "$root/hack/controlplane" && ls -d 1.* | tr '\n' ' ')" >&2; exit 2; }
+fi
 cache="${NSDOCTOR_CACHE:-$root/.cache}"
 key=$(cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -c1-16)
 out="$cache/controlplane/$key"

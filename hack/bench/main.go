@@ -85,7 +85,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	b := &bench{o: o, tmp: tmp, rep: newReport(o), plugin: filepath.Join(tmp, "kubectl-ns_doctor"), floor: filepath.Join(tmp, "floor")}
 	// Plain builds (no -ldflags -s -w): what `go install` gives users.
 	for _, pb := range [][2]string{{b.plugin, "./cmd/kubectl-ns_doctor"}, {b.floor, "./hack/bench/floor"}} {
@@ -107,7 +107,7 @@ func run(ctx context.Context, o options) error {
 				b.cp.Stop()
 				return err
 			}
-			b.rep.write()
+			_ = b.rep.write()
 		}
 		b.cp.Stop()
 	}
@@ -125,7 +125,7 @@ func run(ctx context.Context, o options) error {
 			if err := b.purgeVsController(ctx, sizes[o.purgeSize]); err != nil {
 				return err
 			}
-			b.rep.write()
+			_ = b.rep.write()
 		}
 		if o.manyNS > 0 {
 			if err := b.manyNamespaces(ctx); err != nil {

@@ -209,14 +209,14 @@ func (o *PurgeOptions) confirm(ctx context.Context) error {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
 	esc := o.Purge.Escalations
-	fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", o.Name, o.context, o.cluster)
+	_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", o.Name, o.context, o.cluster)
 	switch {
 	case esc.RemoveAllFinalizers:
-		fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
+		_, _ = fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
 	case len(esc.RemoveFinalizers) > 0:
-		fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(esc.RemoveFinalizers, ", "))
+		_, _ = fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(esc.RemoveFinalizers, ", "))
 	}
-	fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
+	_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
 	answer := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(o.In).ReadString('\n')

@@ -26,7 +26,7 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 	// A bug must still end in one line and a documented code, not a stack.
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(streams.ErrOut, "error: internal error: %v (please report it with the command you ran)\n", r)
+			_, _ = fmt.Fprintf(streams.ErrOut, "error: internal error: %v (please report it with the command you ran)\n", r)
 			code = ExitError
 		}
 	}()
@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 		return ExitOK
 	}
 	if msg := describe(err, serverOf(flags)); msg != "" {
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", msg)
+		_, _ = fmt.Fprintf(streams.ErrOut, "error: %s\n", msg)
 	}
 	return exitCode(err)
 }

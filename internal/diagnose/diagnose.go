@@ -235,7 +235,7 @@ func compareConditions(observed, computed []v1.NamespaceCondition) []Condition {
 		c.Controller = valueOf(deletion.GetCondition(observed, t), true)
 		c.Computed = valueOf(deletion.GetCondition(computed, t), false)
 		c.Agree = c.Controller != nil && c.Computed != nil && c.Controller.Status == c.Computed.Status &&
-			c.Controller.Reason == c.Computed.Reason && normalizeMessage(c.Controller.Message) == c.Computed.Message
+			c.Controller.Reason == c.Computed.Reason && c.Controller.Message == c.Computed.Message
 		out = append(out, c)
 	}
 	return out
@@ -245,30 +245,12 @@ func valueOf(c *v1.NamespaceCondition, withTime bool) *ConditionValue {
 	if c == nil {
 		return nil
 	}
-	v := &ConditionValue{Status: string(c.Status), Reason: normalizeReason(c.Reason), Message: c.Message}
+	v := &ConditionValue{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
 	if withTime && !c.LastTransitionTime.IsZero() {
 		t := c.LastTransitionTime.UTC()
 		v.LastTransitionTime = &t
 	}
 	return v
-}
-
-// normalizeMessage maps the wording older controllers used for remaining
-// finalizers to today's, so an older cluster is not reported as disagreeing.
-func normalizeMessage(msg string) string {
-	const old, current = "Some finalizers are remaining: ", "Some content in the namespace has finalizers remaining: "
-	if strings.HasPrefix(msg, old) {
-		return current + strings.TrimPrefix(msg, old)
-	}
-	return msg
-}
-
-// normalizeReason maps reasons older controllers wrote to today's.
-func normalizeReason(reason string) string {
-	if reason == "SomeFinalizerRemain" {
-		return "SomeFinalizersRemain"
-	}
-	return reason
 }
 
 func verdictOf(r Report) Verdict {

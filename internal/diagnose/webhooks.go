@@ -58,6 +58,7 @@ func webhookCallError(wh Webhook, state ServiceState) error {
 	if path == "" {
 		path = "/"
 	}
+	//nolint:staticcheck // ST1005: kube-apiserver's own wording, capital included
 	return fmt.Errorf(`Internal error occurred: failed calling webhook %q: failed to call webhook: Post "https://%s.%s.svc:%d%s?timeout=%ds": %s`,
 		wh.Name, svc.Name, svc.Namespace, svc.Port, path, wh.TimeoutSeconds, reason)
 }

@@ -29,7 +29,7 @@ func TestSweepDropsClientRateLimitOnlyUnderAPF(t *testing.T) {
 				if strings.Contains(r.URL.Path, "/namespaces/ns/") {
 					lists.Add(1)
 				}
-				fmt.Fprint(w, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[]}`)
+				_, _ = fmt.Fprint(w, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[]}`)
 			}))
 			defer srv.Close()
 			// RaisedRateLimit turns QPS 0.05 / burst 1 into 1 QPS / burst 100.

@@ -3,6 +3,7 @@ package kube
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +13,8 @@ import (
 )
 
 // Whatever a (broken or hostile) server answers to discovery, Discover
-// returns resources or an error, never panics, and keeps only what parses.
+// returns resources or an error, never panics, and calls deletable only
+// what supports delete.
 func FuzzDiscover(f *testing.F) {
 	var mu sync.Mutex
 	var apiBody, apisBody string
@@ -44,8 +46,16 @@ func FuzzDiscover(f *testing.F) {
 			t.Fatal(err)
 		}
 		d, err := Discover(client)
-		if err == nil {
-			_ = d.DeletableResources()
+		if err != nil {
+			return
+		}
+		for gvr, r := range d.DeletableResources() {
+			if !slices.Contains(r.Verbs, "delete") || gvr.Resource != r.Name {
+				t.Fatalf("%v (%+v) listed as deletable", gvr, r)
+			}
+		}
+		if d.Err == nil && len(d.Failed) > 0 {
+			t.Fatalf("failed groups %v without an error", d.Failed)
 		}
 	})
 }

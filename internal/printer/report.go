@@ -268,7 +268,7 @@ func (e *errWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+func (e *errWriter) printf(format string, args ...any) { _, _ = fmt.Fprintf(e, format, args...) }
 
 func (e *errWriter) fail(err error) {
 	if e.err == nil {

@@ -136,3 +136,24 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs (go test ./internal/printer -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
+
+// The JSON and YAML documents are a contract (docs/schema.md): a change
+// to them shows up here as a golden diff.
+func TestMachineGolden(t *testing.T) {
+	for _, format := range Formats {
+		var diag, list, pur bytes.Buffer
+		m := Machine{Format: format}
+		if err := m.Diagnosis(&diag, stuckReport()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Diagnoses(&list, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Purge(&pur, incompleteReport()); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "stuck."+format, diag.Bytes())
+		golden(t, "empty-list."+format, list.Bytes())
+		golden(t, "purge-incomplete."+format, pur.Bytes())
+	}
+}

@@ -204,7 +204,9 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 			rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()}
 			return 0, fmt.Errorf("finalizing namespace %s: %w", r.Opts.Namespace, err)
 		}
-		return time.Second, r.finalizedNow(res)
+		// Finalized with nothing else holding it, it is gone at once: look
+		// again without waiting.
+		return 0, r.finalizedNow(res)
 	}
 	if res.Content.Err != nil {
 		rep.Errors = appendNew(rep.Errors, res.Content.Err.Error())

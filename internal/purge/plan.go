@@ -45,6 +45,7 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 		planOps.DeleteErrs = diagnose.WebhookRejections(obs)
 	}
 	r.deleter = r.newDeleter(nsClient, nil, planOps)
+	r.refused = map[string]bool{}
 	for pass := 1; pass <= maxPlanPasses; pass++ {
 		if !r.planPass(ctx, pass, ops, planOps, planNs, server) {
 			break
@@ -149,7 +150,7 @@ func (r *run) planStrips(ctx context.Context, content *deletion.ContentResult, p
 		}
 		for _, item := range list.Items {
 			strip := r.Opts.Escalations.match(item.Finalizers)
-			if len(strip) == 0 {
+			if len(strip) == 0 || r.refused[deletion.ResourceName(gvr)+"/"+item.Name] {
 				continue
 			}
 			s := Strip{Resource: deletion.ResourceName(gvr), Name: item.Name, Finalizers: strip, Status: StripPlanned}
@@ -161,6 +162,9 @@ func (r *run) planStrips(ctx context.Context, content *deletion.ContentResult, p
 				}
 			}
 			r.report.Strips = appendStrip(r.report.Strips, s)
+			if s.Status == StripFailed {
+				r.refused[s.Resource+"/"+s.Name] = true
+			}
 			if s.Status == StripPlanned {
 				planOps.RemoveFinalizers(gvr, item.Name, strip)
 				played++

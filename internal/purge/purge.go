@@ -164,6 +164,6 @@ func (p *Purger) Run(ctx context.Context) (*Report, error) {
 
 func (p *Purger) progress(format string, args ...any) {
 	if p.Opts.Progress != nil {
-		fmt.Fprintf(p.Opts.Progress, format+"\n", args...)
+		_, _ = fmt.Fprintf(p.Opts.Progress, format+"\n", args...)
 	}
 }

@@ -52,7 +52,7 @@ func (rc *recreations) observe(gvr schemaGVR, obj *unstructured.Unstructured) {
 	prev, known := rc.uids[gvr][obj.GetName()]
 	rc.uids[gvr][obj.GetName()] = obj.GetUID()
 	back := (known && prev != obj.GetUID()) ||
-		(!known && !rc.deletedAt.IsZero() && obj.GetCreationTimestamp().Time.After(rc.deletedAt))
+		(!known && !rc.deletedAt.IsZero() && obj.GetCreationTimestamp().After(rc.deletedAt))
 	if !back {
 		return
 	}

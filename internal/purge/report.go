@@ -18,9 +18,9 @@ type Report struct {
 	Cluster    string `json:"cluster,omitempty"`
 	// ServerVersion and OrderedDeletion: the cluster's version and the
 	// deletion order purge followed.
-	ServerVersion   string `json:"serverVersion,omitempty"`
-	OrderedDeletion bool   `json:"orderedDeletion"`
-	Mode            DryRun `json:"mode"`
+	ServerVersion   string  `json:"serverVersion,omitempty"`
+	OrderedDeletion bool    `json:"orderedDeletion"`
+	Mode            DryRun  `json:"mode"`
 	Outcome         Outcome `json:"outcome"`
 	// Stop says why a run ended before the namespace was gone.
 	Stop *Stop `json:"stop,omitempty"`

@@ -28,6 +28,9 @@ type run struct {
 	deleter *deletion.NamespacedResourcesDeleter
 	disc    *kube.Discovery
 
+	// Plans only: the strips the server refused, not sent again.
+	refused map[string]bool
+
 	// Force runs only.
 	bk *backup.Writer
 	// reported remembers the resources whose deletion is already listed
@@ -50,6 +53,12 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 	}
 	obs.OrderedDeletion = r.Opts.OrderedDeletion
 	r.disc = in.Discovery()
+	// explain reads pods as metadata only; purge reads them as the
+	// controller does (spec and status, never printed), so a plan knows
+	// which pods a kubelet holds and which go at once.
+	if pods, err := (kube.PodLister{Client: r.Clients.Kube}).ListPods(ctx, ns.Name); err == nil {
+		obs.Snapshot.Pods, obs.Snapshot.PodSpecsUnknown = pods, false
+	}
 	return obs, nil
 }
 

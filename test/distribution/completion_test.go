@@ -7,15 +7,17 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // completions splits cobra's __complete output into the choices and the
 // directive line (":36" is NoFileComp|KeepOrder).
-func completions(t *testing.T, r result) ([]string, string) {
+func completions(t *testing.T, r plugintest.Result) ([]string, string) {
 	t.Helper()
-	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
-	if r.code != 0 || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], ":") {
-		t.Fatalf("not a completion answer: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
+	if r.Code != 0 || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], ":") {
+		t.Fatalf("not a completion answer: exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	return lines[:len(lines)-1], lines[len(lines)-1]
 }
@@ -26,14 +28,14 @@ func completions(t *testing.T, r result) ([]string, string) {
 func stuckAndActive(t *testing.T) (prefix, stuck, active string) {
 	t.Helper()
 	ctx := context.Background()
-	prefix = uniqueName(t) + "-"
+	prefix = plugintest.UniqueName(t) + "-"
 	active, stuck = prefix+"a-active", prefix+"z-stuck"
-	must(t, cluster.CreateNamespace(ctx, active))
-	must(t, cluster.CreateNamespace(ctx, stuck))
-	must(t, cluster.CreateConfigMap(ctx, stuck, "held", nil, "example.com/hold"))
-	must(t, cluster.DeleteNamespace(ctx, stuck))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, active))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, stuck))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, stuck, "held", nil, "example.com/hold"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, stuck))
 	ns, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, stuck, metav1.GetOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	if ns.DeletionTimestamp == nil {
 		t.Fatalf("namespace %s is not terminating", stuck)
 	}
@@ -45,16 +47,16 @@ func stuckAndActive(t *testing.T) (prefix, stuck, active string) {
 func TestNamespaceCompletion(t *testing.T) {
 	prefix, stuck, active := stuckAndActive(t)
 	for _, sub := range []string{"explain", "purge"} {
-		names, directive := completions(t, plugin(t, cp.Kubeconfig, "__complete", sub, prefix))
+		names, directive := completions(t, pluginRun(t, cp.Kubeconfig, "__complete", sub, prefix))
 		if want := []string{stuck, active}; !slices.Equal(names, want) || directive != ":36" {
 			t.Errorf("__complete %s %s: %v %s, want %v :36", sub, prefix, names, directive, want)
 		}
 	}
 
-	names, _ := completions(t, plugin(t, cp.Kubeconfig, "__complete", "explain", ""))
+	names, _ := completions(t, pluginRun(t, cp.Kubeconfig, "__complete", "explain", ""))
 	terminating := map[string]bool{}
 	list, err := cluster.Kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	for _, ns := range list.Items {
 		terminating[ns.Name] = ns.DeletionTimestamp != nil
 	}
@@ -76,11 +78,11 @@ func TestNamespaceCompletion(t *testing.T) {
 	}
 
 	// -n completes namespaces as well; nothing after NAME.
-	names, _ = completions(t, plugin(t, cp.Kubeconfig, "__complete", "explain", "-n", prefix))
+	names, _ = completions(t, pluginRun(t, cp.Kubeconfig, "__complete", "explain", "-n", prefix))
 	if !slices.Equal(names, []string{stuck, active}) {
 		t.Errorf("-n %s: %v", prefix, names)
 	}
-	if names, _ = completions(t, plugin(t, cp.Kubeconfig, "__complete", "purge", stuck, "")); len(names) != 0 {
+	if names, _ = completions(t, pluginRun(t, cp.Kubeconfig, "__complete", "purge", stuck, "")); len(names) != 0 {
 		t.Errorf("a second NAME is completed: %v", names)
 	}
 }
@@ -89,25 +91,25 @@ func TestNamespaceCompletion(t *testing.T) {
 // kubectl_complete-ns_doctor from PATH: it must answer as the plugin does.
 func TestKubectlPluginCompletion(t *testing.T) {
 	prefix, stuck, active := stuckAndActive(t)
-	direct := plugin(t, cp.Kubeconfig, "__complete", "explain", "")
-	viaKubectl := kubectl(t, cp.Kubeconfig, "__complete", "ns-doctor", "explain", "")
+	direct := pluginRun(t, cp.Kubeconfig, "__complete", "explain", "")
+	viaKubectl := plugin.Kubectl(t, cp.Kubeconfig, "__complete", "ns-doctor", "explain", "")
 	want, wantDirective := completions(t, direct)
 	got, directive := completions(t, viaKubectl)
 	if !slices.Equal(got, want) || directive != wantDirective {
-		t.Errorf("kubectl __complete ns-doctor explain \"\":\n%v %s\nthe plugin itself:\n%v %s\nkubectl's stderr:\n%s", got, directive, want, wantDirective, viaKubectl.stderr)
+		t.Errorf("kubectl __complete ns-doctor explain \"\":\n%v %s\nthe plugin itself:\n%v %s\nkubectl's stderr:\n%s", got, directive, want, wantDirective, viaKubectl.Stderr)
 	}
-	got, _ = completions(t, kubectl(t, cp.Kubeconfig, "__complete", "ns-doctor", "purge", prefix))
+	got, _ = completions(t, plugin.Kubectl(t, cp.Kubeconfig, "__complete", "ns-doctor", "purge", prefix))
 	if !slices.Equal(got, []string{stuck, active}) {
 		t.Errorf("kubectl __complete ns-doctor purge %s: %v", prefix, got)
 	}
 	// Subcommands too, and kubectl itself lists the plugin.
-	got, _ = completions(t, kubectl(t, cp.Kubeconfig, "__complete", "ns-doctor", ""))
+	got, _ = completions(t, plugin.Kubectl(t, cp.Kubeconfig, "__complete", "ns-doctor", ""))
 	for _, sub := range []string{"completion", "explain", "purge", "version"} {
 		if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, sub+"\t") || s == sub }) {
 			t.Errorf("kubectl __complete ns-doctor \"\" lacks %s: %v", sub, got)
 		}
 	}
-	got, _ = completions(t, kubectl(t, cp.Kubeconfig, "__complete", "ns-"))
+	got, _ = completions(t, plugin.Kubectl(t, cp.Kubeconfig, "__complete", "ns-"))
 	if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "ns-doctor") }) {
 		t.Errorf("kubectl does not offer the plugin: %v", got)
 	}
@@ -121,13 +123,13 @@ func TestCompletionScriptsThroughKubectl(t *testing.T) {
 		"fish":       "complete -c kubectl-ns_doctor",
 		"powershell": "Register-ArgumentCompleter -CommandName 'kubectl-ns_doctor'",
 	} {
-		r := kubectl(t, cp.Kubeconfig, "ns-doctor", "completion", shell)
-		if r.code != 0 || r.stderr != "" || len(r.stdout) < 1000 || !strings.Contains(r.stdout, want) {
-			t.Errorf("kubectl ns-doctor completion %s: exit %d, %d bytes, stderr %q; want %q in it", shell, r.code, len(r.stdout), r.stderr, want)
+		r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "completion", shell)
+		if r.Code != 0 || r.Stderr != "" || len(r.Stdout) < 1000 || !strings.Contains(r.Stdout, want) {
+			t.Errorf("kubectl ns-doctor completion %s: exit %d, %d bytes, stderr %q; want %q in it", shell, r.Code, len(r.Stdout), r.Stderr, want)
 		}
 	}
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "completion", "kubectl-plugin")
-	if r.code != 0 || !strings.Contains(r.stdout, `exec kubectl-ns_doctor __complete "$@"`) {
-		t.Errorf("kubectl ns-doctor completion kubectl-plugin: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "completion", "kubectl-plugin")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `exec kubectl-ns_doctor __complete "$@"`) {
+		t.Errorf("kubectl ns-doctor completion kubectl-plugin: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }

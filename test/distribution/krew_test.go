@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // manifest mirrors krew's index.Plugin (krew itself cannot be fetched here).
@@ -210,7 +212,7 @@ func renderTemplate(t *testing.T, tag string, where func(url string) (uri, sha s
 	t.Helper()
 	path := filepath.Join(repoRoot, "krew", ".krew.yaml")
 	data, err := os.ReadFile(path)
-	must(t, err)
+	plugintest.Must(t, err)
 	tmpl, err := template.New(".krew.yaml").Funcs(template.FuncMap{
 		"addURIAndSha": func(urlTemplate, tag string) (string, error) {
 			u, err := template.New("url").Parse(urlTemplate)
@@ -245,7 +247,7 @@ func renderTemplate(t *testing.T, tag string, where func(url string) (uri, sha s
 func TestCommittedManifestMatchesTemplate(t *testing.T) {
 	file := filepath.Join(repoRoot, "plugins", "ns-doctor.yaml")
 	data, err := os.ReadFile(file)
-	must(t, err)
+	plugintest.Must(t, err)
 	committed := readManifest(t, data)
 	for _, err := range validateManifest(file, committed) {
 		t.Error(err)
@@ -282,7 +284,7 @@ func TestCommittedManifestMatchesTemplate(t *testing.T) {
 // The rules themselves catch what they are meant to catch.
 func TestManifestRulesCatchMistakes(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repoRoot, "plugins", "ns-doctor.yaml"))
-	must(t, err)
+	plugintest.Must(t, err)
 	for _, tc := range []struct {
 		name   string
 		mutate func(*manifest)

@@ -150,7 +150,7 @@ func unpack(name string, data []byte, dir string) ([]string, error) {
 			return err
 		}
 		if _, err := io.Copy(f, r); err != nil {
-			f.Close()
+			_ = f.Close()
 			return err
 		}
 		return f.Close()
@@ -170,7 +170,7 @@ func unpack(name string, data []byte, dir string) ([]string, error) {
 				return nil, err
 			}
 			err = write(f.Name, f.Mode(), rc)
-			rc.Close()
+			_ = rc.Close()
 			if err != nil {
 				return nil, err
 			}

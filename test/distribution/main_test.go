@@ -7,14 +7,9 @@
 package distribution
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,9 +21,9 @@ import (
 var (
 	cp      *controlplane.ControlPlane
 	cluster *scenario.Cluster
-	// pluginDir holds kubectl-ns_doctor and the repository's
+	// plugin's folder holds kubectl-ns_doctor and the repository's
 	// kubectl_complete-ns_doctor, for PATH.
-	pluginDir string
+	plugin plugintest.Plugin
 	// repoRoot is the checkout: goreleaser, krew/ and docs/ live there.
 	repoRoot string
 )
@@ -45,7 +40,7 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	})
-	os.RemoveAll(pluginDir)
+	_ = os.RemoveAll(plugin.Dir)
 	os.Exit(code)
 }
 
@@ -56,10 +51,10 @@ func setup() error {
 	}
 	// go test runs in the package folder, test/distribution.
 	repoRoot = filepath.Join(wd, "..", "..")
-	if pluginDir, err = os.MkdirTemp("", "ns-doctor-dist-bin-"); err != nil {
+	if plugin.Dir, err = os.MkdirTemp("", "ns-doctor-dist-bin-"); err != nil {
 		return err
 	}
-	if err := plugintest.Build(pluginDir, ""); err != nil {
+	if err := plugintest.Build(plugin.Dir, ""); err != nil {
 		return err
 	}
 	// The shim as shipped, not as printed: the file users get is tested.
@@ -67,60 +62,18 @@ func setup() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(pluginDir, "kubectl_complete-ns_doctor"), shim, 0o755)
-}
-
-type result struct {
-	stdout, stderr string
-	code           int
+	return os.WriteFile(filepath.Join(plugin.Dir, "kubectl_complete-ns_doctor"), shim, 0o755)
 }
 
 // command runs name with args in the checkout, env added to this
 // process's environment, and fails the test only if it could not run at all.
-func command(t *testing.T, timeout time.Duration, env []string, name string, args ...string) result {
+func command(t *testing.T, timeout time.Duration, env []string, name string, args ...string) plugintest.Result {
 	t.Helper()
-	return commandIn(t, repoRoot, timeout, env, name, args...)
+	return plugintest.Command(t, repoRoot, timeout, env, name, args...)
 }
 
-// commandIn is command run in dir.
-func commandIn(t *testing.T, dir string, timeout time.Duration, env []string, name string, args ...string) result {
+// pluginRun runs the built plugin directly, as kubectl would.
+func pluginRun(t *testing.T, kubeconfig string, args ...string) plugintest.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %s %s: %v", name, strings.Join(args, " "), err)
-	}
-	return result{out.String(), errOut.String(), code}
-}
-
-// kubectl runs the real kubectl with the plugin and the shim on PATH.
-func kubectl(t *testing.T, kubeconfig string, args ...string) result {
-	t.Helper()
-	r := plugintest.Kubectl(t, pluginDir, kubeconfig, args...)
-	return result{r.Stdout, r.Stderr, r.Code}
-}
-
-// plugin runs the built plugin directly, as kubectl would.
-func plugin(t *testing.T, kubeconfig string, args ...string) result {
-	t.Helper()
-	return command(t, 3*time.Minute, []string{"KUBECONFIG=" + kubeconfig, "NO_COLOR="}, filepath.Join(pluginDir, "kubectl-ns_doctor"), args...)
-}
-
-func uniqueName(t *testing.T) string { return plugintest.UniqueName(t) }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return command(t, 3*time.Minute, []string{"KUBECONFIG=" + kubeconfig, "NO_COLOR="}, filepath.Join(plugin.Dir, "kubectl-ns_doctor"), args...)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // userWithRole applies docs/rbac/<file> as it is and returns the
@@ -26,7 +27,7 @@ func userWithRole(t *testing.T, file string) string {
 	t.Helper()
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join(repoRoot, "docs", "rbac", file))
-	must(t, err)
+	plugintest.Must(t, err)
 	var role rbacv1.ClusterRole
 	if err := yaml.UnmarshalStrict(data, &role); err != nil {
 		t.Fatalf("docs/rbac/%s: %v", file, err)
@@ -34,22 +35,22 @@ func userWithRole(t *testing.T, file string) string {
 	roles := cluster.Kube.RbacV1().ClusterRoles()
 	if _, err := roles.Create(ctx, &role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		existing, err := roles.Get(ctx, role.Name, metav1.GetOptions{})
-		must(t, err)
+		plugintest.Must(t, err)
 		role.ResourceVersion = existing.ResourceVersion
 		_, err = roles.Update(ctx, &role, metav1.UpdateOptions{})
-		must(t, err)
+		plugintest.Must(t, err)
 	} else {
-		must(t, err)
+		plugintest.Must(t, err)
 	}
-	user := uniqueName(t)
+	user := plugintest.UniqueName(t)
 	_, err = cluster.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}, metav1.CreateOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	_, kubeconfig, err := cp.MintUser(user)
-	must(t, err)
+	plugintest.Must(t, err)
 	return kubeconfig
 }
 
@@ -63,9 +64,9 @@ type comparable struct {
 	Unchecked []string          `json:"unchecked"`
 }
 
-func explainJSON(t *testing.T, kubeconfig, name string) (comparable, result) {
+func explainJSON(t *testing.T, kubeconfig, name string) (comparable, plugintest.Result) {
 	t.Helper()
-	r := kubectl(t, kubeconfig, "ns-doctor", "explain", name, "-o", "json")
+	r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "explain", name, "-o", "json")
 	var raw struct {
 		Verdict struct {
 			State string `json:"state"`
@@ -77,8 +78,8 @@ func explainJSON(t *testing.T, kubeconfig, name string) (comparable, result) {
 		Discovery json.RawMessage  `json:"discovery"`
 		Unchecked []string         `json:"unchecked"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
-		t.Fatalf("explain %s -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, r.code, err, r.stdout, r.stderr)
+	if err := json.Unmarshal([]byte(r.Stdout), &raw); err != nil {
+		t.Fatalf("explain %s -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, r.Code, err, r.Stdout, r.Stderr)
 	}
 	c := comparable{State: raw.Verdict.State, Discovery: raw.Discovery, Unchecked: raw.Unchecked}
 	for _, b := range raw.Blockers {
@@ -88,7 +89,7 @@ func explainJSON(t *testing.T, kubeconfig, name string) (comparable, result) {
 	for _, item := range raw.Content {
 		delete(item, "oldestDeletion")
 		line, err := json.Marshal(item)
-		must(t, err)
+		plugintest.Must(t, err)
 		c.Content = append(c.Content, line)
 	}
 	return c, r
@@ -106,25 +107,25 @@ func (c comparable) String() string {
 // namespace's content.
 func TestExplainClusterRoleSuffices(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
-	must(t, err)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
 	apiService, err := cluster.BrokenAPIService(ctx, name+".example.org", "v1", "kube-system", "gone-"+name)
-	must(t, err)
+	plugintest.Must(t, err)
 	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), apiService) })
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	must(t, cluster.FailClosedWebhook(ctx, name, name, "kube-system", "guard-"+name, configMaps))
+	plugintest.Must(t, cluster.FailClosedWebhook(ctx, name, name, "kube-system", "guard-"+name, configMaps))
 	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	kubeconfig := userWithRole(t, "explain-clusterrole.yaml")
 	// The verdict may move with time (grace periods): accept the user's
 	// report once an admin's report just before and just after agree.
 	var admin, user comparable
-	var userRun result
+	var userRun plugintest.Result
 	for attempt := 0; attempt < 3; attempt++ {
 		before, _ := explainJSON(t, cp.Kubeconfig, name)
 		user, userRun = explainJSON(t, kubeconfig, name)
@@ -134,7 +135,7 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 		}
 	}
 	if user.String() != admin.String() {
-		t.Errorf("the explain role's report differs from an admin's:\nuser:\n%s\nadmin:\n%s\nuser's stderr:\n%s", user, admin, userRun.stderr)
+		t.Errorf("the explain role's report differs from an admin's:\nuser:\n%s\nadmin:\n%s\nuser's stderr:\n%s", user, admin, userRun.Stderr)
 	}
 	for _, res := range []string{"widgets", "configmaps"} {
 		if !strings.Contains(fmt.Sprintf("%s", user.Content), `"resource":"`+res+`"`) {
@@ -146,11 +147,11 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 			t.Errorf("the scenario does not exercise %s: blockers %v", want, admin.Blockers)
 		}
 	}
-	if slices.Contains(user.Blockers, diagnose.BlockerForbidden) || len(user.Unchecked) > 0 || strings.Contains(userRun.stdout, "forbidden") {
-		t.Errorf("the explain role misses permissions:\n%s", userRun.stdout)
+	if slices.Contains(user.Blockers, diagnose.BlockerForbidden) || len(user.Unchecked) > 0 || strings.Contains(userRun.Stdout, "forbidden") {
+		t.Errorf("the explain role misses permissions:\n%s", userRun.Stdout)
 	}
-	if user.State != diagnose.StateStuck || userRun.code != 3 {
-		t.Errorf("verdict %q, exit %d; want stuck, 3", user.State, userRun.code)
+	if user.State != diagnose.StateStuck || userRun.Code != 3 {
+		t.Errorf("verdict %q, exit %d; want stuck, 3", user.State, userRun.Code)
 	}
 }
 
@@ -162,23 +163,23 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 func TestPurgeClusterRoleSuffices(t *testing.T) {
 	ctx := context.Background()
 	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
-	must(t, err)
+	plugintest.Must(t, err)
 	content := func(name string) {
-		must(t, cluster.CreateNamespace(ctx, name))
-		must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
-		must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-		must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
-		must(t, cluster.CreateBoundPod(ctx, name, "orphan", 0))
+		plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+		plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
+		plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+		plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+		plugintest.Must(t, cluster.CreateBoundPod(ctx, name, "orphan", 0))
 	}
-	stuck, active := uniqueName(t)+"-stuck", uniqueName(t)+"-active"
+	stuck, active := plugintest.UniqueName(t)+"-stuck", plugintest.UniqueName(t)+"-active"
 	content(stuck)
 	content(active)
-	must(t, cluster.DeleteNamespace(ctx, stuck))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, stuck))
 
 	reader := userWithRole(t, "explain-clusterrole.yaml")
-	r := kubectl(t, reader, "ns-doctor", "purge", stuck, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir())
-	if r.code != 1 || !strings.Contains(r.stderr, "permission(s)") {
-		t.Fatalf("the explain role alone was not refused: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := plugin.Kubectl(t, reader, "ns-doctor", "purge", stuck, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir())
+	if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s)") {
+		t.Fatalf("the explain role alone was not refused: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 
 	purger := userWithRole(t, "purge-clusterrole.yaml")
@@ -191,9 +192,9 @@ func TestPurgeClusterRoleSuffices(t *testing.T) {
 	} {
 		backup := t.TempDir()
 		args := append([]string{"ns-doctor", "purge", tc.name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", backup, "--timeout", "2m"}, tc.extra...)
-		r := kubectl(t, purger, args...)
-		if r.code != 0 {
-			t.Errorf("purge %s as the purge role: exit %d\nstdout:\n%s\nstderr:\n%s", tc.name, r.code, r.stdout, r.stderr)
+		r := plugin.Kubectl(t, purger, args...)
+		if r.Code != 0 {
+			t.Errorf("purge %s as the purge role: exit %d\nstdout:\n%s\nstderr:\n%s", tc.name, r.Code, r.Stdout, r.Stderr)
 			continue
 		}
 		if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, tc.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // TestSnapshotInstallsLikeKrew builds the release archives with the pinned
 // goreleaser, renders krew/.krew.yaml for them as krew-release-bot would,
-// checks the result with krew's rules, installs every platform the way
+// checks the plugintest.Result with krew's rules, installs every platform the way
 // krew does, and runs the installed plugin and the shipped completion shim
 // through the real kubectl.
 func TestSnapshotInstallsLikeKrew(t *testing.T) {
@@ -27,8 +29,8 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 		t.Skip("builds goreleaser and six release archives (minutes)")
 	}
 	gr := installGoreleaser(t)
-	if r := command(t, 5*time.Minute, nil, gr, "check"); r.code != 0 {
-		t.Fatalf("goreleaser check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	if r := command(t, 5*time.Minute, nil, gr, "check"); r.Code != 0 {
+		t.Fatalf("goreleaser check: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	dist := snapshot(t, gr)
 
@@ -58,7 +60,7 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 		return "file://" + filepath.Join(dist, name), sha, nil
 	})
 	manifestFile := filepath.Join(t.TempDir(), "ns-doctor.yaml")
-	must(t, os.WriteFile(manifestFile, rendered, 0o644))
+	plugintest.Must(t, os.WriteFile(manifestFile, rendered, 0o644))
 	m := readManifest(t, rendered)
 	for _, err := range validateManifest(manifestFile, m) {
 		t.Error(err)
@@ -68,7 +70,7 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 	}
 	// The committed manifest is the same but for version, uri and sha256.
 	data, err := os.ReadFile(filepath.Join(repoRoot, "plugins", "ns-doctor.yaml"))
-	must(t, err)
+	plugintest.Must(t, err)
 	if got, want := structure(readManifest(t, data)), structure(m); !reflect.DeepEqual(got, want) {
 		t.Errorf("plugins/ns-doctor.yaml differs from the snapshot's manifest beyond version, uri and sha256:\n%+v\n%+v", got, want)
 	}
@@ -127,20 +129,20 @@ func runInstalled(t *testing.T, root, staging, wantVersion, wantCommit string) {
 	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + cp.Kubeconfig}
 	r := command(t, time.Minute, env, "kubectl", "ns-doctor", "version", "-o", "json")
 	var info struct{ Version, Commit string }
-	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil {
-		t.Fatalf("kubectl ns-doctor version -o json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	if err := json.Unmarshal([]byte(r.Stdout), &info); r.Code != 0 || err != nil {
+		t.Fatalf("kubectl ns-doctor version -o json: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
 	}
 	if info.Version != wantVersion || info.Commit != wantCommit {
 		t.Errorf("installed plugin reports %s (%s), want %s (%s)", info.Version, info.Commit, wantVersion, wantCommit)
 	}
 	t.Logf("kubectl ns-doctor version, krew-installed: %s (commit %s)", info.Version, info.Commit)
-	if r := command(t, time.Minute, env, "kubectl", "plugin", "list"); !strings.Contains(r.stdout, filepath.Join(bin, "kubectl-ns_doctor")) {
-		t.Errorf("kubectl plugin list does not show krew's link:\n%s%s", r.stdout, r.stderr)
+	if r := command(t, time.Minute, env, "kubectl", "plugin", "list"); !strings.Contains(r.Stdout, filepath.Join(bin, "kubectl-ns_doctor")) {
+		t.Errorf("kubectl plugin list does not show krew's link:\n%s%s", r.Stdout, r.Stderr)
 	}
 
 	shim, err := os.ReadFile(filepath.Join(staging, "kubectl_complete-ns_doctor"))
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(bin, "kubectl_complete-ns_doctor"), shim, 0o755))
+	plugintest.Must(t, err)
+	plugintest.Must(t, os.WriteFile(filepath.Join(bin, "kubectl_complete-ns_doctor"), shim, 0o755))
 	names, _ := completions(t, command(t, time.Minute, env, "kubectl", "__complete", "ns-doctor", "explain", "kube-"))
 	if !slices.Contains(names, "kube-system") {
 		t.Errorf("the shipped shim, beside the krew-installed plugin, completes %v", names)
@@ -153,11 +155,11 @@ func installGoreleaser(t *testing.T) string {
 	t.Helper()
 	start := time.Now()
 	r := command(t, 30*time.Minute, nil, "bash", filepath.Join(repoRoot, "hack", "install-goreleaser.sh"))
-	if r.code != 0 {
-		t.Fatalf("hack/install-goreleaser.sh: exit %d\n%s", r.code, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("hack/install-goreleaser.sh: exit %d\n%s", r.Code, r.Stderr)
 	}
 	t.Logf("goreleaser install: %s", time.Since(start).Round(time.Second))
-	return strings.TrimSpace(r.stdout)
+	return strings.TrimSpace(r.Stdout)
 }
 
 // snapshot runs `goreleaser release --snapshot` on a copy of the sources
@@ -169,12 +171,12 @@ func snapshot(t *testing.T, gr string) string {
 	dir := t.TempDir()
 	dist := filepath.Join(dir, "dist")
 	config := filepath.Join(dir, "goreleaser.yaml")
-	must(t, os.WriteFile(config, releaseConfig(t, dist), 0o644))
+	plugintest.Must(t, os.WriteFile(config, releaseConfig(t, dist), 0o644))
 	src := sourceCopy(t)
 	start := time.Now()
-	r := commandIn(t, src, 35*time.Minute, nil, gr, "release", "--snapshot", "--clean", "--config", config)
-	if r.code != 0 {
-		t.Fatalf("goreleaser release --snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := plugintest.Command(t, src, 35*time.Minute, nil, gr, "release", "--snapshot", "--clean", "--config", config)
+	if r.Code != 0 {
+		t.Fatalf("goreleaser release --snapshot: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	t.Logf("goreleaser snapshot build: %s", time.Since(start).Round(time.Second))
 	return dist
@@ -187,20 +189,20 @@ func snapshot(t *testing.T, gr string) string {
 func sourceCopy(t *testing.T) string {
 	t.Helper()
 	r := command(t, time.Minute, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	if r.code != 0 {
-		t.Fatalf("git ls-files: %s", r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("git ls-files: %s", r.Stderr)
 	}
 	dst := t.TempDir()
-	for _, name := range strings.Split(strings.TrimRight(r.stdout, "\x00"), "\x00") {
+	for _, name := range strings.Split(strings.TrimRight(r.Stdout, "\x00"), "\x00") {
 		data, err := os.ReadFile(filepath.Join(repoRoot, name))
 		if os.IsNotExist(err) {
 			continue // deleted, not yet committed
 		}
-		must(t, err)
+		plugintest.Must(t, err)
 		info, err := os.Stat(filepath.Join(repoRoot, name))
-		must(t, err)
-		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755))
-		must(t, os.WriteFile(filepath.Join(dst, name), data, info.Mode().Perm()))
+		plugintest.Must(t, err)
+		plugintest.Must(t, os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755))
+		plugintest.Must(t, os.WriteFile(filepath.Join(dst, name), data, info.Mode().Perm()))
 	}
 	for _, args := range [][]string{
 		{"init", "-q"},
@@ -210,8 +212,8 @@ func sourceCopy(t *testing.T) string {
 		// stamps commit "none"; it only reads the URL.
 		{"remote", "add", "origin", "https://github.com/ns-doctor/ns-doctor.git"},
 	} {
-		if r := commandIn(t, dst, time.Minute, nil, "git", args...); r.code != 0 {
-			t.Fatalf("git %s in the source copy: %s", strings.Join(args, " "), r.stderr)
+		if r := plugintest.Command(t, dst, time.Minute, nil, "git", args...); r.Code != 0 {
+			t.Fatalf("git %s in the source copy: %s", strings.Join(args, " "), r.Stderr)
 		}
 	}
 	return dst
@@ -224,9 +226,9 @@ func sourceCopy(t *testing.T) string {
 func releaseConfig(t *testing.T, dist string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, ".goreleaser.yaml"))
-	must(t, err)
+	plugintest.Must(t, err)
 	var cfg map[string]any
-	must(t, yaml.Unmarshal(data, &cfg))
+	plugintest.Must(t, yaml.Unmarshal(data, &cfg))
 	cfg["dist"] = dist
 	snap, _ := cfg["snapshot"].(map[string]any)
 	if snap == nil {
@@ -235,7 +237,7 @@ func releaseConfig(t *testing.T, dist string) []byte {
 	snap["version_template"] = "{{ incpatch .Version }}"
 	cfg["snapshot"] = snap
 	out, err := yaml.Marshal(cfg)
-	must(t, err)
+	plugintest.Must(t, err)
 	return out
 }
 
@@ -260,8 +262,8 @@ func archiveArtifacts(t *testing.T, dist string) []archiveArtifact {
 func checksums(t *testing.T, dist string) map[string]string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dist, "checksums.txt"))
-	must(t, err)
-	defer f.Close()
+	plugintest.Must(t, err)
+	defer func() { _ = f.Close() }()
 	sums := map[string]string{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
@@ -271,14 +273,14 @@ func checksums(t *testing.T, dist string) map[string]string {
 		}
 		sums[fields[1]] = fields[0]
 	}
-	must(t, s.Err())
+	plugintest.Must(t, s.Err())
 	return sums
 }
 
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	must(t, err)
+	plugintest.Must(t, err)
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

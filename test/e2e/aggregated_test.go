@@ -24,15 +24,15 @@ func startAggregated(t *testing.T) *scenario.AggregatedAPI {
 func aggregatedDownNamespace(t *testing.T, agg *scenario.AggregatedAPI, name string) *v1.Namespace {
 	t.Helper()
 	ctx := context.Background()
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-	must(t, agg.Create(ctx, name, "g1"))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, agg.Create(ctx, name, "g1"))
 	agg.Fail(name, "gadget backend is down")
 	t.Cleanup(func() {
 		agg.Recover(name)
 		_ = cluster.ReleaseConfigMap(context.Background(), name, "held")
 	})
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	return waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 }
 
@@ -41,7 +41,7 @@ func aggregatedDownNamespace(t *testing.T, agg *scenario.AggregatedAPI, name str
 // computes equal those the controller wrote after meeting the 503.
 func TestBlockerAggregatedAPIAnswers503(t *testing.T) {
 	agg := startAggregated(t)
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	aggregatedDownNamespace(t, agg, name)
 
 	e := explain(t, cp.Kubeconfig, name)
@@ -75,15 +75,15 @@ func containsPrefix(list []string, prefix string) bool {
 func TestExplainSkipsTypeAnswering404LikeTheController(t *testing.T) {
 	ctx := context.Background()
 	agg := startAggregated(t)
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-	must(t, agg.Create(ctx, name, "g1"))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, agg.Create(ctx, name, "g1"))
 	agg.FailWith(name, apierrors.NewNotFound(agg.GVR.GroupResource(), ""))
 	t.Cleanup(func() {
 		_ = cluster.ReleaseConfigMap(context.Background(), name, "held")
 	})
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)

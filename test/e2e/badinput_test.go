@@ -52,13 +52,13 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			r := kubectl(t, tc.kubeconfig, append([]string{"ns-doctor"}, tc.args...)...)
-			lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
-			if r.code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], tc.want) {
-				t.Fatalf("code %d (want %d), stderr:\n%s", r.code, tc.code, r.stderr)
+			r := plugin.Kubectl(t, tc.kubeconfig, append([]string{"ns-doctor"}, tc.args...)...)
+			lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
+			if r.Code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], tc.want) {
+				t.Fatalf("code %d (want %d), stderr:\n%s", r.Code, tc.code, r.Stderr)
 			}
-			if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "panic") {
-				t.Fatalf("stack trace on stderr:\n%s", r.stderr)
+			if strings.Contains(r.Stderr, "goroutine") || strings.Contains(r.Stderr, "panic") {
+				t.Fatalf("stack trace on stderr:\n%s", r.Stderr)
 			}
 			if tc.name == "server that never answers" && time.Since(start) > 30*time.Second {
 				t.Fatalf("--request-timeout=1s not honoured: took %s", time.Since(start))
@@ -73,7 +73,7 @@ func closedPort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	_ = l.Close()
 	return addr
 }
 
@@ -93,7 +93,7 @@ func silentServer(t *testing.T) string {
 			conns = append(conns, c)
 		}
 	}()
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() { _ = l.Close() })
 	return l.Addr().String()
 }
 

@@ -13,18 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 func TestBlockerFailClosedWebhook(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil))
-	must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil))
+	plugintest.Must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
 	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)
@@ -37,12 +38,12 @@ func TestBlockerFailClosedWebhook(t *testing.T) {
 
 func TestBlockerSelfHostedWebhook(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", map[string]string{"app": "x"}, "example.com/hold"))
-	must(t, cluster.FailClosedWebhook(ctx, name, name, name, "cert-manager-webhook", configMaps))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", map[string]string{"app": "x"}, "example.com/hold"))
+	plugintest.Must(t, cluster.FailClosedWebhook(ctx, name, name, name, "cert-manager-webhook", configMaps))
 	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)
@@ -55,15 +56,15 @@ func TestBlockerSelfHostedWebhook(t *testing.T) {
 
 func TestBlockerPodsNotTerminating(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateBoundPod(ctx, name, "stuck", 1))
-	must(t, cluster.CreateConfigMap(ctx, name, "waits-for-pods", nil))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateBoundPod(ctx, name, "stuck", 1))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "waits-for-pods", nil))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	// Past the grace period the controller calls the pod unexpected.
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 	pod, err := cluster.Kube.CoreV1().Pods(name).Get(ctx, "stuck", metav1.GetOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	// Its deletionTimestamp is when its grace period ends.
 	time.Sleep(time.Until(pod.DeletionTimestamp.Time) + time.Second)
 
@@ -80,15 +81,15 @@ func TestBlockerPodsNotTerminating(t *testing.T) {
 
 func TestBlockerNamespaceFinalizer(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	// The controller finalizes its own token and leaves the other one.
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		ns, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && len(ns.Spec.Finalizers) == 1, err
 	})
-	must(t, err)
+	plugintest.Must(t, err)
 
 	e := explain(t, cp.Kubeconfig, name)
 	if e.code != 3 {
@@ -101,11 +102,11 @@ func TestBlockerNamespaceFinalizer(t *testing.T) {
 func TestBlockerControllerNotRunning(t *testing.T) {
 	ctx := context.Background()
 	cp.StopControllerManager()
-	t.Cleanup(func() { must(t, cp.StartControllerManager()) })
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "left", nil))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	t.Cleanup(func() { plugintest.Must(t, cp.StartControllerManager()) })
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "left", nil))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	time.Sleep(2 * time.Second)
 
 	e := explain(t, cp.Kubeconfig, name, "--grace=1s")
@@ -126,13 +127,13 @@ func TestBlockerControllerNotRunning(t *testing.T) {
 
 func TestBlockerSelfHostedAPIService(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("s%d.example.com", time.Now().UnixNano()%100000)
-	must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	svc, err := cluster.BrokenAPIService(ctx, group, "v1beta1", name, "metrics-server")
 	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
-	must(t, err)
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceDeletionDiscoveryFailure, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)
@@ -142,15 +143,15 @@ func TestBlockerSelfHostedAPIService(t *testing.T) {
 
 func TestBlockerCRDBeingDeleted(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("g%d.example.com", time.Now().UnixNano()%100000)
 	gvr, err := cluster.EnsureCRD(ctx, group, "Gadget", "gadgets")
-	must(t, err)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateCustomResource(ctx, gvr, "Gadget", name, "g1", "example.com/cleanup"))
-	must(t, cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Gadget", name, "g1", "example.com/cleanup"))
+	plugintest.Must(t, cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
 		Delete(ctx, "gadgets."+group, metav1.DeleteOptions{}))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)

@@ -11,24 +11,25 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 func TestPluginDispatchVersion(t *testing.T) {
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "version")
-	if r.code != 0 || !strings.Contains(r.stdout, "ns-doctor "+testVersion) {
-		t.Fatalf("kubectl ns-doctor version: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "version")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ns-doctor "+testVersion) {
+		t.Fatalf("kubectl ns-doctor version: code %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "version", "-o", "json")
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "version", "-o", "json")
 	var info map[string]string
-	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info["version"] != testVersion || info["commit"] == "" {
-		t.Fatalf("version -o json: %v, %q", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil || info["version"] != testVersion || info["commit"] == "" {
+		t.Fatalf("version -o json: %v, %q", err, r.Stdout)
 	}
 }
 
 func TestPluginHelpReadsAsKubectlPlugin(t *testing.T) {
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--help")
-	if r.code != 0 || !strings.Contains(r.stdout, "kubectl ns-doctor explain [NAME]") || !strings.Contains(r.stdout, "--kubeconfig") {
-		t.Fatalf("help: code %d\n%s", r.code, r.stdout)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--help")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "kubectl ns-doctor explain [NAME]") || !strings.Contains(r.Stdout, "--kubeconfig") {
+		t.Fatalf("help: code %d\n%s", r.Code, r.Stdout)
 	}
 }
 
@@ -37,7 +38,7 @@ func TestPluginHelpReadsAsKubectlPlugin(t *testing.T) {
 // conditions equal the controller's.
 func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("m%d.example.com", time.Now().UnixNano()%100000)
 	demo, err := cluster.CreateDemo(ctx, name, group, 60*time.Second)
 	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), demo.APIService) })
@@ -60,21 +61,21 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 		}
 	}
 
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--grace=0s")
-	if r.code != 3 {
-		t.Fatalf("explain exit code %d, want 3 (stuck); stderr %q\n%s", r.code, r.stderr, r.stdout)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--grace=0s")
+	if r.Code != 3 {
+		t.Fatalf("explain exit code %d, want 3 (stuck); stderr %q\n%s", r.Code, r.Stderr, r.Stdout)
 	}
 	for _, s := range []string{"STUCK", "APIServiceUnavailable", "v1beta1." + group, "ServiceNotFound", "kubectl delete apiservice",
 		"FinalizersRemaining", "example.com/cleanup", "widgets.example.com", "stuck-widget"} {
-		if !strings.Contains(r.stdout, s) {
-			t.Errorf("explain output lacks %q:\n%s", s, r.stdout)
+		if !strings.Contains(r.Stdout, s) {
+			t.Errorf("explain output lacks %q:\n%s", s, r.Stdout)
 		}
 	}
 
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "-o", "json", "--grace=0s")
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "-o", "json", "--grace=0s")
 	var report diagnose.Report
-	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
-		t.Fatalf("explain -o json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &report); err != nil {
+		t.Fatalf("explain -o json: %v\n%s", err, r.Stdout)
 	}
 	if report.APIVersion != diagnose.APIVersion || report.Kind != diagnose.Kind || report.Verdict.State != diagnose.StateStuck {
 		t.Errorf("report header: %s %s %s", report.APIVersion, report.Kind, report.Verdict.State)

@@ -13,34 +13,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // A namespace held by a ConfigMap finalizer, with a Secret beside it.
 func heldNamespace(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
 	_, err := cluster.Kube.CoreV1().Secrets(name).Create(ctx, &v1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "creds", Finalizers: []string{"example.com/hold"}},
 		StringData: map[string]string{"password": "s3cr3t-value-" + name},
 	}, metav1.CreateOptions{})
-	must(t, err)
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	return name
 }
 
 func TestExplainOracleEmptyNamespaceWithDiscoveryFailure(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("e%d.example.com", time.Now().UnixNano()%100000)
-	must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	svc, err := cluster.BrokenAPIService(ctx, group, "v1", "kube-system", "gone")
 	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
-	must(t, err)
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceDeletionDiscoveryFailure, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)
@@ -64,12 +65,12 @@ func TestExplainOracleFinalizersOnBuiltins(t *testing.T) {
 func TestExplainNeverShowsSecretOrConfigMapData(t *testing.T) {
 	name := heldNamespace(t)
 	for _, format := range [][]string{nil, {"-o", "json"}, {"-o", "yaml"}} {
-		r := kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "explain", name, "--grace=0s"}, format...)...)
-		if r.code != 3 {
-			t.Fatalf("explain %v: exit %d\n%s", format, r.code, r.stderr)
+		r := plugin.Kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "explain", name, "--grace=0s"}, format...)...)
+		if r.Code != 3 {
+			t.Fatalf("explain %v: exit %d\n%s", format, r.Code, r.Stderr)
 		}
 		for _, secret := range []string{"s3cr3t-value-" + name, "value-held"} {
-			if strings.Contains(r.stdout+r.stderr, secret) {
+			if strings.Contains(r.Stdout+r.Stderr, secret) {
 				t.Errorf("explain %v printed object data %q", format, secret)
 			}
 		}
@@ -78,19 +79,19 @@ func TestExplainNeverShowsSecretOrConfigMapData(t *testing.T) {
 
 func TestExplainAllTerminatingNamespaces(t *testing.T) {
 	a, b := heldNamespace(t), heldNamespace(t)
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--grace=0s")
-	if r.code != 3 || !strings.Contains(r.stdout, "NAMESPACE") {
-		t.Fatalf("explain with no name: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--grace=0s")
+	if r.Code != 3 || !strings.Contains(r.Stdout, "NAMESPACE") {
+		t.Fatalf("explain with no name: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	for _, ns := range []string{a, b} {
-		line := lineWith(r.stdout, ns)
+		line := lineWith(r.Stdout, ns)
 		if !strings.Contains(line, "Stuck") || !strings.Contains(line, diagnose.BlockerFinalizers) {
 			t.Errorf("line for %s: %q", ns, line)
 		}
 	}
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json", "--grace=0s")
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json", "--grace=0s")
 	var list diagnose.ReportList
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.Kind != diagnose.ListKind {
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || list.Kind != diagnose.ListKind {
 		t.Fatalf("explain -o json: %v, kind %q", err, list.Kind)
 	}
 	found := 0
@@ -109,9 +110,9 @@ func TestExplainAllTerminatingNamespaces(t *testing.T) {
 
 func TestExplainActiveNamespace(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
 
 	e := explain(t, cp.Kubeconfig, name)
 	if e.code != 0 || e.report.Verdict.State != diagnose.StateActive || len(e.report.Blockers) != 0 {
@@ -133,14 +134,14 @@ func TestExplainPartialReportUnderRBAC(t *testing.T) {
 	ctx := context.Background()
 	name := heldNamespace(t)
 	user := "viewer-" + name
-	must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{
+	plugintest.Must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"namespaces", "pods", "configmaps", "services", "endpoints", "persistentvolumeclaims",
 			"serviceaccounts", "events", "replicationcontrollers", "resourcequotas", "limitranges", "podtemplates"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"apps", "batch", "autoscaling", "policy", "networking.k8s.io", "discovery.k8s.io", "coordination.k8s.io",
 			"events.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io", "example.com", "resource.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 	}))
 	_, kubeconfig, err := cp.MintUser(user)
-	must(t, err)
+	plugintest.Must(t, err)
 
 	e := explain(t, kubeconfig, name)
 	if e.code != 3 {
@@ -170,10 +171,10 @@ func TestExplainGraceAndNamespaceFlag(t *testing.T) {
 	if e.code != 0 || e.report.Verdict.State != diagnose.StateTerminating || len(e.report.Blocking()) != 0 {
 		t.Fatalf("within the grace period: exit %d, verdict %+v, blockers %+v", e.code, e.report.Verdict, e.report.Blockers)
 	}
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-n", name, "--grace=0s", "-o", "json")
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-n", name, "--grace=0s", "-o", "json")
 	var rep diagnose.Report
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Namespace.Name != name || r.code != 3 {
-		t.Fatalf("explain -n %s: exit %d, %v, namespace %q", name, r.code, err, rep.Namespace.Name)
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep.Namespace.Name != name || r.Code != 3 {
+		t.Fatalf("explain -n %s: exit %d, %v, namespace %q", name, r.Code, err, rep.Namespace.Name)
 	}
 }
 
@@ -186,19 +187,19 @@ func TestExplainCountsPlainObjectsExactly(t *testing.T) {
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
-			must(t, cp.StartControllerManager())
+			plugintest.Must(t, cp.StartControllerManager())
 		}
 	})
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	for i := 0; i < 12; i++ {
-		must(t, cluster.CreateConfigMap(ctx, name, fmt.Sprintf("plain-%02d", i), nil))
+		plugintest.Must(t, cluster.CreateConfigMap(ctx, name, fmt.Sprintf("plain-%02d", i), nil))
 	}
-	must(t, cluster.CreateConfigMap(ctx, name, "zz-held", nil, "example.com/hold"))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "zz-held", nil, "example.com/hold"))
 	t.Cleanup(func() {
 		_ = cluster.ReleaseConfigMap(context.Background(), name, "zz-held")
 	})
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	e := explain(t, cp.Kubeconfig, name)
 	var cms *diagnose.Content
@@ -212,7 +213,7 @@ func TestExplainCountsPlainObjectsExactly(t *testing.T) {
 		t.Fatalf("configmaps content %+v, want 13 objects, 1 held, examples plain-00..02", cms)
 	}
 
-	must(t, cp.StartControllerManager())
+	plugintest.Must(t, cp.StartControllerManager())
 	restarted = true
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	explain(t, cp.Kubeconfig, name).agrees(t)

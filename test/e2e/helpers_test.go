@@ -28,16 +28,16 @@ func explain(t *testing.T, kubeconfig, name string, extra ...string) explained {
 	if !strings.Contains(strings.Join(extra, " "), "--grace") {
 		extra = append(extra, "--grace=0s")
 	}
-	h := kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name}, extra...)...)
-	j := kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name, "-o", "json"}, extra...)...)
-	if h.code != j.code {
-		t.Fatalf("human and JSON exit codes differ: %d vs %d", h.code, j.code)
+	h := plugin.Kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name}, extra...)...)
+	j := plugin.Kubectl(t, kubeconfig, append([]string{"ns-doctor", "explain", name, "-o", "json"}, extra...)...)
+	if h.Code != j.Code {
+		t.Fatalf("human and JSON exit codes differ: %d vs %d", h.Code, j.Code)
 	}
 	var r diagnose.Report
-	if err := json.Unmarshal([]byte(j.stdout), &r); err != nil {
-		t.Fatalf("explain -o json: %v\nstdout %q\nstderr %q", err, j.stdout, j.stderr)
+	if err := json.Unmarshal([]byte(j.Stdout), &r); err != nil {
+		t.Fatalf("explain -o json: %v\nstdout %q\nstderr %q", err, j.Stdout, j.Stderr)
 	}
-	return explained{human: h.stdout, report: r, code: h.code}
+	return explained{human: h.Stdout, report: r, code: h.Code}
 }
 
 // blocker asserts a blocker of kind whose evidence and next step contain
@@ -90,11 +90,4 @@ func waitCondition(t *testing.T, name string, ct v1.NamespaceConditionType, stat
 		t.Fatalf("waiting for %s=%s on %s: %v (status %+v)", ct, status, name, err, ns.Status)
 	}
 	return ns
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

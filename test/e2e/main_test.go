@@ -13,9 +13,9 @@ import (
 )
 
 var (
-	cp        *controlplane.ControlPlane
-	cluster   *scenario.Cluster
-	pluginDir string
+	cp      *controlplane.ControlPlane
+	cluster *scenario.Cluster
+	plugin  plugintest.Plugin
 )
 
 const testVersion = "v0.0.0-e2e"
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pluginDir = dir
+	plugin.Dir = dir
 	code := controlplane.RunTests(m, controlplane.Options{}, func(c *controlplane.ControlPlane) {
 		cp = c
 		var err error
@@ -38,20 +38,6 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	})
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
-
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-// kubectl runs the real kubectl with the plugin on PATH.
-func kubectl(t *testing.T, kubeconfig string, args ...string) result {
-	t.Helper()
-	r := plugintest.Kubectl(t, pluginDir, kubeconfig, args...)
-	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
-}
-
-func uniqueName(t *testing.T) string { return plugintest.UniqueName(t) }

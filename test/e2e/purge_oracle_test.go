@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // The conditions purge's plan computes equal those the real namespace
@@ -21,15 +22,15 @@ func TestPurgePlanConditionsMatchController(t *testing.T) {
 			group := fmt.Sprintf("p%d.example.com", time.Now().UnixNano()%100000)
 			demo, err := cluster.CreateDemo(ctx, name, group, 0)
 			t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), demo.APIService) })
-			must(t, err)
+			plugintest.Must(t, err)
 			return v1.NamespaceFinalizersRemaining
 		},
 		"fail-closed webhook": func(name string) v1.NamespaceConditionType {
-			must(t, cluster.CreateNamespace(ctx, name))
-			must(t, cluster.CreateConfigMap(ctx, name, "held", nil))
-			must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
+			plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+			plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil))
+			plugintest.Must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
 			t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
-			must(t, cluster.DeleteNamespace(ctx, name))
+			plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 			return v1.NamespaceDeletionContentFailure
 		},
 		"aggregated API answering 503": func(name string) v1.NamespaceConditionType {
@@ -37,23 +38,23 @@ func TestPurgePlanConditionsMatchController(t *testing.T) {
 			return v1.NamespaceDeletionContentFailure
 		},
 		"pod on a dead node": func(name string) v1.NamespaceConditionType {
-			must(t, cluster.CreateNamespace(ctx, name))
-			must(t, cluster.CreateBoundPod(ctx, name, "stuck", 1))
-			must(t, cluster.CreateConfigMap(ctx, name, "waits", nil, "example.com/hold"))
-			must(t, cluster.DeleteNamespace(ctx, name))
+			plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+			plugintest.Must(t, cluster.CreateBoundPod(ctx, name, "stuck", 1))
+			plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "waits", nil, "example.com/hold"))
+			plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 			return v1.NamespaceDeletionContentFailure
 		},
 	}
 	for shape, create := range shapes {
 		t.Run(shape, func(t *testing.T) {
-			name := uniqueName(t)
+			name := plugintest.UniqueName(t)
 			ns := waitCondition(t, name, create(name), v1.ConditionTrue)
-			r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
-			if r.code != 0 {
-				t.Fatalf("purge plan: exit %d\n%s", r.code, r.stderr)
+			r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
+			if r.Code != 0 {
+				t.Fatalf("purge plan: exit %d\n%s", r.Code, r.Stderr)
 			}
 			var rep purge.Report
-			must(t, json.Unmarshal([]byte(r.stdout), &rep))
+			plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 			if len(rep.Conditions) != 5 {
 				t.Fatalf("plan has %d conditions", len(rep.Conditions))
 			}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
-	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
@@ -25,12 +25,12 @@ func startAggregated(t *testing.T) *scenario.AggregatedAPI {
 	return plugintest.AggregatedAPI(t, cluster)
 }
 
-func purgeJSON(t *testing.T, args ...string) (purge.Report, result) {
+func purgeJSON(t *testing.T, args ...string) (purge.Report, plugintest.Result) {
 	t.Helper()
-	r := kubectl(t, cp.Kubeconfig, append(append([]string{"ns-doctor", "purge"}, args...), "-o", "json")...)
+	r := plugin.Kubectl(t, cp.Kubeconfig, append(append([]string{"ns-doctor", "purge"}, args...), "-o", "json")...)
 	var rep purge.Report
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("purge -o json: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout, r.stderr)
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("purge -o json: %v\nstdout:\n%s\nstderr:\n%s", err, r.Stdout, r.Stderr)
 	}
 	return rep, r
 }
@@ -41,18 +41,18 @@ func purgeJSON(t *testing.T, args ...string) (purge.Report, result) {
 func TestUnavailableAggregatedResourceReportedWhileRestProceeds(t *testing.T) {
 	ctx := context.Background()
 	agg := startAggregated(t)
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
-	must(t, agg.Create(ctx, name, "g1"))
-	must(t, agg.Create(ctx, name, "g2"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	plugintest.Must(t, agg.Create(ctx, name, "g1"))
+	plugintest.Must(t, agg.Create(ctx, name, "g2"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	agg.Fail(name, "gadget backend is down")
 
 	dir := t.TempDir()
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--backup-dir", filepath.Join(dir, "1"), "--timeout=8s")
-	if r.code != 5 || rep.Outcome != purge.OutcomeRemaining || rep.Finalize.Would {
-		t.Fatalf("purge with a 503 resource: exit %d, outcome %s, finalize %+v\n%s", r.code, rep.Outcome, rep.Finalize, r.stderr)
+	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining || rep.Finalize.Would {
+		t.Fatalf("purge with a 503 resource: exit %d, outcome %s, finalize %+v\n%s", r.Code, rep.Outcome, rep.Finalize, r.Stderr)
 	}
 	gadgets := deletion.ResourceName(agg.GVR)
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), "gadget backend is down") {
@@ -70,8 +70,8 @@ func TestUnavailableAggregatedResourceReportedWhileRestProceeds(t *testing.T) {
 
 	agg.Recover(name)
 	rep, r = purgeJSON(t, name, "--force", "--yes", "--backup-dir", filepath.Join(dir, "2"), "--timeout=60s")
-	if r.code != 0 || rep.Outcome != purge.OutcomeGone {
-		t.Fatalf("re-run after recovery: exit %d, outcome %s: %s\n%s", r.code, rep.Outcome, rep.Message, r.stderr)
+	if r.Code != 0 || rep.Outcome != purge.OutcomeGone {
+		t.Fatalf("re-run after recovery: exit %d, outcome %s: %s\n%s", r.Code, rep.Outcome, rep.Message, r.Stderr)
 	}
 	if left := agg.Stored(name); len(left) != 0 {
 		t.Errorf("gadgets left in the backend: %v", left)
@@ -108,11 +108,11 @@ func operator(t *testing.T, act func(ctx context.Context)) {
 func TestRecreatedContentReportedNotChased(t *testing.T) {
 	ctx := context.Background()
 	agg := startAggregated(t)
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-	must(t, agg.Create(ctx, name, "g1"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, agg.Create(ctx, name, "g1"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	operator(t, func(ctx context.Context) {
 		_, err := cluster.Dynamic.Resource(agg.GVR).Namespace(name).Get(ctx, "g1", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -122,8 +122,8 @@ func TestRecreatedContentReportedNotChased(t *testing.T) {
 
 	start := time.Now()
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=3m")
-	if r.code != 5 || rep.Outcome != purge.OutcomeRemaining || !strings.Contains(rep.Message, "kept coming back") {
-		t.Fatalf("exit %d, outcome %s, message %q\n%s", r.code, rep.Outcome, rep.Message, r.stderr)
+	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining || !strings.Contains(rep.Message, "kept coming back") {
+		t.Fatalf("exit %d, outcome %s, message %q\n%s", r.Code, rep.Outcome, rep.Message, r.Stderr)
 	}
 	if elapsed := time.Since(start); elapsed > 2*time.Minute {
 		t.Errorf("purge chased the object for %s", elapsed)
@@ -144,10 +144,10 @@ func TestRecreatedContentReportedNotChased(t *testing.T) {
 func TestFinalizerPutBackIsNotFought(t *testing.T) {
 	ctx := context.Background()
 	agg := startAggregated(t)
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, agg.Create(ctx, name, "g1", "example.com/operator", "other.example.org/keep"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, agg.Create(ctx, name, "g1", "example.com/operator", "other.example.org/keep"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	operator(t, func(ctx context.Context) {
 		obj, err := cluster.Dynamic.Resource(agg.GVR).Namespace(name).Get(ctx, "g1", metav1.GetOptions{})
 		if err == nil && !slices.Contains(obj.GetFinalizers(), "example.com/operator") {
@@ -157,8 +157,8 @@ func TestFinalizerPutBackIsNotFought(t *testing.T) {
 	})
 
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--remove-finalizers=example.com/*", "--backup-dir", t.TempDir(), "--timeout=20s")
-	if r.code != 5 || rep.Outcome != purge.OutcomeRemaining {
-		t.Fatalf("exit %d, outcome %s, message %q\n%s", r.code, rep.Outcome, rep.Message, r.stderr)
+	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining {
+		t.Fatalf("exit %d, outcome %s, message %q\n%s", r.Code, rep.Outcome, rep.Message, r.Stderr)
 	}
 	results := map[purge.StripStatus]int{}
 	for _, s := range rep.Strips {

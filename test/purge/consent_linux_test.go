@@ -15,20 +15,22 @@ import (
 	"golang.org/x/sys/unix"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // openPTY returns a pseudo-terminal's two ends.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	must(t, err)
-	t.Cleanup(func() { master.Close() })
-	must(t, unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0))
+	plugintest.Must(t, err)
+	t.Cleanup(func() { _ = master.Close() })
+	plugintest.Must(t, unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0))
 	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
-	must(t, err)
+	plugintest.Must(t, err)
 	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	must(t, err)
-	t.Cleanup(func() { slave.Close() })
+	plugintest.Must(t, err)
+	t.Cleanup(func() { _ = slave.Close() })
 	return master, slave
 }
 
@@ -46,10 +48,10 @@ func runOnTerminal(t *testing.T, args ...string) *terminal {
 	t.Helper()
 	master, slave := openPTY(t)
 	cmd := exec.Command("kubectl", append([]string{"ns-doctor", "purge"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
+	cmd.Env = append(os.Environ(), "PATH="+plugin.Dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	must(t, cmd.Start())
+	plugintest.Must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	term := &terminal{cmd: cmd, master: master, done: make(chan struct{})}
 	go func() {
@@ -88,7 +90,7 @@ func (term *terminal) waitFor(t *testing.T, text string) {
 func (term *terminal) type_(t *testing.T, s string) {
 	t.Helper()
 	_, err := term.master.Write([]byte(s))
-	must(t, err)
+	plugintest.Must(t, err)
 }
 
 func (term *terminal) exitCode(t *testing.T) int {
@@ -117,10 +119,10 @@ func TestConfirmationOnATerminal(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ns := uniqueName(t)
-			must(t, cluster.CreateNamespace(ctx, ns))
-			must(t, cluster.CreateConfigMap(ctx, ns, "plain", nil))
-			must(t, cluster.DeleteNamespace(ctx, ns))
+			ns := plugintest.UniqueName(t)
+			plugintest.Must(t, cluster.CreateNamespace(ctx, ns))
+			plugintest.Must(t, cluster.CreateConfigMap(ctx, ns, "plain", nil))
+			plugintest.Must(t, cluster.DeleteNamespace(ctx, ns))
 			term := runOnTerminal(t, ns, "--force", "--backup-dir", t.TempDir(), "--timeout=1m")
 			term.waitFor(t, prompt)
 			if !strings.Contains(term.output(), fmt.Sprintf("namespace %q", ns)) {

@@ -12,25 +12,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 func TestFinalizeDespiteDiscoveryFailure(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("d%d.example.com", time.Now().UnixNano()%100000)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
 	svc, err := cluster.BrokenAPIService(ctx, group, "v1", "kube-system", "gone")
 	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
-	must(t, err)
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	// Like the controller, purge never finalizes while discovery fails...
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=4s", "-o", "json")
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=4s", "-o", "json")
 	var rep purge.Report
-	must(t, json.Unmarshal([]byte(r.stdout), &rep))
-	if r.code != 5 || rep.Finalize.Done || !strings.Contains(rep.Finalize.Reason, "--finalize-despite-discovery-failure") {
-		t.Fatalf("exit %d, finalize %+v", r.code, rep.Finalize)
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
+	if r.Code != 5 || rep.Finalize.Done || !strings.Contains(rep.Finalize.Reason, "--finalize-despite-discovery-failure") {
+		t.Fatalf("exit %d, finalize %+v", r.Code, rep.Finalize)
 	}
 	for _, c := range rep.Conditions {
 		if c.Type == "NamespaceDeletionDiscoveryFailure" && c.Reason != "DiscoveryFailed" {
@@ -38,9 +39,9 @@ func TestFinalizeDespiteDiscoveryFailure(t *testing.T) {
 		}
 	}
 	// ...unless asked, and the content it could see is gone first.
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--finalize-despite-discovery-failure", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--finalize-despite-discovery-failure", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace still there: %v", err)
@@ -49,26 +50,26 @@ func TestFinalizeDespiteDiscoveryFailure(t *testing.T) {
 
 func TestRemoveNamespaceFinalizers(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
 	var rep purge.Report
-	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if !rep.Finalize.Would || strings.Join(rep.Finalize.Remove, ",") != "kubernetes" || len(rep.Warnings) == 0 {
 		t.Fatalf("plan: finalize %+v, warnings %v", rep.Finalize, rep.Warnings)
 	}
 	// Without the escalation: kubernetes goes, the other token stays, and
 	// purge says so at once instead of waiting out its timeout.
 	start := time.Now()
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.code != 1 || !strings.Contains(r.stderr, "only their owner removes") || time.Since(start) > 30*time.Second {
-		t.Fatalf("without --remove-namespace-finalizers: exit %d after %s\n%s", r.code, time.Since(start), r.stderr)
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "only their owner removes") || time.Since(start) > 30*time.Second {
+		t.Fatalf("without --remove-namespace-finalizers: exit %d after %s\n%s", r.Code, time.Since(start), r.Stderr)
 	}
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-namespace-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-namespace-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace still there: %v", err)
@@ -79,9 +80,9 @@ func TestForceNeedsConsent(t *testing.T) {
 	name, _ := mixedNamespace(t)
 	before := resourceVersions(t, name)
 	// No terminal on stdin (the test's), no --yes: refuse, change nothing.
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force")
-	if r.code != 2 || !strings.Contains(r.stderr, "add --yes") {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "add --yes") {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
 		t.Fatal("purge acted without consent")
@@ -93,13 +94,13 @@ func TestForceNeedsConsent(t *testing.T) {
 func TestRerunContinues(t *testing.T) {
 	ctx := context.Background()
 	name, _ := mixedNamespace(t)
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=3s")
-	if r.code != 5 {
-		t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=3s")
+	if r.Code != 5 {
+		t.Fatalf("first run: exit %d\n%s", r.Code, r.Stderr)
 	}
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.code != 0 {
-		t.Fatalf("second run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.Code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace still there: %v", err)

@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // startPurge runs purge in the background and returns once its first pass
@@ -25,12 +27,12 @@ import (
 func startPurge(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"ns-doctor", "purge"}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
+	cmd.Env = append(os.Environ(), "PATH="+plugin.Dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	must(t, cmd.Start())
+	plugintest.Must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	firstPass := make(chan struct{})
 	go func() {
@@ -44,7 +46,7 @@ func startPurge(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 			}
 		}
 	}()
-	go func() { _ = cmd.Wait(); pw.Close() }()
+	go func() { _ = cmd.Wait(); _ = pw.Close() }()
 	select {
 	case <-firstPass:
 	case <-time.After(60 * time.Second):
@@ -67,18 +69,18 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 
 func TestPurgeSurvivesAPIServerRestart(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	cmd, stdout, stderr := startPurge(t, name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=90s")
 
 	// Down for longer than purge waits between passes (15/2+1 s).
 	cp.StopAPIServer()
 	time.Sleep(10 * time.Second)
-	must(t, cp.StartAPIServer(ctx))
+	plugintest.Must(t, cp.StartAPIServer(ctx))
 	// The finalizer's owner finishes its work after the restart.
-	must(t, cluster.ReleaseConfigMap(ctx, name, "held"))
+	plugintest.Must(t, cluster.ReleaseConfigMap(ctx, name, "held"))
 
 	if code := exitCode(t, cmd); code != 0 {
 		t.Fatalf("purge across a restart: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -93,14 +95,14 @@ func TestPurgeSurvivesAPIServerRestart(t *testing.T) {
 
 func TestInterruptLeavesBackupAndReport(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	dir := t.TempDir()
 	cmd, stdout, stderr := startPurge(t, name, "--force", "--yes", "--backup-dir", dir, "--timeout=90s")
-	must(t, cmd.Process.Signal(syscall.SIGINT))
+	plugintest.Must(t, cmd.Process.Signal(syscall.SIGINT))
 	if code := exitCode(t, cmd); code != 5 {
 		t.Fatalf("interrupted purge: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -125,10 +127,10 @@ func TestUnwritableBackupStopsBeforeAnyChange(t *testing.T) {
 	name, _ := mixedNamespace(t)
 	before := resourceVersions(t, name)
 	// A folder under a regular file cannot be created, whoever runs the test.
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", "/dev/null/backup")
-	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], "/dev/null/backup") {
-		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", "/dev/null/backup")
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+	if r.Code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], "/dev/null/backup") {
+		t.Fatalf("exit %d, stderr:\n%s", r.Code, r.Stderr)
 	}
 	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
 		t.Fatal("purge changed the namespace without a backup")

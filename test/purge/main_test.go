@@ -13,9 +13,9 @@ import (
 )
 
 var (
-	cp        *controlplane.ControlPlane
-	cluster   *scenario.Cluster
-	pluginDir string
+	cp      *controlplane.ControlPlane
+	cluster *scenario.Cluster
+	plugin  plugintest.Plugin
 )
 
 func TestMain(m *testing.M) {
@@ -28,33 +28,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pluginDir = dir
+	plugin.Dir = dir
 	code := controlplane.RunTests(m, controlplane.Options{WithoutControllerManager: true}, func(c *controlplane.ControlPlane) {
 		cp = c
 		if cluster, err = scenario.NewCluster(c.Config); err != nil {
 			panic(err)
 		}
 	})
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-func kubectl(t *testing.T, kubeconfig string, args ...string) result {
-	t.Helper()
-	r := plugintest.Kubectl(t, pluginDir, kubeconfig, args...)
-	return result{r.Stdout, r.Stderr, r.Code}
-}
-
-func uniqueName(t *testing.T) string { return plugintest.UniqueName(t) }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -28,28 +29,28 @@ var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmap
 func mixedNamespace(t *testing.T) (string, schema.GroupVersionResource) {
 	t.Helper()
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
-	must(t, err)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", map[string]string{"app": "x"}, "example.com/hold"))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", map[string]string{"app": "x"}, "example.com/hold"))
 	_, err = cluster.Kube.CoreV1().Secrets(name).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
 		StringData: map[string]string{"password": "pw"}}, metav1.CreateOptions{})
-	must(t, err)
-	must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w1", "example.com/cleanup"))
-	must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w2"))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w1", "example.com/cleanup"))
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w2"))
 	_, err = cluster.Kube.CoreV1().Pods(name).Create(ctx, &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held-pod", Finalizers: []string{"example.com/pod-hold"}},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}},
 	}, metav1.CreateOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	_, err = cluster.Kube.CoreV1().Pods(name).Create(ctx, &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "plain-pod"},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}},
 	}, metav1.CreateOptions{})
-	must(t, err)
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	return name, gvr
 }
 
@@ -57,13 +58,13 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 	ctx := context.Background()
 	name, _ := mixedNamespace(t)
 	backupDir := filepath.Join(t.TempDir(), "backup")
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-finalizers=example.com/*",
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-finalizers=example.com/*",
 		"--backup-dir", backupDir, "--timeout=2m", "-o", "json")
-	if r.code != 0 {
-		t.Fatalf("purge: exit %d\nstderr:\n%s\nstdout:\n%s", r.code, r.stderr, r.stdout)
+	if r.Code != 0 {
+		t.Fatalf("purge: exit %d\nstderr:\n%s\nstdout:\n%s", r.Code, r.Stderr, r.Stdout)
 	}
 	var rep purge.Report
-	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if rep.Outcome != purge.OutcomeGone || !rep.Finalize.Done {
 		t.Fatalf("outcome %s, finalize %+v, message %q", rep.Outcome, rep.Finalize, rep.Message)
 	}
@@ -81,8 +82,8 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 			t.Errorf("strip of %s not reported: %+v", want, rep.Strips)
 		}
 	}
-	if !strings.Contains(r.stderr, "pass 1:") {
-		t.Errorf("no progress on stderr:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "pass 1:") {
+		t.Errorf("no progress on stderr:\n%s", r.Stderr)
 	}
 
 	// Everything deleted or stripped is in the backup, and re-applies.
@@ -97,11 +98,11 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 	if strings.Join(saved, " ") != strings.Join(want, " ") {
 		t.Fatalf("backup holds %v, want %v", saved, want)
 	}
-	restored := uniqueName(t) + "-restored"
-	must(t, cluster.CreateNamespace(ctx, restored))
-	a := kubectl(t, cp.Kubeconfig, "apply", "-n", restored, "-f", filepath.Join(backupDir, "objects"))
-	if a.code != 0 {
-		t.Fatalf("re-applying the backup: %s\n%s", a.stdout, a.stderr)
+	restored := plugintest.UniqueName(t) + "-restored"
+	plugintest.Must(t, cluster.CreateNamespace(ctx, restored))
+	a := plugin.Kubectl(t, cp.Kubeconfig, "apply", "-n", restored, "-f", filepath.Join(backupDir, "objects"))
+	if a.Code != 0 {
+		t.Fatalf("re-applying the backup: %s\n%s", a.Stdout, a.Stderr)
 	}
 	cm, err := cluster.Kube.CoreV1().ConfigMaps(restored).Get(ctx, "held", metav1.GetOptions{})
 	if err != nil || cm.Data["secret-looking"] != "value-held" || len(cm.Finalizers) != 1 {
@@ -122,15 +123,15 @@ func resourceVersions(t *testing.T, ns string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	mc, err := metadata.NewForConfig(cp.Config)
-	must(t, err)
+	plugintest.Must(t, err)
 	out := map[string]string{}
 	n, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	out["namespace"] = n.ResourceVersion + fmt.Sprint(n.Spec.Finalizers)
 	for _, gvr := range []schema.GroupVersionResource{configMaps, {Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "pods"},
 		{Group: "example.com", Version: "v1", Resource: "widgets"}} {
 		list, err := mc.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-		must(t, err)
+		plugintest.Must(t, err)
 		for _, item := range list.Items {
 			out[gvr.Resource+"/"+item.Name] = item.ResourceVersion
 		}
@@ -145,12 +146,12 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		t.Fatalf("fixture has %d objects: %v", len(before), before)
 	}
 	for _, mode := range []string{"client", "server"} {
-		r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run="+mode, "--remove-all-finalizers", "--remove-namespace-finalizers", "-o", "json")
-		if r.code != 0 {
-			t.Fatalf("--dry-run=%s: exit %d\n%s\n%s", mode, r.code, r.stderr, r.stdout)
+		r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run="+mode, "--remove-all-finalizers", "--remove-namespace-finalizers", "-o", "json")
+		if r.Code != 0 {
+			t.Fatalf("--dry-run=%s: exit %d\n%s\n%s", mode, r.Code, r.Stderr, r.Stdout)
 		}
 		var rep purge.Report
-		must(t, json.Unmarshal([]byte(r.stdout), &rep))
+		plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 		if rep.Outcome != purge.OutcomePlanned || len(rep.Changes) != 0 || len(rep.Errors) != 0 {
 			t.Errorf("--dry-run=%s: outcome %s, changes %v, errors %v", mode, rep.Outcome, rep.Changes, rep.Errors)
 		}
@@ -164,27 +165,27 @@ func TestDryRunsChangeNothing(t *testing.T) {
 			t.Fatalf("--dry-run=%s changed the cluster:\nbefore %v\nafter  %v", mode, before, after)
 		}
 	}
-	h := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name)
+	h := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name)
 	for _, s := range []string{"PLAN", "nothing was changed", "deletecollection", "pods", "Finalize:"} {
-		if !strings.Contains(h.stdout, s) {
-			t.Errorf("human plan lacks %q:\n%s", s, h.stdout)
+		if !strings.Contains(h.Stdout, s) {
+			t.Errorf("human plan lacks %q:\n%s", s, h.Stdout)
 		}
 	}
 }
 
 func TestFailClosedWebhookIsReported(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
-	must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	plugintest.Must(t, cluster.FailClosedWebhook(ctx, name, name, "webhook-system", "guard", configMaps))
 	t.Cleanup(func() { _ = cluster.DeleteWebhook(context.Background(), name) })
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	before := resourceVersions(t, name)
 
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run=server", "--remove-finalizers=example.com/hold", "-o", "json")
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run=server", "--remove-finalizers=example.com/hold", "-o", "json")
 	var rep purge.Report
-	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), `failed calling webhook "deny.`+name+`.example.com"`) {
 		t.Errorf("server dry run does not report the webhook: %+v", rep.Errors)
 	}
@@ -192,13 +193,13 @@ func TestFailClosedWebhookIsReported(t *testing.T) {
 		t.Fatal("server dry run changed the cluster")
 	}
 
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-finalizers=example.com/hold",
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-finalizers=example.com/hold",
 		"--backup-dir", t.TempDir(), "--timeout=5s")
-	if r.code != 5 {
-		t.Fatalf("force against the webhook: exit %d, want 5 (incomplete)\n%s\n%s", r.code, r.stdout, r.stderr)
+	if r.Code != 5 {
+		t.Fatalf("force against the webhook: exit %d, want 5 (incomplete)\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.stdout, "INCOMPLETE") || !strings.Contains(r.stdout, "failed calling webhook") || !strings.Contains(r.stderr, "error: namespace "+name+" still exists") {
-		t.Errorf("force run does not say what failed:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	if !strings.Contains(r.Stdout, "INCOMPLETE") || !strings.Contains(r.Stdout, "failed calling webhook") || !strings.Contains(r.Stderr, "error: namespace "+name+" still exists") {
+		t.Errorf("force run does not say what failed:\nstdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
 }
 
@@ -207,16 +208,16 @@ func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
 	name, _ := mixedNamespace(t)
 	before := resourceVersions(t, name)
 	user := "reader-" + name
-	must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}))
+	plugintest.Must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}))
 	_, kubeconfig, err := cp.MintUser(user)
-	must(t, err)
+	plugintest.Must(t, err)
 
-	r := kubectl(t, kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "-o", "json")
-	if r.code != 1 || !strings.Contains(r.stderr, "permission(s), listed above; nothing was changed") {
-		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "-o", "json")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s), listed above; nothing was changed") {
+		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	var rep purge.Report
-	must(t, json.Unmarshal([]byte(r.stdout), &rep))
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	missing := strings.Join(rep.MissingPermissions, "\n")
 	for _, want := range []string{"update namespaces/finalize", "deletecollection configmaps in namespace " + name,
 		"deletecollection widgets.example.com in namespace " + name, "patch pods in namespace " + name} {
@@ -234,15 +235,15 @@ func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
 
 func TestActiveNamespaceRefused(t *testing.T) {
 	ctx := context.Background()
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	r := kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes")
-	if r.code != 2 || !strings.Contains(r.stderr, "--delete-namespace") {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "--delete-namespace") {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
-	r = kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--delete-namespace", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.code != 0 {
-		t.Fatalf("--delete-namespace: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--delete-namespace", "--backup-dir", t.TempDir(), "--timeout=1m")
+	if r.Code != 0 {
+		t.Fatalf("--delete-namespace: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace still there: %v", err)

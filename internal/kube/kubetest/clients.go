@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -11,9 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -49,10 +53,12 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 		}
 	}
 	c.mu.Unlock()
+	listKinds[CRDs] = "CustomResourceDefinitionList"
 	scheme := runtime.NewScheme()
 	_ = metav1.AddMetaToScheme(scheme)
-	meta := metadatafake.NewSimpleMetadataClient(scheme)
-	meta.PrependReactor("*", "*", c.metadata)
+	fakeMeta := metadatafake.NewSimpleMetadataClient(scheme)
+	fakeMeta.PrependReactor("*", "*", c.metadata)
+	meta := &dryRunCollections{Interface: fakeMeta, c: c}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	dyn.PrependReactor("*", "*", c.dynamic)
 	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c}, Aggregator: aggregatorfake.NewSimpleClientset(agg...)}
@@ -143,17 +149,12 @@ func (c *Cluster) namespaceAction(action clienttesting.Action) (bool, runtime.Ob
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	name, sub, dry := "", action.GetSubresource(), dryRunOf(action)
-	switch a := action.(type) {
-	case clienttesting.GetAction:
-		name = a.GetName()
-	case clienttesting.DeleteAction:
-		name = a.GetName()
-	case clienttesting.PatchAction:
-		name = a.GetName()
-	case clienttesting.CreateAction:
+	if a, ok := action.(clienttesting.CreateAction); ok {
 		if ns, ok := a.GetObject().(*v1.Namespace); ok {
 			name = ns.Name
 		}
+	} else if a, ok := action.(interface{ GetName() string }); ok {
+		name = a.GetName()
 	}
 	c.log(action.GetVerb(), namespacesGVR, sub, "", name, dry)
 	if err := c.fail(action.GetVerb(), namespacesGVR, "", name); err != nil {
@@ -236,9 +237,10 @@ func (c *Cluster) metadata(action clienttesting.Action) (bool, runtime.Object, e
 	}
 	switch verb {
 	case "list":
-		list := &metav1.PartialObjectMetadataList{}
+		// The metadata fake wants a metav1.List of PartialObjectMetadata.
+		list := &metav1.List{}
 		for _, o := range c.list(gvr, ns) {
-			list.Items = append(list.Items, *toPartial(o))
+			list.Items = append(list.Items, runtime.RawExtension{Object: toPartial(o)})
 		}
 		return true, list, nil
 	case "delete-collection":
@@ -314,4 +316,81 @@ func (c *Cluster) served(gvr schema.GroupVersionResource) bool {
 		}
 	}
 	return false
+}
+
+// dryRunCollections passes the dry-run option of DeleteCollection, which
+// the metadata fake drops from its action, by answering it here.
+type dryRunCollections struct {
+	metadata.Interface
+	c *Cluster
+}
+
+func (d *dryRunCollections) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return &dryRunResource{Getter: d.Interface.Resource(gvr), gvr: gvr, c: d.c}
+}
+
+type dryRunResource struct {
+	metadata.Getter
+	gvr schema.GroupVersionResource
+	ns  string
+	c   *Cluster
+}
+
+func (r *dryRunResource) Namespace(ns string) metadata.ResourceInterface {
+	return &dryRunResource{Getter: r.Getter, gvr: r.gvr, ns: ns, c: r.c}
+}
+
+func (r *dryRunResource) target() metadata.ResourceInterface {
+	if r.ns == "" {
+		return r.Getter
+	}
+	return r.Getter.Namespace(r.ns)
+}
+
+func (r *dryRunResource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
+	if len(opts.DryRun) == 0 {
+		return r.target().DeleteCollection(ctx, opts, listOpts)
+	}
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	r.c.log("delete-collection", r.gvr, "", r.ns, "", true)
+	return r.c.fail("delete-collection", r.gvr, r.ns, "")
+}
+
+func (r *dryRunResource) Get(ctx context.Context, name string, opts metav1.GetOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
+	return r.target().Get(ctx, name, opts, sub...)
+}
+
+func (r *dryRunResource) List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	return r.target().List(ctx, opts)
+}
+
+func (r *dryRunResource) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return r.target().Watch(ctx, opts)
+}
+
+func (r *dryRunResource) Delete(ctx context.Context, name string, opts metav1.DeleteOptions, sub ...string) error {
+	return r.target().Delete(ctx, name, opts, sub...)
+}
+
+// Patch answers a dry run here: the metadata fake drops patch options too.
+func (r *dryRunResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
+	if len(opts.DryRun) == 0 {
+		return r.target().Patch(ctx, name, pt, data, opts, sub...)
+	}
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	r.c.log("patch", r.gvr, "", r.ns, name, true)
+	if err := r.c.fail("patch", r.gvr, r.ns, name); err != nil {
+		return nil, err
+	}
+	o := r.c.objects[r.gvr][r.ns+"/"+name]
+	if o == nil {
+		return nil, apierrors.NewNotFound(r.gvr.GroupResource(), name)
+	}
+	out, err := r.c.patchObject(r.gvr, o, data, true)
+	if err != nil {
+		return nil, err
+	}
+	return toPartial(out), nil
 }

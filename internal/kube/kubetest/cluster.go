@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // Cluster is the store and its knobs; use New, then Clients.
@@ -62,6 +62,8 @@ var (
 	Pods       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	ConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	Secrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	// CRDs are cluster-scoped: Add them with an empty namespace.
+	CRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // AllVerbs are the verbs of an ordinary resource.
@@ -294,7 +296,8 @@ func (c *Cluster) patchObject(gvr schema.GroupVersionResource, o *unstructured.U
 	}
 	out.SetResourceVersion(c.nextRV())
 	key := o.GetNamespace() + "/" + o.GetName()
-	if out.GetDeletionTimestamp() != nil && len(out.GetFinalizers()) == 0 && !(gvr == Pods && nestedString(out, "spec", "nodeName") != "") {
+	kubelet := gvr == Pods && nestedString(out, "spec", "nodeName") != ""
+	if out.GetDeletionTimestamp() != nil && len(out.GetFinalizers()) == 0 && !kubelet {
 		delete(c.objects[gvr], key)
 		return out, nil
 	}

@@ -288,7 +288,7 @@ func readyz(ctx context.Context, client *http.Client, url string) error {
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return errNotReady
 	}
@@ -302,7 +302,7 @@ func freePorts(n int) ([]int, error) {
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	for range n {

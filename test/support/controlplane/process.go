@@ -32,13 +32,13 @@ func (p *process) start() error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
 	go func() {
 		p.waitErr = cmd.Wait()
-		logFile.Close()
+		_ = logFile.Close()
 		close(p.done)
 	}()
 	return nil

@@ -31,29 +31,55 @@ type Result struct {
 	Code           int
 }
 
+// Plugin is a built plugin's folder, for a test package to run it from.
+type Plugin struct{ Dir string }
+
+// Kubectl runs the real kubectl with the plugin first on PATH.
+func (p Plugin) Kubectl(t testing.TB, kubeconfig string, args ...string) Result {
+	t.Helper()
+	return Kubectl(t, p.Dir, kubeconfig, args...)
+}
+
 // Kubectl runs the real kubectl with pluginDir first on PATH and the given
 // kubeconfig; NO_COLOR is left empty so colour follows the TTY rule.
 func Kubectl(t testing.TB, pluginDir, kubeconfig string, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
+	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Fatalf("kubectl is not on PATH: %v", err)
 	}
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(os.Environ(), "PATH="+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig, "NO_COLOR=")
+	env := []string{"PATH=" + pluginDir + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + kubeconfig, "NO_COLOR="}
+	return Command(t, "", 3*time.Minute, env, "kubectl", args...)
+}
+
+// Command runs name with args in dir (empty: the test's folder), env
+// added to this process's environment, and fails the test only if it
+// could not run at all.
+func Command(t testing.TB, dir string, timeout time.Duration, env []string, name string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
+	err := cmd.Run()
 	code := 0
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		code = exit.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running kubectl %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("running %s %s: %v", name, strings.Join(args, " "), err)
 	}
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+// Must fails the test on err.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // UniqueName is a namespace name derived from the test's, unique per run.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // An owner deleted in the foreground waits for a dependent that cannot go
@@ -24,19 +25,19 @@ import (
 func TestBlockerForegroundDeletionNamesDependents(t *testing.T) {
 	ctx := context.Background()
 	cp.StopControllerManager()
-	t.Cleanup(func() { must(t, cp.StartControllerManager()) })
-	name := uniqueName(t)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateConfigMap(ctx, name, "owner", nil))
+	t.Cleanup(func() { plugintest.Must(t, cp.StartControllerManager()) })
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "owner", nil))
 	owner, err := cluster.Kube.CoreV1().ConfigMaps(name).Get(ctx, "owner", metav1.GetOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	_, err = cluster.Kube.CoreV1().ConfigMaps(name).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "dependent", Finalizers: []string{"example.com/hold"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID, BlockOwnerDeletion: ptr.To(true)}},
 	}}, metav1.CreateOptions{})
-	must(t, err)
-	must(t, cluster.Kube.CoreV1().ConfigMaps(name).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.Kube.CoreV1().ConfigMaps(name).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	e := explain(t, cp.Kubeconfig, name)
 	b := e.blocker(t, diagnose.BlockerFinalizers, "configmaps/owner waits (foregroundDeletion) for its dependent configmaps/dependent", "--remove-finalizers=")
@@ -60,12 +61,12 @@ func TestBlockerListFailedAndUnchecked(t *testing.T) {
 	ctx := context.Background()
 	name, group := conversionStuckNamespace(t)
 	user := "no-crds-" + name
-	must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{
+	plugintest.Must(t, cluster.GrantClusterRole(ctx, user, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{group, "admissionregistration.k8s.io", "apiregistration.k8s.io", "discovery.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}},
 	}))
 	_, kubeconfig, err := cp.MintUser(user)
-	must(t, err)
+	plugintest.Must(t, err)
 
 	e := explain(t, kubeconfig, name)
 	e.blocker(t, diagnose.BlockerListFailed, "conversion webhook", "kubectl get convs.")
@@ -77,7 +78,7 @@ func TestBlockerListFailedAndUnchecked(t *testing.T) {
 func conversionStuckNamespace(t *testing.T) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	name := uniqueName(t)
+	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("c%d.example.com", time.Now().UnixNano()%100000)
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	version := func(name string, storage bool) map[string]any {
@@ -98,15 +99,15 @@ func conversionStuckNamespace(t *testing.T) (string, string) {
 		},
 	}}
 	_, err := cluster.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
-	must(t, err)
+	plugintest.Must(t, err)
 	t.Cleanup(func() {
 		_ = cluster.Dynamic.Resource(crdGVR).Delete(context.Background(), "convs."+group, metav1.DeleteOptions{})
 	})
 	v1GVR, err := cluster.EnsureCRD(ctx, group, "Conv", "convs") // already there: waits until it serves
-	must(t, err)
-	must(t, cluster.CreateNamespace(ctx, name))
-	must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
-	must(t, cluster.DeleteNamespace(ctx, name))
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 	return name, group
 }

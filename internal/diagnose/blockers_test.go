@@ -1,0 +1,324 @@
+package diagnose
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+)
+
+var (
+	now        = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	widgets    = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	metricsGV  = schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	allVerbs   = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+)
+
+// observation is a namespace "demo" deleted 10 minutes ago whose
+// controller has looked at it, with pods, configmaps and widgets served.
+func observation() Observation {
+	deleted := metav1.NewTime(now.Add(-10 * time.Minute))
+	ns := &v1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", UID: "u", DeletionTimestamp: &deleted, Labels: map[string]string{"kubernetes.io/metadata.name": "demo"}},
+		Spec:       v1.NamespaceSpec{Finalizers: []v1.FinalizerName{"kubernetes"}},
+		Status: v1.NamespaceStatus{Phase: v1.NamespaceTerminating, Conditions: []v1.NamespaceCondition{
+			{Type: v1.NamespaceDeletionDiscoveryFailure, Status: v1.ConditionFalse, Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+		}},
+	}
+	return Observation{
+		Namespace: ns, Now: now, OrderedDeletion: true,
+		Resources: []*metav1.APIResourceList{
+			{GroupVersion: "v1", APIResources: []metav1.APIResource{
+				{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: allVerbs},
+				{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: allVerbs},
+			}},
+			{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{{Name: "widgets", Namespaced: true, Kind: "Widget", Verbs: allVerbs}}},
+		},
+		Snapshot: &deletion.Snapshot{
+			Lists:    map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{},
+			ListErrs: map[schema.GroupVersionResource]error{},
+		},
+		Services: map[string]ServiceState{},
+	}
+}
+
+func terminatingItem(name string, ago time.Duration, finalizers ...string) metav1.PartialObjectMetadata {
+	at := metav1.NewTime(now.Add(-ago))
+	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), DeletionTimestamp: &at, Finalizers: finalizers}}
+}
+
+func with(obs Observation, gvr schema.GroupVersionResource, items ...metav1.PartialObjectMetadata) Observation {
+	obs.Snapshot.Lists[gvr] = &metav1.PartialObjectMetadataList{Items: items}
+	return obs
+}
+
+func apiService(name, group, version, svcNamespace, svcName, reason string) apiregv1.APIService {
+	return apiregv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       apiregv1.APIServiceSpec{Group: group, Version: version, Service: &apiregv1.ServiceReference{Namespace: svcNamespace, Name: svcName}},
+		Status:     apiregv1.APIServiceStatus{Conditions: []apiregv1.APIServiceCondition{{Type: apiregv1.Available, Status: apiregv1.ConditionFalse, Reason: reason, Message: "down"}}},
+	}
+}
+
+func failClosed(cfg, svcNamespace, svcName string, gvr schema.GroupVersionResource, ops ...admissionregv1.OperationType) Webhook {
+	return Webhook{
+		Configuration: cfg, Name: "deny." + cfg, Type: "Validating", FailurePolicy: "Fail", TimeoutSeconds: 10,
+		Service: &ServiceRef{Namespace: svcNamespace, Name: svcName, Port: 443, Path: "/validate"},
+		Rules: []admissionregv1.RuleWithOperations{{Operations: ops,
+			Rule: admissionregv1.Rule{APIGroups: []string{gvr.Group}, APIVersions: []string{gvr.Version}, Resources: []string{gvr.Resource}}}},
+	}
+}
+
+// Every blocker kind, from an observation built by hand: its summary,
+// evidence and next step name what a user needs.
+func TestBlockers(t *testing.T) {
+	discoveryFailed := func(obs Observation) Observation {
+		obs.FailedGroups = map[schema.GroupVersion]error{metricsGV: errors.New("stale GroupVersion discovery: metrics.k8s.io/v1beta1")}
+		obs.DiscoveryErr = &discovery.ErrGroupDiscoveryFailed{Groups: obs.FailedGroups}
+		return obs
+	}
+	tests := []struct {
+		name                    string
+		obs                     func() Observation
+		kind                    string
+		summary, evidence, next string
+		state                   string
+	}{
+		{
+			name: "aggregated API down",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "ServiceNotFound")}
+				obs.Services["kube-system/metrics-server"] = ServiceState{}
+				return obs
+			},
+			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
+			evidence: "service kube-system/metrics-server: not found", next: "kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
+			name: "aggregated API served from the namespace itself",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "demo", "metrics", "MissingEndpoints")}
+				obs.Services["demo/metrics"] = ServiceState{Exists: true}
+				return obs
+			},
+			kind: BlockerSelfHostedAPIService, summary: "served from this very namespace",
+			evidence: "Available=False reason=MissingEndpoints", next: "kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
+			name: "finalizer of a gone operator",
+			obs: func() Observation {
+				return with(observation(), widgets, terminatingItem("w1", 5*time.Minute, "example.com/cleanup"))
+			},
+			kind: BlockerFinalizers, summary: "1 widgets.example.com wait for finalizer(s) example.com/cleanup",
+			evidence: "example.com/cleanup on 1 of 1 widgets.example.com", next: "kubectl ns-doctor purge demo --remove-finalizers=example.com/cleanup", state: StateStuck,
+		},
+		{
+			name: "well-known finalizer names its owner",
+			obs: func() Observation {
+				return with(observation(), configMaps, terminatingItem("c", 5*time.Minute, "kubernetes.io/pvc-protection"))
+			},
+			kind: BlockerFinalizers, summary: "pvc-protection controller", evidence: "e.g. c", next: "--remove-finalizers=kubernetes.io/pvc-protection", state: StateStuck,
+		},
+		{
+			name: "CRD being deleted",
+			obs: func() Observation {
+				obs := with(observation(), widgets, terminatingItem("w1", 5*time.Minute, "example.com/cleanup"))
+				obs.CRDs = []CRD{{Name: "widgets.example.com", Group: "example.com", Plural: "widgets", Deleting: true}}
+				return obs
+			},
+			kind: BlockerCRDDeleting, summary: "CRD widgets.example.com is itself being deleted",
+			evidence: "customresourcedefinition/widgets.example.com has a deletionTimestamp", next: "--remove-finalizers=example.com/cleanup", state: StateStuck,
+		},
+		{
+			name: "conversion webhook down",
+			obs: func() Observation {
+				obs := observation()
+				obs.Snapshot.ListErrs[widgets] = apierrors.NewInternalError(errors.New(`conversion webhook for example.com/v1, Kind=Widget failed: service "conv" not found`))
+				obs.CRDs = []CRD{{Name: "widgets.example.com", Group: "example.com", Plural: "widgets", ConversionService: &ServiceRef{Namespace: "conv-system", Name: "conv"}}}
+				obs.Services["conv-system/conv"] = ServiceState{}
+				return obs
+			},
+			kind: BlockerConversionWebhook, summary: "the conversion webhook of CRD widgets.example.com is down",
+			evidence: "conversion service conv-system/conv: not found", next: `"strategy":"None"`, state: StateStuck,
+		},
+		{
+			name: "fail-closed webhook rejects the deletion",
+			obs: func() Observation {
+				obs := with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+				obs.Webhooks = []Webhook{failClosed("guard", "webhook-system", "guard", configMaps, admissionregv1.Delete)}
+				obs.Services["webhook-system/guard"] = ServiceState{}
+				return obs
+			},
+			kind: BlockerWebhook, summary: `webhook "deny.guard" fails closed and its service webhook-system/guard is down`,
+			evidence: "validatingwebhookconfiguration/guard webhook deny.guard: failurePolicy=Fail", next: "kubectl delete validatingwebhookconfiguration guard", state: StateStuck,
+		},
+		{
+			name: "webhook served from the namespace itself",
+			obs: func() Observation {
+				obs := with(observation(), configMaps, terminatingItem("c", time.Minute, "example.com/x"))
+				obs.Webhooks = []Webhook{failClosed("guard", "demo", "guard", configMaps, admissionregv1.Update)}
+				obs.Services["demo/guard"] = ServiceState{Exists: true}
+				return obs
+			},
+			kind: BlockerSelfHostedWebhook, summary: "served from this very namespace", evidence: "service demo/guard: 0 ready endpoints",
+			next: "kubectl delete validatingwebhookconfiguration guard", state: StateStuck,
+		},
+		{
+			name: "pod past its grace period",
+			obs: func() Observation {
+				obs := with(observation(), deletion.PodsGVR, terminatingItem("p", 3*time.Minute))
+				obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: obs.Snapshot.Lists[deletion.PodsGVR].Items[0].ObjectMeta, Spec: v1.PodSpec{NodeName: "gone", TerminationGracePeriodSeconds: ptr.To(int64(30))}}}
+				return obs
+			},
+			kind: BlockerPods, summary: "1 pod(s) outlived their grace period", evidence: "pod/p: grace period ended 3m0s ago", next: "--grace-period=0 --force", state: StateStuck,
+		},
+		{
+			name: "namespace finalizer of another system",
+			obs: func() Observation {
+				obs := observation()
+				obs.Namespace.Spec.Finalizers = append(obs.Namespace.Spec.Finalizers, "example.com/ns-hold")
+				return obs
+			},
+			kind: BlockerNamespaceFinalizer, summary: `spec.finalizers holds "example.com/ns-hold"`, evidence: "spec.finalizers: kubernetes, example.com/ns-hold",
+			next: "kubectl ns-doctor purge demo --remove-namespace-finalizers", state: StateStuck,
+		},
+		{
+			name: "namespace's own metadata.finalizers",
+			obs: func() Observation {
+				obs := observation()
+				obs.Namespace.Finalizers = []string{"example.com/meta"}
+				return obs
+			},
+			kind: BlockerNamespaceFinalizer, summary: "metadata.finalizers of the namespace itself", evidence: "metadata.finalizers: example.com/meta",
+			next: `kubectl patch namespace demo --type=merge`, state: StateStuck,
+		},
+		{
+			name: "no controller ever looked",
+			obs: func() Observation {
+				obs := observation()
+				obs.Namespace.Status.Conditions = nil
+				return obs
+			},
+			kind: BlockerControllerNotRunning, summary: "no namespace controller has looked at this namespace", evidence: "status.conditions is empty",
+			next: "kubectl ns-doctor purge demo", state: StateStuck,
+		},
+		{
+			name: "controller not keeping up",
+			obs: func() Observation {
+				return with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "plain"}})
+			},
+			kind: BlockerControllerNotRunning, summary: "still there", evidence: "configmaps/plain is not even marked for deletion",
+			next: "kube-controller-manager runs the namespace controller", state: StateStuck,
+		},
+		{
+			name: "list forbidden",
+			obs: func() Observation {
+				obs := observation()
+				obs.Snapshot.ListErrs[configMaps] = apierrors.NewForbidden(configMaps.GroupResource(), "", errors.New(`User "viewer" cannot list resource "configmaps"`))
+				return obs
+			},
+			kind: BlockerForbidden, summary: "you may not list configmaps here", evidence: `cannot list resource "configmaps"`,
+			next: "kubectl auth can-i list configmaps -n demo", state: StateTerminating,
+		},
+		{
+			name: "aggregated API fails the list",
+			obs: func() Observation {
+				obs := observation()
+				obs.Snapshot.ListErrs[widgets] = apierrors.NewServiceUnavailable("gadget backend down")
+				obs.APIServices = []apiregv1.APIService{apiService("v1.example.com", "example.com", "v1", "default", "widgets", "Passed")}
+				obs.Services["default/widgets"] = ServiceState{Exists: true, ExternalName: "localhost"}
+				return obs
+			},
+			kind: BlockerListFailed, summary: "its aggregated API (apiservice/v1.example.com) fails the request",
+			evidence: "service default/widgets: ExternalName localhost", next: "kubectl delete apiservice v1.example.com", state: StateStuck,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := tc.obs()
+			r := Diagnose(obs)
+			if r.Verdict.State != tc.state {
+				t.Errorf("verdict %+v, want %s", r.Verdict, tc.state)
+			}
+			for _, b := range r.Blockers {
+				if b.Kind == tc.kind && strings.Contains(b.Summary, tc.summary) && strings.Contains(strings.Join(b.Evidence, "\n"), tc.evidence) && strings.Contains(b.NextStep, tc.next) {
+					return
+				}
+			}
+			t.Errorf("no %s blocker with summary %q, evidence %q, next %q; got:\n%s", tc.kind, tc.summary, tc.evidence, tc.next, dump(r.Blockers))
+		})
+	}
+}
+
+func dump(blockers []Blocker) string {
+	var out []string
+	for _, b := range blockers {
+		out = append(out, b.Kind+": "+b.Summary+"\n  evidence: "+strings.Join(b.Evidence, " | ")+"\n  next: "+b.NextStep)
+	}
+	return strings.Join(out, "\n")
+}
+
+// What is in progress is not stuck: content within the grace period, an
+// Active namespace, resources answering 404 (the controller skips them).
+func TestNotStuck(t *testing.T) {
+	obs := with(observation(), widgets, terminatingItem("w1", 5*time.Second, "example.com/cleanup"))
+	obs.Grace = time.Minute
+	if r := Diagnose(obs); r.Verdict.State != StateTerminating || len(r.Blockers) != 0 {
+		t.Errorf("within grace: %+v %s", r.Verdict, dump(r.Blockers))
+	}
+	obs = observation()
+	obs.Snapshot.ListErrs[widgets] = apierrors.NewNotFound(widgets.GroupResource(), "")
+	if r := Diagnose(obs); r.Verdict.State != StateTerminating || len(r.Blockers) != 0 {
+		t.Errorf("404 list: %+v %s", r.Verdict, dump(r.Blockers))
+	}
+	obs = with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: []string{"example.com/x"}}})
+	obs.Namespace.DeletionTimestamp = nil
+	r := Diagnose(obs)
+	if r.Verdict.State != StateActive || len(r.Blockers) != 0 || !strings.Contains(r.Verdict.Summary, "--if-deleted") {
+		t.Errorf("active: %+v %s", r.Verdict, dump(r.Blockers))
+	}
+	obs.IfDeleted = true
+	r = Diagnose(obs)
+	if r.Verdict.State != StateActive || len(r.Blockers) != 1 || r.Blockers[0].Kind != BlockerFinalizers || !strings.Contains(r.Verdict.Summary, "held by 1 blocker(s)") {
+		t.Errorf("--if-deleted: %+v %s", r.Verdict, dump(r.Blockers))
+	}
+}
+
+// The conditions ns-doctor computes are the controller's, pass for pass:
+// with pods remaining, ordered deletion touches nothing else and reports
+// no remaining content; unordered, it reports every type.
+func TestConditionsFollowTheOrdering(t *testing.T) {
+	pod := terminatingItem("p", time.Minute, "example.com/pod-hold")
+	for _, ordered := range []bool{true, false} {
+		obs := with(with(observation(), deletion.PodsGVR, pod), widgets, terminatingItem("w1", time.Minute, "example.com/cleanup"))
+		obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: pod.ObjectMeta}}
+		obs.OrderedDeletion = ordered
+		r := Diagnose(obs)
+		remaining := r.Conditions[3].Computed
+		want := "Some resources are remaining: pods. has 1 resource instances, widgets.example.com has 1 resource instances"
+		if ordered {
+			want = "All content successfully removed"
+		}
+		if remaining == nil || remaining.Message != want {
+			t.Errorf("ordered=%v: ContentRemaining %+v, want %q", ordered, remaining, want)
+		}
+		if r.Pods == nil || r.Pods.HoldingOtherContent != ordered {
+			t.Errorf("ordered=%v: pods %+v", ordered, r.Pods)
+		}
+	}
+}
