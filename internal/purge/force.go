@@ -161,7 +161,7 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 		r.disc = disc
 	}
 	counts := newCounts()
-	real := &deletion.MetadataOps{Client: r.Clients.Metadata, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	real := &kube.MetadataOps{Client: r.Clients.Metadata, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
 		return kube.ListMetadata(ctx, r.Clients.Metadata, gvr, namespace)
 	}}
 	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
 // maxPlanPasses bounds a plan: each escalation that acts needs one more
@@ -38,7 +39,7 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 	var ops deletion.Operations = planOps
 	var nsClient deletion.NamespaceClient = planNs
 	if server {
-		ops = &deletion.ServerDryRunOps{Server: &deletion.MetadataOps{Client: r.Clients.Metadata, DryRun: true}, Plan: planOps}
+		ops = &deletion.ServerDryRunOps{Server: &kube.MetadataOps{Client: r.Clients.Metadata, DryRun: true}, Plan: planOps}
 		nsClient = &deletion.ServerDryRunNamespaces{Server: r.Clients.Kube.CoreV1().Namespaces(), Plan: planNs}
 	} else {
 		// The server answers for itself in a server dry run.
