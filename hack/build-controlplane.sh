@@ -9,7 +9,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mod="$root/hack/controlplane"
-if [ -n "${1:-}" ] && [ "$1" != default ]; then
+default_minor=$(awk '$1 == "k8s.io/kubernetes" {print $2}' "$mod/go.mod" | cut -d. -f1,2 | tr -d v)
+if [ -n "${1:-}" ] && [ "$1" != default ] && [ "$1" != "$default_minor" ]; then
   mod="$root/hack/controlplane/$1"
   [ -f "$mod/go.mod" ] || { echo "no control plane pins for $1 (hack/controlplane/$1/go.mod); known: $(cd "$root/hack/controlplane" && ls -d 1.* | tr '\n' ' ')" >&2; exit 2; }
 fi

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 )
@@ -20,12 +21,14 @@ import (
 type ExplainOptions struct {
 	genericiooptions.IOStreams
 	PrintFlags printFlags
+	Ordering   orderingFlag
 
 	Name      string
 	IfDeleted bool
 	Grace     time.Duration
 
-	factory Factory
+	factory  Factory
+	ordering deletion.Ordering
 }
 
 func newExplainCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -62,6 +65,7 @@ Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad 
 		},
 	}
 	o.PrintFlags.addFlags(cmd)
+	o.Ordering.addFlag(cmd)
 	cmd.Flags().BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
 	cmd.Flags().DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (no controller conditions, content waiting for finalizers); 0 reports at once")
 	return cmd
@@ -92,6 +96,9 @@ func (o *ExplainOptions) Validate() error {
 	if o.Grace < 0 {
 		return usageErrorf("--grace must not be negative, got %s", o.Grace)
 	}
+	if err := o.Ordering.validate(); err != nil {
+		return err
+	}
 	return o.PrintFlags.validate()
 }
 
@@ -101,6 +108,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.ordering = o.Ordering.resolve(clients)
 	in := inspect.New(clients)
 	in.Compact = true
 	if o.Name == "" {
@@ -152,8 +160,7 @@ func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns
 	if err != nil {
 		return diagnose.Report{}, err
 	}
-	obs.Grace, obs.IfDeleted = o.Grace, o.IfDeleted
-	obs.OrderedDeletion = true
+	obs.Grace, obs.IfDeleted, obs.Ordering = o.Grace, o.IfDeleted, o.ordering
 	return diagnose.Diagnose(obs), nil
 }
 

@@ -88,7 +88,7 @@ func (f *PurgeFlags) ToOptions(name string, dryRunSet bool, progress io.Writer) 
 			RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
 			FinalizeDespiteDiscoveryFailure: f.FinalizeAnyway, RemoveNamespaceFinalizers: f.RemoveNSFinalizers,
 		},
-		OrderedDeletion: true, Workers: purgeWorkers, Progress: progress,
+		Workers: purgeWorkers, Progress: progress,
 	}, nil
 }
 
@@ -101,6 +101,7 @@ type PurgeOptions struct {
 	genericiooptions.IOStreams
 	Flags      PurgeFlags
 	PrintFlags printFlags
+	Ordering   orderingFlag
 
 	Name    string
 	Purge   purge.Options
@@ -146,6 +147,7 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
 	}
 	o.Flags.AddFlags(cmd)
 	o.PrintFlags.addFlags(cmd)
+	o.Ordering.addFlag(cmd)
 	return cmd
 }
 
@@ -165,6 +167,9 @@ func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags,
 
 // Validate rejects bad input before anything is sent.
 func (o *PurgeOptions) Validate() error {
+	if err := o.Ordering.validate(); err != nil {
+		return err
+	}
 	return o.PrintFlags.validate()
 }
 
@@ -179,6 +184,7 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	o.Purge.Ordering = o.Ordering.resolve(clients)
 	p := &purge.Purger{Clients: clients, Opts: o.Purge}
 	report, runErr := p.Run(ctx)
 	switch {

@@ -39,7 +39,7 @@ func observation() Observation {
 		}},
 	}
 	return Observation{
-		Namespace: ns, Now: now, OrderedDeletion: true,
+		Namespace: ns, Now: now, Ordering: deletion.Ordering{Ordered: true},
 		Resources: []*metav1.APIResourceList{
 			{GroupVersion: "v1", APIResources: []metav1.APIResource{
 				{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: allVerbs},
@@ -307,7 +307,7 @@ func TestConditionsFollowTheOrdering(t *testing.T) {
 	for _, ordered := range []bool{true, false} {
 		obs := with(with(observation(), deletion.PodsGVR, pod), widgets, terminatingItem("w1", time.Minute, "example.com/cleanup"))
 		obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: pod.ObjectMeta}}
-		obs.OrderedDeletion = ordered
+		obs.Ordering.Ordered = ordered
 		r := Diagnose(obs)
 		remaining := r.Conditions[3].Computed
 		want := "Some resources are remaining: pods. has 1 resource instances, widgets.example.com has 1 resource instances"
@@ -319,6 +319,34 @@ func TestConditionsFollowTheOrdering(t *testing.T) {
 		}
 		if r.Pods == nil || r.Pods.HoldingOtherContent != ordered {
 			t.Errorf("ordered=%v: pods %+v", ordered, r.Pods)
+		}
+	}
+}
+
+// Conditions written by a controller with the other deletion order are
+// recognised as such, so explain can name --ordered-deletion.
+func TestOtherOrderingRecognised(t *testing.T) {
+	pod := terminatingItem("p", time.Minute, "example.com/pod-hold")
+	build := func(ordered bool) Observation {
+		obs := with(with(observation(), deletion.PodsGVR, pod), widgets, terminatingItem("w1", time.Minute, "example.com/cleanup"))
+		obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: pod.ObjectMeta}}
+		obs.Ordering.Ordered = ordered
+		return obs
+	}
+	unordered := predictPass(build(false)).Conditions
+	for _, ordered := range []bool{true, false} {
+		obs := build(ordered)
+		obs.Namespace.Status.Conditions = unordered
+		r := Diagnose(obs)
+		if r.Ordering.OtherMatches != ordered {
+			t.Errorf("assumed ordered=%v against an unordered controller: otherOrderingMatches=%v", ordered, r.Ordering.OtherMatches)
+		}
+		agree := true
+		for _, c := range r.Conditions {
+			agree = agree && c.Agree
+		}
+		if agree == ordered {
+			t.Errorf("assumed ordered=%v: conditions agree=%v", ordered, agree)
 		}
 	}
 }

@@ -45,9 +45,8 @@ type Observation struct {
 	Grace time.Duration
 	// IfDeleted diagnoses an Active namespace as if it were deleted now.
 	IfDeleted bool
-	// OrderedDeletion is whether the cluster's controller deletes pods
-	// first (the OrderedNamespaceDeletion gate).
-	OrderedDeletion bool
+	// Ordering is the deletion order of the cluster's controller.
+	Ordering deletion.Ordering
 	// Unchecked names what could not be read (webhooks, CRDs, backends).
 	Unchecked []string
 }
@@ -59,6 +58,7 @@ func Diagnose(obs Observation) Report {
 		APIVersion: APIVersion, Kind: Kind, ObservedAt: obs.Now.UTC(),
 		Namespace: namespaceOf(ns),
 		Discovery: discoveryOf(obs),
+		Ordering:  Ordering{Ordering: obs.Ordering},
 		Content:   contentOf(obs.Snapshot),
 		Blockers:  []Blocker{},
 		Unchecked: obs.Unchecked,
@@ -68,6 +68,7 @@ func Diagnose(obs Observation) Report {
 	}
 	result := predictPass(obs)
 	r.Conditions = compareConditions(ns.Status.Conditions, result.Conditions)
+	r.Ordering.OtherMatches = otherOrderingMatches(obs, r.Conditions)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
 	r.Verdict = verdictOf(r)
@@ -102,7 +103,7 @@ func predictPass(obs Observation) deletion.ContentResult {
 	d := &deletion.NamespacedResourcesDeleter{
 		NsClient: deletion.NewPlanNamespaces(obs.Namespace), Ops: ops, Pods: ops,
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return obs.Resources, obs.DiscoveryErr },
-		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: obs.OrderedDeletion,
+		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: obs.Ordering.Ordered,
 		Now: func() time.Time { return obs.Now },
 	}
 	res, _ := d.Delete(context.Background(), obs.Namespace.Name)
@@ -111,6 +112,27 @@ func predictPass(obs Observation) deletion.ContentResult {
 		return deletion.ContentResult{}
 	}
 	return *res.Content
+}
+
+// otherOrderingMatches tells whether the controller's conditions, which
+// disagree with the prediction, are exactly those of the other deletion
+// order: the cluster's controller then runs with OrderedNamespaceDeletion
+// set otherwise than its version's default.
+func otherOrderingMatches(obs Observation, conds []Condition) bool {
+	disagree := false
+	for _, c := range conds {
+		disagree = disagree || (c.Controller != nil && !c.Agree)
+	}
+	if !disagree {
+		return false
+	}
+	obs.Ordering.Ordered = !obs.Ordering.Ordered
+	for _, c := range compareConditions(obs.Namespace.Status.Conditions, predictPass(obs).Conditions) {
+		if c.Controller != nil && !c.Agree {
+			return false
+		}
+	}
+	return true
 }
 
 func namespaceOf(ns *v1.Namespace) Namespace {

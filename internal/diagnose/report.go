@@ -6,6 +6,8 @@ package diagnose
 
 import (
 	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
 // APIVersion and kinds of the machine-readable report (docs/schema.md).
@@ -30,6 +32,7 @@ type Report struct {
 	Namespace  Namespace    `json:"namespace"`
 	Conditions []Condition  `json:"conditions"`
 	Discovery  Discovery    `json:"discovery"`
+	Ordering   Ordering     `json:"ordering"`
 	Content    []Content    `json:"content"`
 	Blockers   []Blocker    `json:"blockers"`
 	Pods       *PodsSummary `json:"pods,omitempty"`
@@ -37,6 +40,15 @@ type Report struct {
 	// it could not be looked for (e.g. webhooks without permission to list
 	// them).
 	Unchecked []string `json:"unchecked,omitempty"`
+}
+
+// Ordering is the deletion order ns-doctor assumed of the cluster's
+// namespace controller, and whether its conditions say otherwise.
+type Ordering struct {
+	deletion.Ordering
+	// OtherOrderingMatches: the controller's conditions disagree with the
+	// prediction but match the other deletion order (--ordered-deletion).
+	OtherMatches bool `json:"otherOrderingMatches,omitempty"`
 }
 
 // Verdict is the one-line answer.

@@ -53,3 +53,13 @@ func (d *Discovery) DeletableResources() map[schema.GroupVersionResource]metav1.
 	}
 	return out
 }
+
+// ServerVersion is the API server's gitVersion, e.g. v1.33.13 (one GET
+// /version).
+func ServerVersion(client discovery.DiscoveryInterface) (string, error) {
+	info, err := client.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("reading the server's version: %w", err)
+	}
+	return info.GitVersion, nil
+}

@@ -48,4 +48,3 @@ func (m *MetadataOps) List(ctx context.Context, gvr schema.GroupVersionResource,
 func (m *MetadataOps) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error {
 	return m.Client.Resource(gvr).Namespace(namespace).Delete(ctx, name, m.deleteOptions())
 }
-

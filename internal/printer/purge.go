@@ -41,19 +41,10 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 		where = fmt.Sprintf(" (context %s, cluster %s)", r.Context, r.Cluster)
 	}
 	p.printf("%s namespace %s%s: %s\n", h.paint(style...)(label), r.Namespace, where, r.Message)
-	if r.ServerVersion != "" {
-		p.printf("  cluster %s, %s\n", r.ServerVersion, orderingWords(r.OrderedDeletion))
-	}
+	p.printf("  %s\n", orderingWords(r.Ordering))
 	if r.Passes > 1 {
 		p.printf("  %d passes\n", r.Passes)
 	}
-}
-
-func orderingWords(ordered bool) string {
-	if ordered {
-		return "ordered deletion (pods first)"
-	}
-	return "unordered deletion (pods with everything else)"
 }
 
 func (h Human) purgeSteps(p *errWriter, r *purge.Report) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -13,8 +14,8 @@ import (
 func incompleteReport() *purge.Report {
 	return &purge.Report{
 		APIVersion: diagnose.APIVersion, Kind: purge.Kind, Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.DryRunNone,
-		ServerVersion: "v1.33.13", OrderedDeletion: true,
-		Outcome: purge.OutcomeRemaining, Passes: 4,
+		Ordering: deletion.Ordering{ServerVersion: "v1.33.13", Ordered: true, Source: deletion.FromServerVersion},
+		Outcome:  purge.OutcomeRemaining, Passes: 4,
 		Stop: &purge.Stop{Reason: purge.StopRecreated, Recreated: []string{"gadgets.example.com"}, CreatedBy: []string{"gadget-operator"}},
 		Steps: []purge.Step{
 			{Verb: "deletecollection", Resource: "configmaps", Objects: 0, Status: purge.StepSent},

@@ -72,6 +72,7 @@ func (h Human) namespace(p *errWriter, r diagnose.Report) {
 		p.printf("  deleted:    %s\n", h.when(*ns.DeletionTimestamp))
 	}
 	p.printf("  finalizers: spec [%s], metadata [%s]\n", strings.Join(ns.SpecFinalizers, ", "), strings.Join(ns.MetadataFinalizers, ", "))
+	p.printf("  %s\n", orderingWords(r.Ordering.Ordering))
 }
 
 func (h Human) blockers(p *errWriter, blockers []diagnose.Blocker) {
@@ -113,6 +114,14 @@ func (h Human) conditions(p *errWriter, r diagnose.Report) {
 	}
 	for _, m := range messages {
 		p.printf("  %s\n", wrap(m, width-2, "    "))
+	}
+	if r.Ordering.OtherMatches {
+		other := "off"
+		if !r.Ordering.Ordered {
+			other = "on"
+		}
+		note := fmt.Sprintf("the controller's conditions are those of the other deletion order: this cluster's namespace controller runs with OrderedNamespaceDeletion=%s; run again with --ordered-deletion=%s", other, other)
+		p.printf("  %s %s\n", h.paint(color.FgYellow, color.Bold)("note:"), wrap(note, width-8, "        "))
 	}
 	for _, c := range r.Conditions {
 		if !c.Agree && c.Computed != nil && c.Controller != nil && c.Computed.Message != c.Controller.Message {

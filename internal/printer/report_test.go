@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -44,6 +45,7 @@ func stuckReport() diagnose.Report {
 				Controller: &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some finalizers are remaining: example.com/cleanup in 1 resource instances", LastTransitionTime: at(time.Minute)},
 				Computed:   &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 resource instances"}},
 		},
+		Ordering:  diagnose.Ordering{Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromServerVersion}},
 		Discovery: diagnose.Discovery{Resources: 34, Failures: []diagnose.DiscoveryFailure{{
 			GroupVersion: "metrics.k8s.io/v1beta1", Error: "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
 			APIService: &diagnose.APIService{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Available: "False",
@@ -155,5 +157,25 @@ func TestMachineGolden(t *testing.T) {
 		golden(t, "stuck."+format, diag.Bytes())
 		golden(t, "empty-list."+format, list.Bytes())
 		golden(t, "purge-incomplete."+format, pur.Bytes())
+	}
+}
+
+// When the controller's conditions are those of the other deletion order,
+// the human view says so and names the flag.
+func TestOtherOrderingNote(t *testing.T) {
+	r := stuckReport()
+	r.Ordering.Ordered, r.Ordering.OtherMatches = false, true
+	var buf bytes.Buffer
+	if err := (Human{Now: now}).Diagnosis(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "OrderedNamespaceDeletion=on; run again with --ordered-deletion=on") {
+		t.Errorf("no note naming the flag:\n%s", buf.String())
+	}
+	r.Ordering.OtherMatches = false
+	buf.Reset()
+	_ = (Human{Now: now}).Diagnosis(&buf, r)
+	if strings.Contains(buf.String(), "--ordered-deletion") {
+		t.Errorf("a note without cause:\n%s", buf.String())
 	}
 }

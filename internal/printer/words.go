@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -117,4 +118,23 @@ func finalizeWords(f purge.Finalize) string {
 		return fmt.Sprintf("the namespace's own metadata.finalizers hold it: %v (add --remove-namespace-finalizers if their owner is gone)", f.Kept)
 	}
 	return ""
+}
+
+// orderingWords says which deletion order ns-doctor followed, and why.
+func orderingWords(o deletion.Ordering) string {
+	order := "unordered deletion (pods with everything else)"
+	if o.Ordered {
+		order = "ordered deletion (pods first)"
+	}
+	version := o.ServerVersion
+	if version == "" {
+		version = "version unknown"
+	}
+	switch o.Source {
+	case deletion.FromFlag:
+		return fmt.Sprintf("cluster %s; %s, as --ordered-deletion says", version, order)
+	case deletion.FromUnknownVersion:
+		return fmt.Sprintf("cluster %s; %s assumed, as from 1.33 (--ordered-deletion=on|off to choose)", version, order)
+	}
+	return fmt.Sprintf("cluster %s; %s, its namespace controller's default", version, order)
 }

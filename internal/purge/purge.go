@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -111,8 +112,8 @@ type Options struct {
 	// DeleteNamespace issues the namespace DELETE first when it is Active.
 	DeleteNamespace bool
 	BackupDir       string
-	// OrderedDeletion follows the cluster's controller: pods first.
-	OrderedDeletion bool
+	// Ordering follows the cluster's controller (pods first, or not).
+	Ordering deletion.Ordering
 	// Workers bounds the resource types a pass deletes at once.
 	Workers int
 	// Progress receives one line per pass (stderr).
@@ -144,7 +145,7 @@ func (p *Purger) now() time.Time {
 // an error, so whatever was done is reported.
 func (p *Purger) Run(ctx context.Context) (*Report, error) {
 	r := newReport(p.Opts.Namespace, p.Opts.DryRun)
-	r.OrderedDeletion = p.Opts.OrderedDeletion
+	r.Ordering = p.Opts.Ordering
 	ns, err := p.Clients.Kube.CoreV1().Namespaces().Get(ctx, p.Opts.Namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return r, ErrNotFound

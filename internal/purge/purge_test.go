@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
 
@@ -41,7 +42,7 @@ func purger(c *kubetest.Cluster, opts Options) *Purger {
 	if opts.Timeout == 0 {
 		opts.Timeout = time.Minute
 	}
-	opts.OrderedDeletion = true
+	opts.Ordering = deletion.Ordering{Ordered: true}
 	return &Purger{Clients: c.Clients(), Opts: opts}
 }
 

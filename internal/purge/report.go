@@ -1,6 +1,7 @@
 package purge
 
 import (
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -16,12 +17,11 @@ type Report struct {
 	Namespace  string `json:"namespace"`
 	Context    string `json:"context,omitempty"`
 	Cluster    string `json:"cluster,omitempty"`
-	// ServerVersion and OrderedDeletion: the cluster's version and the
-	// deletion order purge followed.
-	ServerVersion   string  `json:"serverVersion,omitempty"`
-	OrderedDeletion bool    `json:"orderedDeletion"`
-	Mode            DryRun  `json:"mode"`
-	Outcome         Outcome `json:"outcome"`
+	// Ordering is the server's version and the deletion order purge
+	// followed.
+	Ordering deletion.Ordering `json:"ordering"`
+	Mode     DryRun            `json:"mode"`
+	Outcome  Outcome           `json:"outcome"`
 	// Stop says why a run ended before the namespace was gone.
 	Stop *Stop `json:"stop,omitempty"`
 	// Message is the headline (words).

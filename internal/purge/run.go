@@ -51,7 +51,7 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 	if err != nil {
 		return obs, err
 	}
-	obs.OrderedDeletion = r.Opts.OrderedDeletion
+	obs.Ordering = r.Opts.Ordering
 	r.disc = in.Discovery()
 	// explain reads pods as metadata only; purge reads them as the
 	// controller does (spec and status, never printed), so a plan knows
@@ -69,7 +69,7 @@ func (r *run) newDeleter(nsClient deletion.NamespaceClient, ops deletion.Operati
 	return &deletion.NamespacedResourcesDeleter{
 		NsClient: nsClient, Ops: ops, Pods: pods,
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
-		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.OrderedDeletion,
+		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.Ordering.Ordered,
 		Workers: r.Opts.Workers, Now: r.now,
 		FinalizeDespiteDiscoveryFailure: esc.FinalizeDespiteDiscoveryFailure,
 		RemoveAllSpecFinalizers:         esc.RemoveNamespaceFinalizers,

@@ -10,11 +10,12 @@ import (
 	"strings"
 )
 
-// binDir finds the control plane binaries: the given folder, else
-// $NSDOCTOR_CONTROLPLANE_BIN, else the project's cached build, built on
-// first use by hack/build-controlplane.sh (about 10 minutes cold).
-func binDir(ctx context.Context, dir string) (string, error) {
-	if dir == "" {
+// binDir finds the control plane binaries: the given folder, else (for the
+// default version) $NSDOCTOR_CONTROLPLANE_BIN, else the project's cached
+// build of that version, built on first use by hack/build-controlplane.sh
+// (about 10 minutes cold).
+func binDir(ctx context.Context, dir, version string) (string, error) {
+	if dir == "" && version == "" {
 		dir = os.Getenv("NSDOCTOR_CONTROLPLANE_BIN")
 	}
 	if dir != "" {
@@ -30,7 +31,7 @@ func binDir(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "build-controlplane.sh"))
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "build-controlplane.sh"), version)
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building the control plane with hack/build-controlplane.sh: %w", err)

@@ -34,6 +34,21 @@ type Options struct {
 	// WithoutControllerManager starts no namespace controller: a cluster
 	// whose terminating namespaces nobody works on.
 	WithoutControllerManager bool
+	// Version is the Kubernetes minor to run, e.g. "1.33", built from the
+	// pins in hack/controlplane/1.33; empty is the default (1.36).
+	Version string
+	// FeatureGates are kube-controller-manager's --feature-gates, e.g.
+	// "OrderedNamespaceDeletion=false" (a 1.30-1.32 controller).
+	FeatureGates string
+}
+
+// FromEnv is Options with the version and the controller's feature gates
+// taken from $NSDOCTOR_K8S and $NSDOCTOR_KCM_FEATURE_GATES, so one test
+// package runs against every version (make test-versions).
+func FromEnv(opts Options) Options {
+	opts.Version = os.Getenv("NSDOCTOR_K8S")
+	opts.FeatureGates = os.Getenv("NSDOCTOR_KCM_FEATURE_GATES")
+	return opts
 }
 
 // ControlPlane is a running test bed. Its methods are not safe for
@@ -45,18 +60,19 @@ type ControlPlane struct {
 	Kubeconfig string
 	Dir        string
 
-	ownDir     bool
-	ca         *authority
-	apiPort    int
-	etcd       *process
-	apiserver  *process
-	controller *process
+	ownDir       bool
+	featureGates string
+	ca           *authority
+	apiPort      int
+	etcd         *process
+	apiserver    *process
+	controller   *process
 }
 
 // Start brings the control plane up and returns once kube-apiserver's
 // /readyz answers ok. On error everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
-	binDir, err := binDir(ctx, opts.BinDir)
+	binDir, err := binDir(ctx, opts.BinDir, opts.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +88,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			cp.Stop()
 		}
 	}()
+	cp.featureGates = opts.FeatureGates
 	if err := cp.prepare(binDir, !opts.WithoutControllerManager); err != nil {
 		return nil, err
 	}
@@ -145,13 +162,23 @@ func (cp *ControlPlane) prepare(binDir string, withController bool) error {
 		"--disable-admission-plugins=ServiceAccount",
 	}}
 	if withController {
-		cp.controller = &process{name: "kube-controller-manager", path: filepath.Join(binDir, "kube-controller-manager"), logPath: cp.path("kube-controller-manager.log"), args: []string{
-			"--kubeconfig=" + cp.Kubeconfig,
-			"--controllers=namespace,garbagecollector",
-			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-		}}
+		cp.controller = cp.controllerManager(binDir)
 	}
 	return nil
+}
+
+// controllerManager runs the namespace controller (the oracle) and the
+// garbage collector, nothing else.
+func (cp *ControlPlane) controllerManager(binDir string) *process {
+	args := []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--controllers=namespace,garbagecollector",
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
+	}
+	if cp.featureGates != "" {
+		args = append(args, "--feature-gates="+cp.featureGates)
+	}
+	return &process{name: "kube-controller-manager", path: filepath.Join(binDir, "kube-controller-manager"), logPath: cp.path("kube-controller-manager.log"), args: args}
 }
 
 func (cp *ControlPlane) path(name string) string { return filepath.Join(cp.Dir, name) }
@@ -178,11 +205,7 @@ func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop() }
 // plane started without it.
 func (cp *ControlPlane) StartControllerManager() error {
 	if cp.controller == nil {
-		binDir := filepath.Dir(cp.apiserver.path)
-		cp.controller = &process{name: "kube-controller-manager", path: filepath.Join(binDir, "kube-controller-manager"), logPath: cp.path("kube-controller-manager.log"), args: []string{
-			"--kubeconfig=" + cp.Kubeconfig, "--controllers=namespace,garbagecollector",
-			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-		}}
+		cp.controller = cp.controllerManager(filepath.Dir(cp.apiserver.path))
 	}
 	if cp.controller.running() {
 		return nil

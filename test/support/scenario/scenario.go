@@ -161,6 +161,28 @@ func (c *Cluster) WaitForConditions(ctx context.Context, namespace string, timeo
 	return ns, nil
 }
 
+// WaitForConditionStatus waits until the namespace controller has written
+// condition type ct with the given status.
+func (c *Cluster) WaitForConditionStatus(ctx context.Context, namespace string, timeout time.Duration, ct v1.NamespaceConditionType, status v1.ConditionStatus) (*v1.Namespace, error) {
+	var ns *v1.Namespace
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if ns, err = c.Kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		for _, cond := range ns.Status.Conditions {
+			if cond.Type == ct && cond.Status == status {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return ns, fmt.Errorf("waiting for %s=%s on namespace %s: %w", ct, status, namespace, err)
+	}
+	return ns, nil
+}
+
 func hasTrue(conds []v1.NamespaceCondition, t v1.NamespaceConditionType) bool {
 	for _, c := range conds {
 		if c.Type == t && c.Status == v1.ConditionTrue {
