@@ -68,6 +68,20 @@ func (w *Writer) Save(gvr schema.GroupVersionResource, obj *unstructured.Unstruc
 	return nil
 }
 
+// SaveCluster writes a cluster-scoped object ns-doctor changes for the
+// duration of a run (a webhook configuration) to Dir/cluster, re-appliable
+// with kubectl replace, and returns the file's path.
+func (w *Writer) SaveCluster(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dir := filepath.Join(w.Dir, "cluster")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("creating %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s.%s_%s.yaml", gvr.Resource, groupOrCore(gvr.Group), obj.GetName()))
+	return path, writeYAML(path, Reappliable(obj))
+}
+
 // SaveNamespace writes the namespace object as it is, for the record.
 func (w *Writer) SaveNamespace(obj *unstructured.Unstructured) error {
 	return writeYAML(filepath.Join(w.Dir, "namespace.yaml"), obj.Object)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -34,6 +35,8 @@ type PurgeFlags struct {
 	DeleteNamespace     bool
 	AllowSystem         bool
 	BackupDir           string
+	ForceDeletePods     bool
+	BypassWebhooks      []string
 }
 
 // AddFlags registers the flags on cmd.
@@ -48,6 +51,8 @@ func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.RemoveAllFinalizers, "remove-all-finalizers", false, "Escalation: strip every finalizer from objects the pass leaves")
 	fs.BoolVar(&f.FinalizeAnyway, "finalize-despite-discovery-failure", false, "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)")
 	fs.BoolVar(&f.RemoveNSFinalizers, "remove-namespace-finalizers", false, "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers")
+	fs.BoolVar(&f.ForceDeletePods, "force-delete-pods", false, "Escalation: delete with grace period 0 the namespace's pods whose grace period is over (their node is gone or its kubelet dead), as kubectl delete --force --grace-period=0 does")
+	fs.StringSliceVar(&f.BypassWebhooks, "bypass-webhook", nil, "Escalation: for the run only, exclude this namespace from the webhooks of this validating or mutating webhook configuration (repeatable); restored when the run ends")
 	fs.BoolVar(&f.DeleteNamespace, "delete-namespace", false, "Delete the namespace first if it is Active")
 	fs.BoolVar(&f.AllowSystem, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
 	fs.StringVar(&f.BackupDir, "backup-dir", "", "Where to save objects before changing them (default: a new folder under the user cache dir)")
@@ -82,11 +87,17 @@ func (f *PurgeFlags) ToOptions(name string, dryRunSet bool, progress io.Writer) 
 	if f.Timeout <= 0 {
 		return purge.Options{}, usageErrorf("--timeout must be positive, got %s", f.Timeout)
 	}
+	for _, name := range f.BypassWebhooks {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return purge.Options{}, usageErrorf("invalid --bypass-webhook %q: %s", name, errs[0])
+		}
+	}
 	return purge.Options{
 		Namespace: name, DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir,
 		Escalations: purge.Escalations{
 			RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
 			FinalizeDespiteDiscoveryFailure: f.FinalizeAnyway, RemoveNamespaceFinalizers: f.RemoveNSFinalizers,
+			ForceDeletePods: f.ForceDeletePods, BypassWebhooks: f.BypassWebhooks,
 		},
 		Workers: purgeWorkers, Progress: progress,
 	}, nil
@@ -121,8 +132,9 @@ By default it only prints the plan (--dry-run=client). --dry-run=server sends ev
 dry run, so admission webhooks and RBAC answer without anything being persisted. --force (or
 --dry-run=none) acts: after a confirmation, it checks its permissions, saves every object it
 deletes or changes to a backup folder, and repeats the pass until the namespace is gone or
---timeout expires. Escalations (--remove-finalizers, --remove-all-finalizers,
---finalize-despite-discovery-failure, --remove-namespace-finalizers) are each shown in the plan first.
+--timeout expires. Escalations (--remove-finalizers, --remove-all-finalizers, --force-delete-pods,
+--bypass-webhook, --finalize-despite-discovery-failure, --remove-namespace-finalizers) are each
+shown in the plan first.
 
 Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not found, 2 bad usage, 1 error.`,
 		Example: `  # What would the namespace controller do now?
@@ -132,7 +144,10 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
   kubectl ns-doctor purge demo --dry-run=server --remove-finalizers='example.com/*'
 
   # Do it, stripping the finalizers of an uninstalled operator
-  kubectl ns-doctor purge demo --force --remove-finalizers='example.com/*'`,
+  kubectl ns-doctor purge demo --force --remove-finalizers='example.com/*'
+
+  # Pods on a node that is gone, and a webhook whose service went with the namespace
+  kubectl ns-doctor purge demo --force --force-delete-pods --bypass-webhook=demo-validator`,
 		Args:              exactArgs(1, "the namespace name"),
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -187,7 +202,10 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 	o.Purge.Ordering = o.Ordering.resolve(clients)
 	p := &purge.Purger{Clients: clients, Opts: o.Purge}
 	report, runErr := p.Run(ctx)
+	var usage *purge.UsageError
 	switch {
+	case errors.As(runErr, &usage):
+		return usageErrorf("%s", usage.Error())
 	case errors.Is(runErr, purge.ErrNotFound):
 		return notFoundErrorf("namespace %q not found (it may already be deleted)", o.Name)
 	case errors.Is(runErr, purge.ErrActive):
@@ -221,6 +239,12 @@ func (o *PurgeOptions) confirm(ctx context.Context) error {
 		_, _ = fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
 	case len(esc.RemoveFinalizers) > 0:
 		_, _ = fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(esc.RemoveFinalizers, ", "))
+	}
+	if esc.ForceDeletePods {
+		_, _ = fmt.Fprintf(o.ErrOut, "  and force-delete (grace period 0) its pods whose grace period is over\n")
+	}
+	if len(esc.BypassWebhooks) > 0 {
+		_, _ = fmt.Fprintf(o.ErrOut, "  and, until it ends, exclude the namespace from webhook configuration(s) %s\n", strings.Join(esc.BypassWebhooks, ", "))
 	}
 	_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
 	answer := make(chan string, 1)

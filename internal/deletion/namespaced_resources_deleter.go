@@ -103,6 +103,10 @@ type ContentResult struct {
 	// PodsBlocked is true when pods remain and, with ordered deletion, the
 	// pass returned before touching other resources.
 	PodsBlocked bool
+	// Failed are the resources whose deletion returned an error (not
+	// counted in Totals: upstream counts only what it could list after
+	// deleting), sorted.
+	Failed []schema.GroupVersionResource
 }
 
 // Delete deletes all resources in the given namespace.
@@ -545,12 +549,14 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 	}
 
 	numRemainingTotals := NewContentTotals()
+	var failed []schema.GroupVersionResource
 	if _, hasPods := groupVersionResources[PodsGVR]; hasPods && d.OrderedDeletion {
 		// Ensure all pods in the namespace are deleted first
 		gvrDeletionMetadata, err := d.deleteAllContentForGroupVersionResource(ctx, PodsGVR, namespace, namespaceDeletedAt)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to delete pods for namespace: %s, err: %w", namespace, err))
 			conditionUpdater.ProcessDeleteContentErr(err)
+			failed = append(failed, PodsGVR)
 		}
 		estimate = max(estimate, gvrDeletionMetadata.finalizerEstimateSeconds)
 		numRemainingTotals.add(PodsGVR, gvrDeletionMetadata)
@@ -558,7 +564,7 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 		// Check if any pods remain before proceeding to delete other resources
 		if numRemainingTotals.GVRToNumRemaining[PodsGVR] > 0 {
 			return ContentResult{Estimate: estimate, Err: utilerrors.NewAggregate(errs), Conditions: conditionUpdater.Conditions(),
-				Totals: numRemainingTotals, PodsBlocked: true}
+				Totals: numRemainingTotals, PodsBlocked: true, Failed: failed}
 		}
 	}
 
@@ -576,6 +582,7 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 			// groupVersionResources.
 			errs = append(errs, r.err)
 			conditionUpdater.ProcessDeleteContentErr(r.err)
+			failed = append(failed, r.gvr)
 		}
 		estimate = max(estimate, r.meta.finalizerEstimateSeconds)
 		numRemainingTotals.add(r.gvr, r.meta)
@@ -583,7 +590,7 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 	conditionUpdater.ProcessContentTotals(numRemainingTotals)
 
 	// if len(errs)==0, NewAggregate returns nil.
-	return ContentResult{Estimate: estimate, Err: utilerrors.NewAggregate(errs), Conditions: conditionUpdater.Conditions(), Totals: numRemainingTotals}
+	return ContentResult{Estimate: estimate, Err: utilerrors.NewAggregate(errs), Conditions: conditionUpdater.Conditions(), Totals: numRemainingTotals, Failed: failed}
 }
 
 type gvrOutcome struct {

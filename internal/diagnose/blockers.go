@@ -101,10 +101,17 @@ func podBlockers(obs Observation, r Report) []Blocker {
 	sort.Strings(stuck)
 	return []Blocker{{
 		Kind:     BlockerPods,
-		Summary:  fmt.Sprintf("%d pod(s) outlived their grace period; pods are deleted first, so the controller deletes nothing else while they remain", len(stuck)),
+		Summary:  podsSummary(len(stuck), obs.Ordering.Ordered),
 		Evidence: firstN(stuck, 5),
-		NextStep: fmt.Sprintf("check the pods' nodes (kubectl get pods -n %s -o wide; kubectl get nodes); if a node is gone for good: kubectl delete pods --all -n %s --grace-period=0 --force", r.Namespace.Name, r.Namespace.Name),
+		NextStep: fmt.Sprintf("check the pods' nodes (kubectl get pods -n %s -o wide; kubectl get nodes); if a node is gone for good: kubectl ns-doctor purge %s --force-delete-pods  # the plan says each pod's node and whether it is Ready", r.Namespace.Name, r.Namespace.Name),
 	}}
+}
+
+func podsSummary(n int, ordered bool) string {
+	if ordered {
+		return fmt.Sprintf("%d pod(s) outlived their grace period; pods are deleted first, so the controller deletes nothing else while they remain", n)
+	}
+	return fmt.Sprintf("%d pod(s) outlived their grace period; the namespace cannot go while they remain (this controller deletes the rest meanwhile)", n)
 }
 
 func contentBlockers(obs Observation, r Report) []Blocker {

@@ -165,7 +165,7 @@ func TestBlockers(t *testing.T) {
 				return obs
 			},
 			kind: BlockerWebhook, summary: `webhook "deny.guard" fails closed and its service webhook-system/guard is down`,
-			evidence: "validatingwebhookconfiguration/guard webhook deny.guard: failurePolicy=Fail", next: "kubectl delete validatingwebhookconfiguration guard", state: StateStuck,
+			evidence: "validatingwebhookconfiguration/guard webhook deny.guard: failurePolicy=Fail", next: "--bypass-webhook=guard", state: StateStuck,
 		},
 		{
 			name: "webhook served from the namespace itself",
@@ -176,7 +176,7 @@ func TestBlockers(t *testing.T) {
 				return obs
 			},
 			kind: BlockerSelfHostedWebhook, summary: "served from this very namespace", evidence: "service demo/guard: 0 ready endpoints",
-			next: "kubectl delete validatingwebhookconfiguration guard", state: StateStuck,
+			next: "--bypass-webhook=guard", state: StateStuck,
 		},
 		{
 			name: "pod past its grace period",
@@ -185,7 +185,7 @@ func TestBlockers(t *testing.T) {
 				obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: obs.Snapshot.Lists[deletion.PodsGVR].Items[0].ObjectMeta, Spec: v1.PodSpec{NodeName: "gone", TerminationGracePeriodSeconds: ptr.To(int64(30))}}}
 				return obs
 			},
-			kind: BlockerPods, summary: "1 pod(s) outlived their grace period", evidence: "pod/p: grace period ended 3m0s ago", next: "--grace-period=0 --force", state: StateStuck,
+			kind: BlockerPods, summary: "1 pod(s) outlived their grace period", evidence: "pod/p: grace period ended 3m0s ago", next: "kubectl ns-doctor purge demo --force-delete-pods", state: StateStuck,
 		},
 		{
 			name: "namespace finalizer of another system",

@@ -11,14 +11,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// WebhookRejections predicts the API server's answer to a DELETE of each
-// remaining resource caught by a fail-closed webhook whose backend is down,
-// in the words kube-apiserver uses, so the predicted ContentDeletionFailed
-// condition matches the controller's.
+// Rejections are the API server's answers, predicted in kube-apiserver's
+// words, to the writes a deletion pass and purge's escalations send, from
+// fail-closed webhooks whose backend is down.
+type Rejections struct {
+	// Delete: a DELETE of content (deletecollection, delete, a pod's
+	// force-delete).
+	Delete map[schema.GroupVersionResource]error
+	// Update: the UPDATE (a patch) that removes an object's finalizers.
+	Update map[schema.GroupVersionResource]error
+	// Finalize: the UPDATE of namespaces/finalize.
+	Finalize error
+}
+
+// WebhookRejections predicts the answer to a DELETE of each remaining
+// resource, so the predicted ContentDeletionFailed condition matches the
+// controller's.
 func WebhookRejections(obs Observation) map[schema.GroupVersionResource]error {
-	out := map[schema.GroupVersionResource]error{}
+	return PredictRejections(obs, nil).Delete
+}
+
+// PredictRejections predicts every rejection, leaving out the webhooks of
+// the configurations named in bypassed (purge --bypass-webhook).
+func PredictRejections(obs Observation, bypassed map[string]bool) Rejections {
+	out := Rejections{Delete: map[schema.GroupVersionResource]error{}, Update: map[schema.GroupVersionResource]error{}}
 	for _, wh := range obs.Webhooks {
-		if wh.FailurePolicy != string(admissionregv1.Fail) || wh.Service == nil || !selects(wh.NamespaceSelector, obs.Namespace.Labels) {
+		if bypassed[wh.Configuration] || wh.FailurePolicy != string(admissionregv1.Fail) || wh.Service == nil || !selects(wh.NamespaceSelector, obs.Namespace.Labels) {
 			continue
 		}
 		state, known := obs.Services[wh.Service.Key()]
@@ -26,23 +44,76 @@ func WebhookRejections(obs Observation) map[schema.GroupVersionResource]error {
 			continue
 		}
 		for gvr, list := range obs.Snapshot.Lists {
-			if _, done := out[gvr]; done || list == nil || !catchesDelete(wh, gvr, list.Items) {
+			if list == nil {
 				continue
 			}
-			out[gvr] = webhookCallError(wh, state)
+			for _, op := range matchingOperations(wh.Rules, gvr) {
+				verdicts := map[string]map[schema.GroupVersionResource]error{"DELETE": out.Delete, "UPDATE": out.Update}[op]
+				if _, done := verdicts[gvr]; !done && catchesItem(wh, op, list.Items) {
+					verdicts[gvr] = webhookCallError(wh, state)
+				}
+			}
+		}
+		if out.Finalize == nil && catchesFinalize(wh, obs.Namespace.Labels) {
+			out.Finalize = webhookCallError(wh, state)
 		}
 	}
 	return out
 }
 
-func catchesDelete(wh Webhook, gvr schema.GroupVersionResource, items []metav1.PartialObjectMetadata) bool {
-	ops := matchingOperations(wh.Rules, gvr)
-	if len(ops) == 0 || ops[0] != "DELETE" {
+// WebhookCatches lists what a configuration's webhooks would be called
+// for among the writes a purge of the namespace sends, whatever their
+// backend's state: "DELETE <resource>", "UPDATE <resource>" (removing
+// finalizers), "UPDATE namespaces/finalize".
+func WebhookCatches(obs Observation, configuration string) []string {
+	seen := map[string]bool{}
+	for _, wh := range obs.Webhooks {
+		if wh.Configuration != configuration || !selects(wh.NamespaceSelector, obs.Namespace.Labels) {
+			continue
+		}
+		for gvr, list := range obs.Snapshot.Lists {
+			if list == nil {
+				continue
+			}
+			for _, op := range matchingOperations(wh.Rules, gvr) {
+				if catchesItem(wh, op, list.Items) {
+					seen[op+" "+resourceName(gvr)] = true
+				}
+			}
+		}
+		if catchesFinalize(wh, obs.Namespace.Labels) {
+			seen["UPDATE namespaces/finalize"] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// catchesFinalize tells whether a webhook's rules catch the UPDATE of the
+// namespace's finalize subresource.
+func catchesFinalize(wh Webhook, nsLabels map[string]string) bool {
+	if !selects(wh.ObjectSelector, nsLabels) {
 		return false
 	}
-	for i := range items {
-		if selects(wh.ObjectSelector, items[i].Labels) {
-			return true
+	for _, rule := range wh.Rules {
+		if rule.Scope != nil && *rule.Scope == admissionregv1.NamespacedScope {
+			continue
+		}
+		if !anyOf(rule.APIGroups, "") || !anyOf(rule.APIVersions, "v1") {
+			continue
+		}
+		resources := false
+		for _, r := range rule.Resources {
+			resources = resources || r == "*/*" || r == "namespaces/*" || r == "namespaces/finalize" || r == "*/finalize"
+		}
+		for _, op := range rule.Operations {
+			if resources && (op == admissionregv1.OperationAll || op == admissionregv1.Update) {
+				return true
+			}
 		}
 	}
 	return false
@@ -99,13 +170,13 @@ func webhookBlocker(wh Webhook, state ServiceState, caught []string, namespace s
 			fmt.Sprintf("%s/%s webhook %s: failurePolicy=Fail", kind, wh.Configuration, wh.Name),
 			fmt.Sprintf("service %s: %s", wh.Service.Key(), describeService(state)),
 		},
-		NextStep: fmt.Sprintf("restore service %s, or if its webhook is gone for good: kubectl delete %s %s", wh.Service.Key(), kind, wh.Configuration),
+		NextStep: fmt.Sprintf("restore service %s; or for this namespace only, for the run: kubectl ns-doctor purge %s --bypass-webhook=%s; if its webhook is gone for good: kubectl delete %s %s", wh.Service.Key(), namespace, wh.Configuration, kind, wh.Configuration),
 	}
 	if wh.Service.Namespace == namespace {
 		b.Kind = BlockerSelfHostedWebhook
 		b.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s",
 			wh.Type, wh.Name, strings.Join(caught, ", "))
-		b.NextStep = fmt.Sprintf("kubectl delete %s %s  # its backend is going away with the namespace", kind, wh.Configuration)
+		b.NextStep = fmt.Sprintf("kubectl ns-doctor purge %s --bypass-webhook=%s  # for the run only; or, its backend going away with the namespace: kubectl delete %s %s", namespace, wh.Configuration, kind, wh.Configuration)
 	}
 	return b
 }

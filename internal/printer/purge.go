@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/fatih/color"
 
@@ -18,6 +19,8 @@ func (h Human) Purge(w io.Writer, r *purge.Report) error {
 	h.purgeHeadline(p, r)
 	h.purgeSteps(p, r)
 	h.purgeStrips(p, r)
+	h.purgeForcedPods(p, r)
+	h.purgeBypassed(p, r)
 	h.purgeRecreated(p, r)
 	h.purgeRemaining(p, r)
 	h.purgeConditions(p, r)
@@ -103,6 +106,34 @@ func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
 	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
 	for _, s := range r.Strips {
 		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), truncate(s.Result, 50))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+}
+
+func (h Human) purgeForcedPods(p *errWriter, r *purge.Report) {
+	if len(r.ForcedPods) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Pods to delete with grace period 0 (escalation)"))
+	t := newTable(p, "POD", "NODE", "NODE STATE", "TERMINATING", "RESULT")
+	for _, f := range r.ForcedPods {
+		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), truncate(f.Result, 50))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+}
+
+func (h Human) purgeBypassed(p *errWriter, r *purge.Report) {
+	if len(r.Bypassed) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Webhooks bypassed for this namespace during the run (escalation)"))
+	t := newTable(p, "CONFIGURATION", "CATCHES", "RESULT")
+	for _, b := range r.Bypassed {
+		_ = t.Append(strings.ToLower(b.Kind)+"/"+b.Name, truncate(strings.Join(b.Catches, ", "), 50), truncate(b.Result, 60))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)

@@ -12,6 +12,9 @@ import (
 // the finalize reason) from its typed fields: the human view prints them,
 // and the JSON keeps them for people and older consumers.
 func PurgeWords(r *purge.Report) {
+	// Lists are [] in JSON, never null.
+	r.ForcedPods = nonNil(r.ForcedPods)
+	r.Bypassed = nonNil(r.Bypassed)
 	r.Message = purgeMessage(r)
 	for i := range r.Steps {
 		r.Steps[i].Result = stepWords(r.Steps[i])
@@ -20,6 +23,45 @@ func PurgeWords(r *purge.Report) {
 		r.Strips[i].Result = stripWords(r.Strips[i])
 	}
 	r.Finalize.Reason = finalizeWords(r.Finalize)
+	for i := range r.ForcedPods {
+		r.ForcedPods[i].Result = forcedWords(r.ForcedPods[i])
+	}
+	for i := range r.Bypassed {
+		r.Bypassed[i].Result = bypassWords(r.Bypassed[i])
+	}
+}
+
+func forcedWords(f purge.ForcedPod) string {
+	switch f.Status {
+	case purge.ForcePlanned:
+		if f.AfterSeconds > 0 {
+			return fmt.Sprintf("would delete, once its grace period ends (%ds)", f.AfterSeconds)
+		}
+		return "would delete"
+	case purge.ForceDeleted:
+		return "deleted"
+	case purge.ForceGone:
+		return "gone before its turn"
+	case purge.ForceFailed:
+		return "failed: " + f.Error
+	}
+	return string(f.Status)
+}
+
+func bypassWords(b purge.Bypass) string {
+	switch b.Status {
+	case purge.BypassPlanned:
+		return "would exclude the namespace during the run, then restore"
+	case purge.BypassRestored:
+		return "excluded during the run, restored"
+	case purge.BypassLeftover:
+		return "left excluding the namespace by a killed run: restored first"
+	case purge.BypassFailed:
+		return "failed: " + b.Error
+	case purge.BypassRestoreFailed:
+		return "NOT restored: " + b.RestoreCommand
+	}
+	return string(b.Status)
 }
 
 func purgeMessage(r *purge.Report) string {
@@ -137,4 +179,11 @@ func orderingWords(o deletion.Ordering) string {
 		return fmt.Sprintf("cluster %s; %s assumed, as from 1.33 (--ordered-deletion=on|off to choose)", version, order)
 	}
 	return fmt.Sprintf("cluster %s; %s, its namespace controller's default", version, order)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

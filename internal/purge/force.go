@@ -25,8 +25,16 @@ import (
 // before it is changed, the controller's Delete repeated the way its work
 // queue repeats it until the namespace is gone or the timeout expires.
 func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
+	// A run killed while it bypassed a webhook left its exclusion behind:
+	// undo it before anything else.
+	if err := r.restoreLeftovers(ctx); err != nil {
+		return err
+	}
 	obs, err := r.snapshot(ctx, ns)
 	if err != nil {
+		return err
+	}
+	if err := r.resolveBypass(ctx, obs); err != nil {
 		return err
 	}
 	if r.report.MissingPermissions, err = r.missingPermissions(ctx, ns, r.disc, obs.Snapshot); err != nil {
@@ -42,6 +50,11 @@ func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
 	}
 	r.report.BackupDir = r.bk.Dir
 	defer func() { r.report.BackedUp = r.bk.Count() }()
+	restore, err := r.applyBypass(ctx)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	if ns.DeletionTimestamp == nil {
 		if err := r.Clients.Kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
@@ -215,10 +228,15 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 	if len(chased) > 0 {
 		return 0, &stopError{stop: r.rc.stop(chased)}
 	}
-	if r.Opts.Escalations.strips() && len(res.Content.Totals.GVRToNumRemaining) > 0 {
-		if n := r.stripRemaining(ctx, res.Content); n > 0 {
-			return time.Second, nil
-		}
+	acted := 0
+	if r.Opts.Escalations.strips() && len(stripCandidates(res.Content)) > 0 {
+		acted += r.stripRemaining(ctx, res.Content)
+	}
+	if r.Opts.Escalations.ForceDeletePods && res.Content.Totals.GVRToNumRemaining[deletion.PodsGVR] > 0 {
+		acted += r.forceDeletePods(ctx)
+	}
+	if acted > 0 {
+		return time.Second, nil
 	}
 	return time.Duration(res.Content.Estimate/2+1) * time.Second, nil
 }

@@ -16,7 +16,7 @@ import (
 
 // permission is one verb on one resource that the plan needs.
 type permission struct {
-	verb, group, resource, subresource, namespace string
+	verb, group, resource, subresource, namespace, name string
 }
 
 func (p permission) String() string {
@@ -26,6 +26,9 @@ func (p permission) String() string {
 	}
 	if p.subresource != "" {
 		res += "/" + p.subresource
+	}
+	if p.name != "" {
+		res += " " + p.name
 	}
 	if p.namespace != "" {
 		return fmt.Sprintf("%s %s in namespace %s", p.verb, res, p.namespace)
@@ -75,6 +78,19 @@ func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *de
 	if r.Opts.Escalations.RemoveNamespaceFinalizers && len(ns.Finalizers) > 0 {
 		out = append(out, permission{verb: "patch", resource: "namespaces"})
 	}
+	esc := r.Opts.Escalations
+	if esc.ForceDeletePods {
+		out = append(out, permission{verb: "delete", resource: "pods", namespace: ns.Name})
+	}
+	for _, b := range r.report.Bypassed {
+		if b.Status != BypassPlanned {
+			continue
+		}
+		gvr := gvrOfKind(b.Kind)
+		out = append(out, permission{verb: "list", group: gvr.Group, resource: gvr.Resource},
+			permission{verb: "get", group: gvr.Group, resource: gvr.Resource, name: b.Name},
+			permission{verb: "patch", group: gvr.Group, resource: gvr.Resource, name: b.Name})
+	}
 	for gvr, res := range disc.DeletableResources() {
 		verbs := map[string]bool{}
 		for _, v := range res.Verbs {
@@ -115,7 +131,7 @@ func hasFinalizers(snap *deletion.Snapshot, gvr schemaGVR) bool {
 
 func (r *run) allowed(ctx context.Context, perm permission) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-		Namespace: perm.namespace, Verb: perm.verb, Group: perm.group, Resource: perm.resource, Subresource: perm.subresource,
+		Namespace: perm.namespace, Verb: perm.verb, Group: perm.group, Resource: perm.resource, Subresource: perm.subresource, Name: perm.name,
 	}}}
 	res, err := r.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {

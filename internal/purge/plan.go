@@ -35,20 +35,30 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 	if err != nil {
 		return err
 	}
+	if err := r.resolveBypass(ctx, obs); err != nil {
+		return err
+	}
+	r.noteLeftovers(ctx)
 	planOps, planNs := deletion.NewPlanOps(obs.Snapshot), deletion.NewPlanNamespaces(ns)
 	var ops deletion.Operations = planOps
 	var nsClient deletion.NamespaceClient = planNs
 	if server {
-		ops = &deletion.ServerDryRunOps{Server: &kube.MetadataOps{Client: r.Clients.Metadata, DryRun: true}, Plan: planOps}
-		nsClient = &deletion.ServerDryRunNamespaces{Server: r.Clients.Kube.CoreV1().Namespaces(), Plan: planNs}
+		// The server answers for itself; a bypass, which a dry run cannot
+		// apply, turns its webhooks' refusals into warnings.
+		ops = &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: &kube.MetadataOps{Client: r.Clients.Metadata, DryRun: true}, r: r}, Plan: planOps}
+		nsClient = &deletion.ServerDryRunNamespaces{Server: &bypassFilterNs{NamespaceClient: r.Clients.Kube.CoreV1().Namespaces(), r: r}, Plan: planNs}
 	} else {
-		// The server answers for itself in a server dry run.
-		planOps.DeleteErrs = diagnose.WebhookRejections(obs)
+		r.rejections = diagnose.PredictRejections(obs, r.bypassedNames())
+		planOps.DeleteErrs, planNs.FinalizeErr = r.rejections.Delete, r.rejections.Finalize
+	}
+	pods := map[string]*v1.Pod{}
+	for i := range obs.Snapshot.Pods {
+		pods[obs.Snapshot.Pods[i].Name] = &obs.Snapshot.Pods[i]
 	}
 	r.deleter = r.newDeleter(nsClient, nil, planOps)
 	r.refused = map[string]bool{}
 	for pass := 1; pass <= maxPlanPasses; pass++ {
-		if !r.planPass(ctx, pass, ops, planOps, planNs, server) {
+		if !r.planPass(ctx, pass, ops, planOps, planNs, pods, server) {
 			break
 		}
 	}
@@ -58,7 +68,8 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 
 // planPass plays one pass and the escalations after it; it tells whether
 // another pass would change anything.
-func (r *run) planPass(ctx context.Context, pass int, ops deletion.Operations, planOps *deletion.PlanOps, planNs *deletion.PlanNamespaces, server bool) bool {
+func (r *run) planPass(ctx context.Context, pass int, ops deletion.Operations, planOps *deletion.PlanOps, planNs *deletion.PlanNamespaces,
+	pods map[string]*v1.Pod, server bool) bool {
 	rep := r.report
 	rec := newRecorder(ops, planOps.Count, false, StepPlanned, pass)
 	r.deleter.Ops = rec
@@ -98,7 +109,14 @@ func (r *run) planPass(ctx context.Context, pass int, ops deletion.Operations, p
 		return true
 	}
 	notFinalized(&rep.Finalize, res, err)
-	return r.Opts.Escalations.strips() && r.planStrips(ctx, res.Content, planOps, server) > 0
+	played := 0
+	if r.Opts.Escalations.strips() {
+		played += r.planStrips(ctx, res.Content, planOps, server)
+	}
+	if r.Opts.Escalations.ForceDeletePods {
+		played += r.planForcePods(ctx, planOps, pods, server)
+	}
+	return played > 0
 }
 
 func (r *run) planNamespaceDelete(ctx context.Context, server bool) {
@@ -144,7 +162,7 @@ func (r *run) planNamespaceFinalizers(ctx context.Context, ns *v1.Namespace, pla
 // plays the accepted ones on the plan. It returns how many it played.
 func (r *run) planStrips(ctx context.Context, content *deletion.ContentResult, planOps *deletion.PlanOps, server bool) int {
 	played := 0
-	for _, gvr := range sortedGVRs(content.Totals.GVRToNumRemaining) {
+	for _, gvr := range stripCandidates(content) {
 		list, err := planOps.List(ctx, gvr, r.Opts.Namespace)
 		if err != nil {
 			continue
@@ -155,12 +173,14 @@ func (r *run) planStrips(ctx context.Context, content *deletion.ContentResult, p
 				continue
 			}
 			s := Strip{Resource: deletion.ResourceName(gvr), Name: item.Name, Finalizers: strip, Status: StripPlanned}
+			err := r.rejections.Update[gvr]
 			if server {
-				err := r.patchFinalizers(ctx, gvr, item.Name, item.ResourceVersion, without(item.Finalizers, strip), true)
-				if err != nil {
-					s.Status, s.Error = StripFailed, err.Error()
-					r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("strip %s/%s: %v", s.Resource, item.Name, err))
-				}
+				err = r.patchFinalizers(ctx, gvr, item.Name, item.ResourceVersion, without(item.Finalizers, strip), true)
+				err = r.unlessBypassed(err, "strip "+s.Resource+"/"+item.Name)
+			}
+			if err != nil {
+				s.Status, s.Error = StripFailed, err.Error()
+				r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("strip %s/%s: %v", s.Resource, item.Name, err))
 			}
 			r.report.Strips = appendStrip(r.report.Strips, s)
 			if s.Status == StripFailed {

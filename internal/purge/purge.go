@@ -77,6 +77,12 @@ type Escalations struct {
 	// RemoveNamespaceFinalizers drops spec.finalizers tokens other than
 	// "kubernetes" and the namespace's metadata.finalizers.
 	RemoveNamespaceFinalizers bool
+	// ForceDeletePods deletes, with grace period 0, the namespace's pods
+	// whose grace period is over (a lost node's kubelet never confirms).
+	ForceDeletePods bool
+	// BypassWebhooks are webhook configurations (validating or mutating)
+	// this namespace is excluded from for the run.
+	BypassWebhooks []string
 }
 
 // strips tells whether finalizers of objects are to be removed.

@@ -31,7 +31,12 @@ type Report struct {
 	// the last pass of a force run.
 	Steps []Step `json:"steps"`
 	// Strips are the finalizer removals planned or done.
-	Strips     []Strip     `json:"strips"`
+	Strips []Strip `json:"strips"`
+	// ForcedPods are the pods deleted (or to delete) with grace period 0.
+	ForcedPods []ForcedPod `json:"forcedPods"`
+	// Bypassed are the webhook configurations this namespace is (or would
+	// be) excluded from during the run.
+	Bypassed   []Bypass    `json:"bypassed"`
 	Remaining  []Remaining `json:"remaining"`
 	Conditions []Condition `json:"conditions"`
 	Finalize   Finalize    `json:"finalize"`
@@ -133,6 +138,75 @@ type Strip struct {
 	Result string `json:"result"`
 }
 
+// NodeState is what became of a pod's node.
+type NodeState string
+
+// Node states.
+const (
+	NodeMissing     NodeState = "Missing"     // the Node object is gone
+	NodeNotReady    NodeState = "NotReady"    // its kubelet does not report
+	NodeReady       NodeState = "Ready"       // the pod may still be running there
+	NodeUnknown     NodeState = "Unknown"     // the Node could not be read
+	NodeUnscheduled NodeState = "Unscheduled" // the pod was never bound
+)
+
+// ForceStatus is what became of a pod's force-deletion.
+type ForceStatus string
+
+// Force-deletion statuses.
+const (
+	ForcePlanned ForceStatus = "Planned" // a plan: would be sent (a server dry run accepted it)
+	ForceDeleted ForceStatus = "Deleted" // done, the pod saved first
+	ForceFailed  ForceStatus = "Failed"
+	ForceGone    ForceStatus = "Gone" // the pod went before its turn
+)
+
+// ForcedPod is a pod deleted with gracePeriodSeconds 0 (what `kubectl
+// delete --force --grace-period=0` sends), once its grace period is over.
+type ForcedPod struct {
+	Name      string    `json:"name"`
+	Node      string    `json:"node,omitempty"`
+	NodeState NodeState `json:"nodeState"`
+	// TerminatingSeconds is how long the pod has been terminating.
+	TerminatingSeconds int64 `json:"terminatingSeconds"`
+	// AfterSeconds: a plan's pod whose grace period is not over yet is
+	// force-deleted that much later.
+	AfterSeconds int64       `json:"afterSeconds,omitempty"`
+	Status       ForceStatus `json:"status"`
+	Error        string      `json:"error,omitempty"`
+	// Result is the status in words.
+	Result string `json:"result"`
+}
+
+// BypassStatus is what became of a webhook configuration's bypass.
+type BypassStatus string
+
+// Bypass statuses.
+const (
+	BypassPlanned       BypassStatus = "Planned"       // a plan: would be excluded during the run
+	BypassRestored      BypassStatus = "Restored"      // excluded during the run, then restored
+	BypassFailed        BypassStatus = "Failed"        // could not be excluded: nothing changed
+	BypassRestoreFailed BypassStatus = "RestoreFailed" // excluded, and not restored: see RestoreCommand
+	BypassLeftover      BypassStatus = "LeftoverRestored"
+)
+
+// Bypass is one webhook configuration named by --bypass-webhook.
+type Bypass struct {
+	// Kind is ValidatingWebhookConfiguration or MutatingWebhookConfiguration.
+	Kind     string   `json:"kind"`
+	Name     string   `json:"name"`
+	Webhooks []string `json:"webhooks"`
+	// Catches names what of purge's writes it catches in the namespace.
+	Catches []string     `json:"catches,omitempty"`
+	Status  BypassStatus `json:"status"`
+	Error   string       `json:"error,omitempty"`
+	// RestoreCommand restores the configuration from the backup by hand,
+	// when purge could not.
+	RestoreCommand string `json:"restoreCommand,omitempty"`
+	// Result is the status in words.
+	Result string `json:"result"`
+}
+
 // Recreated is an object created anew in the terminating namespace: a name
 // purge deleted that reappeared with a new UID, or an object created after
 // the namespace was deleted.
@@ -197,6 +271,6 @@ type Finalize struct {
 
 func newReport(ns string, mode DryRun) *Report {
 	return &Report{APIVersion: diagnose.APIVersion, Kind: Kind, Namespace: ns, Mode: mode,
-		Steps: []Step{}, Strips: []Strip{}, Recreated: []Recreated{}, Remaining: []Remaining{}, Conditions: []Condition{},
+		Steps: []Step{}, Strips: []Strip{}, ForcedPods: []ForcedPod{}, Bypassed: []Bypass{}, Recreated: []Recreated{}, Remaining: []Remaining{}, Conditions: []Condition{},
 		Changes: []string{}, Warnings: []string{}, Errors: []string{}}
 }

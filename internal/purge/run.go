@@ -28,8 +28,12 @@ type run struct {
 	deleter *deletion.NamespacedResourcesDeleter
 	disc    *kube.Discovery
 
-	// Plans only: the strips the server refused, not sent again.
-	refused map[string]bool
+	// Plans only: the strips and force-deletions refused, not sent again;
+	// a client plan's predicted webhook rejections.
+	refused    map[string]bool
+	rejections diagnose.Rejections
+	// nodes caches the state of the pods' nodes.
+	nodes map[string]NodeState
 
 	// Force runs only.
 	bk *backup.Writer
@@ -160,4 +164,18 @@ func without(list, drop []string) []string {
 		}
 	}
 	return out
+}
+
+// stripCandidates are the resources whose objects an escalation may strip:
+// what the pass left, and what it failed to delete (a webhook refusing the
+// DELETE may refuse the finalizer removal too, which the report then says).
+func stripCandidates(c *deletion.ContentResult) []schemaGVR {
+	set := map[schemaGVR]int{}
+	for gvr, n := range c.Totals.GVRToNumRemaining {
+		set[gvr] = n
+	}
+	for _, gvr := range c.Failed {
+		set[gvr]++
+	}
+	return sortedGVRs(set)
 }

@@ -21,8 +21,11 @@ const conflictRetries = 3
 // saving each object first. It returns how many objects it changed.
 func (r *run) stripRemaining(ctx context.Context, content *deletion.ContentResult) int {
 	changed := 0
-	for _, gvr := range sortedGVRs(content.Totals.GVRToNumRemaining) {
+	for _, gvr := range stripCandidates(content) {
 		list, err := kube.ListMetadata(ctx, r.Clients.Metadata, gvr, r.Opts.Namespace)
+		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
+			continue // its deletion failed already, and the pass says why
+		}
 		if err != nil {
 			r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("listing %s to strip finalizers: %v", deletion.ResourceName(gvr), err))
 			continue

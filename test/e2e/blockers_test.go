@@ -32,7 +32,7 @@ func TestBlockerFailClosedWebhook(t *testing.T) {
 	if e.code != 3 {
 		t.Fatalf("exit code %d, want 3", e.code)
 	}
-	e.blocker(t, diagnose.BlockerWebhook, "service webhook-system/guard: not found", "kubectl delete validatingwebhookconfiguration "+name)
+	e.blocker(t, diagnose.BlockerWebhook, "service webhook-system/guard: not found", "--bypass-webhook="+name)
 	e.agrees(t)
 }
 
@@ -47,7 +47,7 @@ func TestBlockerSelfHostedWebhook(t *testing.T) {
 	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)
-	b := e.blocker(t, diagnose.BlockerSelfHostedWebhook, "failurePolicy=Fail", "kubectl delete validatingwebhookconfiguration "+name)
+	b := e.blocker(t, diagnose.BlockerSelfHostedWebhook, "failurePolicy=Fail", "--bypass-webhook="+name)
 	if !strings.Contains(b.Summary, "configmaps (DELETE,UPDATE)") {
 		t.Errorf("summary does not name what the webhook catches: %q", b.Summary)
 	}
@@ -69,7 +69,7 @@ func TestBlockerPodsNotTerminating(t *testing.T) {
 	time.Sleep(time.Until(pod.DeletionTimestamp.Time) + time.Second)
 
 	e := explain(t, cp.Kubeconfig, name)
-	e.blocker(t, diagnose.BlockerPods, "pod/stuck: grace period ended", "--grace-period=0 --force")
+	e.blocker(t, diagnose.BlockerPods, "pod/stuck: grace period ended", "purge "+name+" --force-delete-pods")
 	if e.report.Pods == nil || !e.report.Pods.HoldingOtherContent || e.report.Pods.EstimateSeconds != 1 {
 		t.Errorf("pods summary %+v: want holding other content, estimate 1", e.report.Pods)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorfake "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/fake"
 
@@ -34,9 +35,14 @@ var namespacesGVR = v1.SchemeGroupVersion.WithResource("namespaces")
 func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	var core, agg []runtime.Object
 	for _, o := range typed {
-		if _, ok := o.(*apiregv1.APIService); ok {
+		switch o := o.(type) {
+		case *apiregv1.APIService:
 			agg = append(agg, o)
-		} else {
+		case *admissionregv1.ValidatingWebhookConfiguration:
+			c.addTyped(ValidatingWebhooks, "ValidatingWebhookConfiguration", o)
+		case *admissionregv1.MutatingWebhookConfiguration:
+			c.addTyped(MutatingWebhooks, "MutatingWebhookConfiguration", o)
+		default:
 			core = append(core, o)
 		}
 	}
@@ -54,6 +60,8 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	}
 	c.mu.Unlock()
 	listKinds[CRDs] = "CustomResourceDefinitionList"
+	listKinds[ValidatingWebhooks] = "ValidatingWebhookConfigurationList"
+	listKinds[MutatingWebhooks] = "MutatingWebhookConfigurationList"
 	scheme := runtime.NewScheme()
 	_ = metav1.AddMetaToScheme(scheme)
 	fakeMeta := metadatafake.NewSimpleMetadataClient(scheme)
@@ -117,6 +125,8 @@ func (c *Cluster) typed(action clienttesting.Action) (bool, runtime.Object, erro
 		if action.GetVerb() == "delete" {
 			return c.metadata(action)
 		}
+	case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
+		return c.webhookAction(action)
 	case "selfsubjectaccessreviews":
 		review := action.(clienttesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
 		a := review.Spec.ResourceAttributes
@@ -124,6 +134,31 @@ func (c *Cluster) typed(action clienttesting.Action) (bool, runtime.Object, erro
 		return true, review, nil
 	}
 	return false, nil, nil
+}
+
+// webhookAction serves the typed lists of webhook configurations from the
+// store, where the dynamic client reads and patches them too.
+func (c *Cluster) webhookAction(action clienttesting.Action) (bool, runtime.Object, error) {
+	if action.GetVerb() != "list" {
+		return false, nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gvr := action.GetResource()
+	c.log("list", gvr, "", "", "", false)
+	if err := c.fail("list", gvr, "", ""); err != nil {
+		return true, nil, err
+	}
+	var list runtime.Object = &admissionregv1.ValidatingWebhookConfigurationList{}
+	if gvr == MutatingWebhooks {
+		list = &admissionregv1.MutatingWebhookConfigurationList{}
+	}
+	items := []any{}
+	for _, o := range c.list(gvr, "") {
+		items = append(items, o.Object)
+	}
+	err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"items": items}, list)
+	return true, list, err
 }
 
 func (c *Cluster) listPods(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -299,6 +334,13 @@ func (c *Cluster) dynamic(action clienttesting.Action) (bool, runtime.Object, er
 			return true, o.DeepCopy(), nil
 		}
 		return true, nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	case "patch":
+		o := c.objects[gvr][ns+"/"+name]
+		if o == nil {
+			return true, nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+		}
+		out, err := c.patchObject(gvr, o, action.(clienttesting.PatchAction).GetPatch(), false)
+		return true, out, err
 	}
 	return false, nil, nil
 }

@@ -62,6 +62,9 @@ var (
 	Pods       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	ConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	Secrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	// Webhook configurations, cluster-scoped.
+	ValidatingWebhooks = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	MutatingWebhooks   = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 	// CRDs are cluster-scoped: Add them with an empty namespace.
 	CRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
@@ -141,6 +144,17 @@ func (c *Cluster) Add(gvr schema.GroupVersionResource, obj *unstructured.Unstruc
 		c.objects[gvr] = map[string]*unstructured.Unstructured{}
 	}
 	c.objects[gvr][obj.GetNamespace()+"/"+obj.GetName()] = obj
+}
+
+// addTyped stores a typed cluster-scoped object; callers hold no lock.
+func (c *Cluster) addTyped(gvr schema.GroupVersionResource, kind string, obj runtime.Object) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(fmt.Sprintf("kubetest: %v", err))
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetKind(kind)
+	c.Add(gvr, u)
 }
 
 // Object builds an object to Add.

@@ -50,6 +50,15 @@ func (c *Cluster) CreateBoundPod(ctx context.Context, namespace, name string, gr
 	return nil
 }
 
+// CreateNamespaceWithLabels creates an Active namespace with labels.
+func (c *Cluster) CreateNamespaceWithLabels(ctx context.Context, name string, labels map[string]string) error {
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
 // CreateNamespaceWithFinalizers creates a namespace whose spec.finalizers
 // holds tokens besides "kubernetes".
 func (c *Cluster) CreateNamespaceWithFinalizers(ctx context.Context, name string, tokens ...string) error {
@@ -67,6 +76,14 @@ func (c *Cluster) CreateNamespaceWithFinalizers(ctx context.Context, name string
 // whose Service svcNamespace/svcName does not exist, catching DELETE and
 // UPDATE of the given resources in the namespace named target only.
 func (c *Cluster) FailClosedWebhook(ctx context.Context, name, target, svcNamespace, svcName string, gvr schema.GroupVersionResource) error {
+	return c.FailClosedWebhookSelecting(ctx, name, svcNamespace, svcName, &metav1.LabelSelector{MatchLabels: map[string]string{
+		"kubernetes.io/metadata.name": target,
+	}}, gvr)
+}
+
+// FailClosedWebhookSelecting is FailClosedWebhook for the namespaces sel
+// selects.
+func (c *Cluster) FailClosedWebhookSelecting(ctx context.Context, name, svcNamespace, svcName string, sel *metav1.LabelSelector, gvr schema.GroupVersionResource) error {
 	cfg := &admissionregv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregv1.ValidatingWebhook{{
@@ -75,9 +92,7 @@ func (c *Cluster) FailClosedWebhook(ctx context.Context, name, target, svcNamesp
 			FailurePolicy:           ptr.To(admissionregv1.Fail),
 			SideEffects:             ptr.To(admissionregv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				"kubernetes.io/metadata.name": target,
-			}},
+			NamespaceSelector:       sel,
 			Rules: []admissionregv1.RuleWithOperations{{
 				Operations: []admissionregv1.OperationType{admissionregv1.Delete, admissionregv1.Update},
 				Rule:       admissionregv1.Rule{APIGroups: []string{gvr.Group}, APIVersions: []string{gvr.Version}, Resources: []string{gvr.Resource}},
