@@ -164,7 +164,15 @@ func (i *Inspector) sweepOptions() kube.SweepOptions {
 			return kube.SweepOptions{}
 		}
 	}
-	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: map[schema.GroupVersionResource]bool{deletion.PodsGVR: true}}
+	// Pods are kept whole for their grace periods, and types without
+	// deletecollection for the deletes of their items a plan lists.
+	whole := map[schema.GroupVersionResource]bool{deletion.PodsGVR: true}
+	for gvr, r := range i.disc.DeletableResources() {
+		if !hasVerb(r.Verbs, "deletecollection") {
+			whole[gvr] = true
+		}
+	}
+	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole}
 }
 
 // snapshotOf turns what a sweep read into what a pass plans over.

@@ -52,12 +52,16 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 
 func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 	var rows [][]string
-	quiet := 0
+	quiet, skipped := 0, 0
 	passes := map[int]bool{}
 	for _, s := range r.Steps {
 		passes[s.Pass] = true
 		// Upstream sends deletecollection to every resource type; the empty
 		// ones that succeed are noise for a person.
+		if s.Status == purge.StepSkipped {
+			skipped++
+			continue
+		}
 		if s.Objects == 0 && s.Status != purge.StepFailed && s.Resource != "namespaces" {
 			quiet++
 			continue
@@ -95,6 +99,9 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 	}
 	if quiet > 0 {
 		p.printf("  and %d deletecollection requests on empty resource types\n", quiet)
+	}
+	if skipped > 0 {
+		p.printf("  and %d empty resource types, whose deletecollection was not sent: the backup's list had just found nothing\n", skipped)
 	}
 }
 

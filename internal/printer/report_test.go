@@ -45,7 +45,7 @@ func stuckReport() diagnose.Report {
 				Controller: &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some finalizers are remaining: example.com/cleanup in 1 resource instances", LastTransitionTime: at(time.Minute)},
 				Computed:   &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 resource instances"}},
 		},
-		Ordering:  diagnose.Ordering{Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromServerVersion}},
+		Ordering: diagnose.Ordering{Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromServerVersion}},
 		Discovery: diagnose.Discovery{Resources: 34, Failures: []diagnose.DiscoveryFailure{{
 			GroupVersion: "metrics.k8s.io/v1beta1", Error: "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
 			APIService: &diagnose.APIService{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Available: "False",

@@ -94,8 +94,11 @@ func purgeMessage(r *purge.Report) string {
 }
 
 func stepWords(s purge.Step) string {
-	if s.Status == purge.StepFailed {
+	switch s.Status {
+	case purge.StepFailed:
 		return "failed: " + s.Error
+	case purge.StepSkipped:
+		return "not sent: nothing to delete"
 	}
 	switch {
 	case s.Resource == "namespaces" && s.Verb == "delete":

@@ -17,7 +17,8 @@ import (
 
 // backupOps saves every object in full before a request may delete it:
 // whatever purge deletes by force can be re-applied. It also counts the
-// objects each request reaches.
+// objects each request reaches, and spares round trips whose answer the
+// backup's list already gives (see DeleteCollection and List).
 type backupOps struct {
 	inner  deletion.Operations
 	bk     *backup.Writer
@@ -28,11 +29,25 @@ type backupOps struct {
 
 var _ deletion.Operations = (*backupOps)(nil)
 
+// DeleteCollection saves the type's objects, then deletes them; when the
+// backup's list found none, there is nothing to delete and the request is
+// not sent (a terminating namespace admits no new objects, but for
+// aggregated APIs without admission, which the next pass catches).
 func (b *backupOps) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
 	if err := b.saveAll(ctx, gvr, ns); err != nil {
 		return err
 	}
-	return b.inner.DeleteCollection(ctx, gvr, ns)
+	if b.counts.get(gvr) == 0 {
+		b.counts.mark(gvr, skipped)
+		return nil
+	}
+	if err := b.inner.DeleteCollection(ctx, gvr, ns); err != nil {
+		return err
+	}
+	if !b.counts.held(gvr) && gvr != deletion.PodsGVR {
+		b.counts.mark(gvr, gone)
+	}
+	return nil
 }
 
 func (b *backupOps) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
@@ -47,7 +62,13 @@ func (b *backupOps) Delete(ctx context.Context, gvr schemaGVR, ns, name string) 
 	return b.inner.Delete(ctx, gvr, ns, name)
 }
 
+// List is the recount after a deletion: when the deletion was spared, or
+// removed objects that nothing held (no finalizers, not terminating, not
+// pods), the API server deleted them at once and the answer is known.
 func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.PartialObjectMetadataList, error) {
+	if s := b.counts.state(gvr); s == skipped || s == gone {
+		return &metav1.PartialObjectMetadataList{}, nil
+	}
 	return b.inner.List(ctx, gvr, ns)
 }
 
@@ -58,13 +79,15 @@ func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error
 	pg := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return b.dyn.Dynamic.Resource(gvr).Namespace(ns).List(ctx, opts)
 	})
+	held := false
 	err := pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		n++
 		u := obj.(*unstructured.Unstructured)
+		held = held || len(u.GetFinalizers()) > 0 || u.GetDeletionTimestamp() != nil
 		b.rc.observe(gvr, u)
 		return b.bk.Save(gvr, u)
 	})
-	b.counts.set(gvr, n)
+	b.counts.set(gvr, n, held)
 	if err != nil {
 		// Nothing is deleted that could not be saved first.
 		return fmt.Errorf("backing up %s before deleting them: %w", deletion.ResourceName(gvr), err)
@@ -72,22 +95,54 @@ func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error
 	return nil
 }
 
-// counts are the objects saved per resource in one pass.
+// deletionState is what one pass knows of a type's deletion.
+type deletionState int
+
+const (
+	pending deletionState = iota
+	skipped               // nothing to delete: no request sent
+	gone                  // deleted, and nothing held any of it
+)
+
+// counts are, per resource in one pass, the objects saved, whether any
+// was held (finalizers, or already terminating), and the deletion's state.
 type counts struct {
-	mu sync.Mutex
-	m  map[schemaGVR]int
+	mu     sync.Mutex
+	m      map[schemaGVR]int
+	holds  map[schemaGVR]bool
+	states map[schemaGVR]deletionState
 }
 
-func newCounts() *counts { return &counts{m: map[schemaGVR]int{}} }
+func newCounts() *counts {
+	return &counts{m: map[schemaGVR]int{}, holds: map[schemaGVR]bool{}, states: map[schemaGVR]deletionState{}}
+}
 
-func (c *counts) set(gvr schemaGVR, n int) {
+func (c *counts) set(gvr schemaGVR, n int, held bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[gvr] = n
+	c.m[gvr], c.holds[gvr] = n, held
 }
 
 func (c *counts) get(gvr schemaGVR) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[gvr]
+}
+
+func (c *counts) held(gvr schemaGVR) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.holds[gvr]
+}
+
+func (c *counts) mark(gvr schemaGVR, s deletionState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.states[gvr] = s
+}
+
+func (c *counts) state(gvr schemaGVR) deletionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.states[gvr]
 }

@@ -30,7 +30,10 @@ func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
 	if err := r.restoreLeftovers(ctx); err != nil {
 		return err
 	}
-	obs, err := r.snapshot(ctx, ns)
+	obs, err := r.discoverOnly()
+	if r.needsSnapshot() {
+		obs, err = r.snapshot(ctx, ns)
+	}
 	if err != nil {
 		return err
 	}
@@ -178,6 +181,7 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 		return kube.ListMetadata(ctx, r.Clients.Metadata, gvr, namespace)
 	}}
 	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)
+	rec.skipped = func(gvr schemaGVR) bool { return counts.state(gvr) == skipped }
 	r.deleter.Ops = rec
 	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
 	if res.Stage == deletion.StageGone && err == nil {

@@ -21,6 +21,8 @@ type recorder struct {
 	countAfter bool
 	status     StepStatus // Planned or Sent, when the request succeeds
 	pass       int
+	// skipped tells whether the inner operations spared a request.
+	skipped func(gvr schemaGVR) bool
 
 	mu         sync.Mutex
 	steps      []Step
@@ -33,8 +35,8 @@ func newRecorder(inner deletion.Operations, count func(schemaGVR) int, countAfte
 
 var _ deletion.Operations = (*recorder)(nil)
 
-func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, err error) {
-	s := Step{Pass: r.pass, Verb: verb, Resource: deletion.ResourceName(gvr), Name: name, Objects: n, Status: r.status}
+func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, status StepStatus, err error) {
+	s := Step{Pass: r.pass, Verb: verb, Resource: deletion.ResourceName(gvr), Name: name, Objects: n, Status: status}
 	if err != nil {
 		s.Status, s.Error = StepFailed, err.Error()
 	}
@@ -53,14 +55,18 @@ func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns strin
 	if r.countAfter {
 		n = r.count(gvr)
 	}
-	r.record("deletecollection", gvr, "", n, err)
+	status := r.status
+	if r.skipped != nil && r.skipped(gvr) {
+		status = StepSkipped
+	}
+	r.record("deletecollection", gvr, "", n, status, err)
 	return err
 }
 
 // Delete records the deletion of one item.
 func (r *recorder) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
 	err := r.inner.Delete(ctx, gvr, ns, name)
-	r.record("delete", gvr, name, 1, err)
+	r.record("delete", gvr, name, 1, r.status, err)
 	return err
 }
 

@@ -96,6 +96,7 @@ const (
 	StepPlanned StepStatus = "Planned" // a plan: would be sent (or was sent as a dry run and accepted)
 	StepSent    StepStatus = "Sent"    // sent for real and accepted
 	StepFailed  StepStatus = "Failed"  // the server refused it (or would, in a plan)
+	StepSkipped StepStatus = "Skipped" // not sent: the backup's list had just found nothing to delete
 )
 
 // Step is one request of a pass.

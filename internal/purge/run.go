@@ -51,6 +51,9 @@ type run struct {
 // way explain does (shared discovery, metadata sweep, webhooks, backends).
 func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
 	in := inspect.New(r.Clients)
+	// Plain objects are counted, not kept: a pass deletes them at once,
+	// and a 100k-object namespace fits in tens of MiB.
+	in.Compact = true
 	obs, err := in.Observe(ctx, ns)
 	if err != nil {
 		return obs, err
@@ -64,6 +67,23 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 		obs.Snapshot.Pods, obs.Snapshot.PodSpecsUnknown = pods, false
 	}
 	return obs, nil
+}
+
+// needsSnapshot tells whether a force run needs the snapshot before its
+// first pass: the strips' permission check and the bypass read it. Else
+// the first pass's own lists are the only reads, as for the controller.
+func (r *run) needsSnapshot() bool {
+	return r.Opts.Escalations.strips() || len(r.Opts.Escalations.BypassWebhooks) > 0
+}
+
+// discoverOnly is the snapshot of a force run that needs none: discovery.
+func (r *run) discoverOnly() (diagnose.Observation, error) {
+	disc, err := kube.Discover(r.Clients.Discovery)
+	if err != nil {
+		return diagnose.Observation{}, err
+	}
+	r.disc = disc
+	return diagnose.Observation{Snapshot: &deletion.Snapshot{}}, nil
 }
 
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
