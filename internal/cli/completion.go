@@ -15,14 +15,13 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// completeNamespaces completes a command's NAME argument: namespace names,
-// terminating ones first (those are what ns-doctor is for).
+// completeNamespaces completes a command's NAME arguments: namespace
+// names not given yet, terminating ones first (those are what ns-doctor is
+// for).
 func completeNamespaces(flags *genericclioptions.ConfigFlags) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return namespaceNames(cmd, flags, toComplete)
+		names, directive := namespaceNames(cmd, flags, toComplete)
+		return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(args, n) }), directive
 	}
 }
 

@@ -2,18 +2,26 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/await"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
 // ExplainOptions holds explain's flags and state (kubectl's
@@ -23,36 +31,49 @@ type ExplainOptions struct {
 	PrintFlags printFlags
 	Ordering   orderingFlag
 
-	Name      string
-	IfDeleted bool
-	Grace     time.Duration
+	Names           []string
+	Selector        string
+	IfDeleted       bool
+	Grace           time.Duration
+	Wait            time.Duration
+	DeleteNamespace bool
 
 	factory  Factory
+	clients  *kube.Clients
 	ordering deletion.Ordering
 }
 
 func newExplainCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ExplainOptions{IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "explain [NAME]",
+		Use:   "explain [NAME...]",
 		Short: "Explain why a namespace is stuck in Terminating",
 		Long: `Explain why a namespace is stuck in Terminating: its conditions beside ns-doctor's
 own evaluation, what remains in it per resource type, and each blocker with the next step.
 With no NAME: one line for every terminating namespace, sharing one API discovery.
 
-Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad usage, 1 error.`,
+--wait waits for the namespaces to be gone, watching them, and says as it goes what still holds
+each; if they are not gone in time, it prints the full report of each one still there.
+
+Exit codes: 0 not stuck (with --wait: all gone), 3 stuck (with --wait: not gone in time),
+4 namespace not found, 2 bad usage, 1 error. With several namespaces, the worst.`,
 		Example: `  # Why is namespace "demo" still there?
   kubectl ns-doctor explain demo
 
   # The same, for automation
   kubectl ns-doctor explain demo -o json
 
-  # Every terminating namespace, a line each
+  # Every terminating namespace, a line each; or those with a label
   kubectl ns-doctor explain
+  kubectl ns-doctor explain -l team=a
+
+  # In a teardown script: wait for the namespaces to go, and say why not
+  kubectl delete namespace ci-1 ci-2 --wait=false
+  kubectl ns-doctor explain ci-1 ci-2 --wait=5m
 
   # What would block deleting an Active namespace today?
   kubectl ns-doctor explain team-a --if-deleted`,
-		Args:              maxArgs(1, "the namespace name"),
+		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, flags, args); err != nil {
@@ -66,35 +87,48 @@ Exit codes: 0 not stuck, 3 stuck (blockers found), 4 namespace not found, 2 bad 
 	}
 	o.PrintFlags.addFlags(cmd)
 	o.Ordering.addFlag(cmd)
-	cmd.Flags().BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
-	cmd.Flags().DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (no controller conditions, content waiting for finalizers); 0 reports at once")
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Selector, "selector", "l", "", "Explain the namespaces with these labels (a label selector, as kubectl's -l)")
+	fs.BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
+	fs.DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (no controller conditions, content waiting for finalizers); 0 reports at once")
+	fs.DurationVar(&o.Wait, "wait", 0, "Wait up to this long for the namespaces to be gone, showing what holds each meanwhile; then report those still there")
+	fs.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "With --wait: delete the namespaces that are Active first (without it, an Active one is an error)")
 	return cmd
 }
 
 // Complete fills the options from the arguments.
 func (o *ExplainOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, args []string) error {
-	o.factory = f
-	switch {
-	case len(args) == 1:
-		o.Name = args[0]
-	case flags.Namespace != nil && *flags.Namespace != "":
+	o.factory, o.Names = f, args
+	if len(args) == 0 && flags.Namespace != nil && *flags.Namespace != "" {
 		// kubectl users reach for -n; an explicit one names the namespace.
-		o.Name = *flags.Namespace
+		o.Names = []string{*flags.Namespace}
 	}
 	return nil
 }
 
 // Validate rejects bad input before anything is sent to the cluster.
 func (o *ExplainOptions) Validate() error {
-	if o.Name != "" {
-		if err := validateNamespaceName(o.Name); err != nil {
+	for _, name := range o.Names {
+		if err := validateNamespaceName(name); err != nil {
 			return err
 		}
-	} else if o.IfDeleted {
-		return usageErrorf("--if-deleted needs a namespace NAME")
 	}
-	if o.Grace < 0 {
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageErrorf("invalid --selector %q: %v", o.Selector, err)
+	}
+	switch {
+	case len(o.Names) > 0 && o.Selector != "":
+		return usageErrorf("give namespace NAMEs or -l SELECTOR, not both")
+	case o.IfDeleted && len(o.Names) == 0:
+		return usageErrorf("--if-deleted needs a namespace NAME")
+	case o.Grace < 0:
 		return usageErrorf("--grace must not be negative, got %s", o.Grace)
+	case o.Wait < 0:
+		return usageErrorf("--wait must not be negative, got %s", o.Wait)
+	case o.DeleteNamespace && o.Wait == 0:
+		return usageErrorf("--delete-namespace goes with --wait: explain deletes nothing otherwise")
+	case o.Wait > 0 && o.IfDeleted:
+		return usageErrorf("--wait conflicts with --if-deleted: choose one")
 	}
 	if err := o.Ordering.validate(); err != nil {
 		return err
@@ -102,55 +136,190 @@ func (o *ExplainOptions) Validate() error {
 	return o.PrintFlags.validate()
 }
 
-// Run diagnoses the namespace, or every terminating one, and prints.
+// Run diagnoses the namespaces and prints, after waiting for them to go
+// when asked.
 func (o *ExplainOptions) Run(ctx context.Context) error {
-	clients, err := o.factory.Clients()
-	if err != nil {
+	var err error
+	if o.clients, err = o.factory.Clients(); err != nil {
 		return err
 	}
-	o.ordering = o.Ordering.resolve(clients)
-	in := inspect.New(clients)
+	o.ordering = o.Ordering.resolve(o.clients)
+	in := inspect.New(o.clients)
 	in.Compact = true
-	if o.Name == "" {
-		return o.runAll(ctx, in)
-	}
-	ns, err := in.Namespace(ctx, o.Name)
-	if apierrors.IsNotFound(err) {
-		return notFoundErrorf("namespace %q not found (it may already be deleted): list namespaces with 'kubectl get namespaces'", o.Name)
-	}
+	targets, missing, err := o.targets(ctx, in)
 	if err != nil {
 		return err
 	}
-	report, err := o.diagnose(ctx, in, ns)
-	if err != nil {
-		return err
-	}
-	if err := o.PrintFlags.toPrinter(o.Out).Diagnosis(o.Out, report); err != nil {
-		return err
-	}
-	return stuckExit(report)
-}
-
-func (o *ExplainOptions) runAll(ctx context.Context, in *inspect.Inspector) error {
-	namespaces, err := in.Terminating(ctx)
-	if err != nil {
-		return err
+	if o.Wait > 0 {
+		return o.waitFor(ctx, in, targets)
 	}
 	var reports []diagnose.Report
-	for i := range namespaces {
-		report, err := o.diagnose(ctx, in, &namespaces[i])
+	for i := range targets {
+		report, err := o.diagnose(ctx, in, &targets[i])
 		if err != nil {
 			return err
 		}
 		reports = append(reports, report)
 	}
-	if err := o.PrintFlags.toPrinter(o.Out).Diagnoses(o.Out, reports); err != nil {
+	if err := o.print(reports); err != nil {
 		return err
+	}
+	return o.exitFor(reports, missing)
+}
+
+// targets are the namespaces to explain: those named (missing ones
+// apart), those the selector chooses, or every terminating one.
+func (o *ExplainOptions) targets(ctx context.Context, in *inspect.Inspector) ([]v1.Namespace, []string, error) {
+	if len(o.Names) == 0 {
+		if o.Selector != "" {
+			list, err := o.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+			if err != nil {
+				return nil, nil, fmt.Errorf("listing namespaces: %w", err)
+			}
+			return list.Items, nil, nil
+		}
+		out, err := in.Terminating(ctx, "")
+		return out, nil, err
+	}
+	var out []v1.Namespace
+	var missing []string
+	for _, name := range o.Names {
+		ns, err := in.Namespace(ctx, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, nil, err
+		default:
+			out = append(out, *ns)
+		}
+	}
+	return out, missing, nil
+}
+
+// print renders the reports: one full report for one named namespace (or
+// several, one after another), a line each for every terminating one or a
+// selector's.
+func (o *ExplainOptions) print(reports []diagnose.Report) error {
+	pr := o.PrintFlags.toPrinter(o.Out)
+	switch {
+	case len(o.Names) == 1 && len(reports) == 1 && o.Wait == 0:
+		return pr.Diagnosis(o.Out, reports[0])
+	case len(o.Names) > 0 && !o.PrintFlags.machine():
+		for i, r := range reports {
+			if i > 0 {
+				if _, err := fmt.Fprintln(o.Out); err != nil {
+					return err
+				}
+			}
+			if err := pr.Diagnosis(o.Out, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return pr.Diagnoses(o.Out, reports)
+}
+
+// exitFor is the worst namespace's exit: not found, then stuck.
+func (o *ExplainOptions) exitFor(reports []diagnose.Report, missing []string) error {
+	if len(missing) > 0 {
+		return notFoundErrorf("namespace %q not found (it may already be deleted): list namespaces with 'kubectl get namespaces'", strings.Join(missing, `", "`))
 	}
 	for _, r := range reports {
 		if err := stuckExit(r); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// waitFor deletes the Active namespaces when asked (refuses otherwise),
+// waits for all to go, and reports those still there when the wait ends.
+func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, targets []v1.Namespace) error {
+	var names, active []string
+	for _, ns := range targets {
+		names = append(names, ns.Name)
+		if ns.DeletionTimestamp == nil {
+			active = append(active, ns.Name)
+		}
+	}
+	if len(active) > 0 && !o.DeleteNamespace {
+		return usageErrorf("namespace %q is Active: --wait waits for a deletion; delete it first, or add --delete-namespace", strings.Join(active, `", "`))
+	}
+	for _, name := range active {
+		if err := o.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting namespace %s: %w", name, err)
+		}
+	}
+	live := printer.NewLive(o.ErrOut, !o.PrintFlags.machine() && isTerminal(o.ErrOut))
+	wctx, cancel := context.WithTimeout(ctx, o.Wait)
+	defer cancel()
+	started := time.Now()
+	w := &await.Waiter{
+		Client: o.clients.Kube,
+		Status: func(ctx context.Context, ns *v1.Namespace) string {
+			r, err := o.diagnose(ctx, in, ns)
+			if err != nil {
+				return fmt.Sprintf("%s: %v", ns.Name, err)
+			}
+			return printer.StatusLine(r)
+		},
+		OnStatus: func(name, status string) { live.Set(name, status) },
+		OnGone: func(name string) {
+			live.Done(name, fmt.Sprintf("%s: gone after %s", name, time.Since(started).Round(100*time.Millisecond)))
+		},
+	}
+	left, err := w.Wait(wctx, names)
+	live.Close()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return o.leftAfterWait(ctx, in, left)
+}
+
+// leftAfterWait prints the full reports of the namespaces still there,
+// with explain's stuck exit; none left prints the empty list (-o) or
+// nothing, and exits 0.
+func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspector, left []string) error {
+	var reports []diagnose.Report
+	for _, name := range left {
+		ns, err := in.Namespace(ctx, name)
+		if apierrors.IsNotFound(err) {
+			continue // gone just now
+		}
+		if err != nil {
+			return err
+		}
+		report, err := o.diagnose(ctx, in, ns)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, report)
+	}
+	if o.PrintFlags.machine() || len(reports) > 0 {
+		pr := o.PrintFlags.toPrinter(o.Out)
+		if o.PrintFlags.machine() {
+			if err := pr.Diagnoses(o.Out, reports); err != nil {
+				return err
+			}
+		} else {
+			for i, r := range reports {
+				if i > 0 {
+					_, _ = fmt.Fprintln(o.Out)
+				}
+				if err := pr.Diagnosis(o.Out, r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(reports) > 0 {
+		names := make([]string, 0, len(reports))
+		for _, r := range reports {
+			names = append(names, r.Namespace.Name)
+		}
+		return &exitError{code: ExitStuck, msg: fmt.Sprintf("still there after --wait=%s: %s (why: above)", o.Wait, strings.Join(names, ", "))}
 	}
 	return nil
 }

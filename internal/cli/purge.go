@@ -7,14 +7,19 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/inspect"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -37,6 +42,8 @@ type PurgeFlags struct {
 	BackupDir           string
 	ForceDeletePods     bool
 	BypassWebhooks      []string
+	Selector            string
+	AllTerminating      bool
 }
 
 // AddFlags registers the flags on cmd.
@@ -55,14 +62,16 @@ func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
 	fs.StringSliceVar(&f.BypassWebhooks, "bypass-webhook", nil, "Escalation: for the run only, exclude this namespace from the webhooks of this validating or mutating webhook configuration (repeatable); restored when the run ends")
 	fs.BoolVar(&f.DeleteNamespace, "delete-namespace", false, "Delete the namespace first if it is Active")
 	fs.BoolVar(&f.AllowSystem, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
+	fs.StringVarP(&f.Selector, "selector", "l", "", "Purge the terminating namespaces with these labels (a label selector, as kubectl's -l)")
+	fs.BoolVar(&f.AllTerminating, "all-terminating", false, "Purge every terminating namespace (system ones only with --allow-system-namespace)")
 	fs.StringVar(&f.BackupDir, "backup-dir", "", "Where to save objects before changing them (default: a new folder under the user cache dir)")
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"client", "server", "none"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// ToOptions validates the flags and builds purge's options for namespace
-// name. dryRunSet tells whether --dry-run was given (it conflicts with
-// --force unless it says none).
-func (f *PurgeFlags) ToOptions(name string, dryRunSet bool, progress io.Writer) (purge.Options, error) {
+// ToOptions validates the flags and builds purge's options (the
+// namespaces are chosen apart). dryRunSet tells whether --dry-run was
+// given (it conflicts with --force unless it says none).
+func (f *PurgeFlags) ToOptions(dryRunSet bool, progress io.Writer) (purge.Options, error) {
 	mode, err := purge.ParseDryRun(f.DryRun)
 	if err != nil {
 		return purge.Options{}, usageErrorf("%v", err)
@@ -72,9 +81,6 @@ func (f *PurgeFlags) ToOptions(name string, dryRunSet bool, progress io.Writer) 
 			return purge.Options{}, usageErrorf("--force conflicts with --dry-run=%s: choose one", f.DryRun)
 		}
 		mode = purge.DryRunNone
-	}
-	if protectedNamespaces[name] && !f.AllowSystem {
-		return purge.Options{}, usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
 	}
 	if f.RemoveAllFinalizers && len(f.RemoveFinalizers) > 0 {
 		return purge.Options{}, usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
@@ -92,8 +98,11 @@ func (f *PurgeFlags) ToOptions(name string, dryRunSet bool, progress io.Writer) 
 			return purge.Options{}, usageErrorf("invalid --bypass-webhook %q: %s", name, errs[0])
 		}
 	}
+	if _, err := labels.Parse(f.Selector); err != nil {
+		return purge.Options{}, usageErrorf("invalid --selector %q: %v", f.Selector, err)
+	}
 	return purge.Options{
-		Namespace: name, DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir,
+		DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir,
 		Escalations: purge.Escalations{
 			RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
 			FinalizeDespiteDiscoveryFailure: f.FinalizeAnyway, RemoveNamespaceFinalizers: f.RemoveNSFinalizers,
@@ -114,7 +123,8 @@ type PurgeOptions struct {
 	PrintFlags printFlags
 	Ordering   orderingFlag
 
-	Name    string
+	// Names are the namespaces named on the command line.
+	Names   []string
 	Purge   purge.Options
 	factory Factory
 	context string
@@ -124,7 +134,7 @@ type PurgeOptions struct {
 func newPurgeCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &PurgeOptions{IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "purge NAME",
+		Use:   "purge NAME... | -l SELECTOR | --all-terminating",
 		Short: "Finish a namespace's deletion with the namespace controller's own pass",
 		Long: `Run the namespace controller's deletion pass on a terminating namespace.
 
@@ -147,8 +157,11 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
   kubectl ns-doctor purge demo --force --remove-finalizers='example.com/*'
 
   # Pods on a node that is gone, and a webhook whose service went with the namespace
-  kubectl ns-doctor purge demo --force --force-delete-pods --bypass-webhook=demo-validator`,
-		Args:              exactArgs(1, "the namespace name"),
+  kubectl ns-doctor purge demo --force --force-delete-pods --bypass-webhook=demo-validator
+
+  # Every namespace an uninstalled operator left stuck, in one run
+  kubectl ns-doctor purge --all-terminating --force --remove-finalizers='example.com/*'`,
+		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, flags, cmd, args); err != nil {
@@ -168,12 +181,17 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
 
 // Complete builds the engine's options from the flags and arguments.
 func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, cmd *cobra.Command, args []string) error {
-	o.Name, o.factory = args[0], f
-	if err := validateNamespaceName(o.Name); err != nil {
-		return err
+	o.Names, o.factory = args, f
+	for _, name := range o.Names {
+		if err := validateNamespaceName(name); err != nil {
+			return err
+		}
+		if protectedNamespaces[name] && !o.Flags.AllowSystem {
+			return usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
+		}
 	}
 	var err error
-	if o.Purge, err = o.Flags.ToOptions(o.Name, cmd.Flags().Changed("dry-run"), o.ErrOut); err != nil {
+	if o.Purge, err = o.Flags.ToOptions(cmd.Flags().Changed("dry-run"), o.ErrOut); err != nil {
 		return err
 	}
 	o.context, o.cluster = target(f, flags)
@@ -182,6 +200,12 @@ func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags,
 
 // Validate rejects bad input before anything is sent.
 func (o *PurgeOptions) Validate() error {
+	switch {
+	case len(o.Names) == 0 && o.Flags.Selector == "" && !o.Flags.AllTerminating:
+		return usageErrorf("purge needs namespaces: NAME..., -l SELECTOR or --all-terminating (see 'kubectl ns-doctor purge --help')")
+	case len(o.Names) > 0 && (o.Flags.Selector != "" || o.Flags.AllTerminating):
+		return usageErrorf("give namespace NAMEs, or choose them with -l / --all-terminating, not both")
+	}
 	if err := o.Ordering.validate(); err != nil {
 		return err
 	}
@@ -194,46 +218,173 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	names := o.Names
+	if len(names) == 0 {
+		if names, err = o.chosen(ctx, clients); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			return o.PrintFlags.toPrinter(o.Out).Purges(o.Out, nil)
+		}
+	}
 	if o.Purge.DryRun == purge.DryRunNone && !o.Flags.Yes {
-		if err := o.confirm(ctx); err != nil {
+		if err := o.confirm(ctx, names); err != nil {
 			return err
 		}
 	}
 	o.Purge.Ordering = o.Ordering.resolve(clients)
+	live := o.liveProgress()
 	p := &purge.Purger{Clients: clients, Opts: o.Purge}
-	report, runErr := p.Run(ctx)
-	var usage *purge.UsageError
-	switch {
-	case errors.As(runErr, &usage):
-		return usageErrorf("%s", usage.Error())
-	case errors.Is(runErr, purge.ErrNotFound):
-		return notFoundErrorf("namespace %q not found (it may already be deleted)", o.Name)
-	case errors.Is(runErr, purge.ErrActive):
-		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", o.Name)
+	var results []purge.Result
+	if len(o.Names) == 1 {
+		p.Opts.Namespace = o.Names[0]
+		report, runErr := p.Run(ctx)
+		results = []purge.Result{{Report: report, Err: runErr}}
+	} else {
+		results = p.RunMany(ctx, names)
 	}
-	report.Context, report.Cluster = o.context, o.cluster
-	if err := o.PrintFlags.toPrinter(o.Out).Purge(o.Out, report); err != nil {
+	if live != nil {
+		live.Close() // before the report, on the same terminal
+	}
+	return o.finish(results, names, len(o.Names) != 1)
+}
+
+// liveProgress shows a force run's progress in place on a terminal
+// (stderr), instead of a line per pass; nothing changes with -o json|yaml
+// or without a terminal.
+func (o *PurgeOptions) liveProgress() *printer.Live {
+	if o.Purge.DryRun != purge.DryRunNone || o.PrintFlags.machine() || !isTerminal(o.ErrOut) {
+		return nil
+	}
+	live := printer.NewLive(o.ErrOut, true)
+	o.Purge.Progress = nil
+	o.Purge.Observer = func(p purge.Progress) {
+		if p.Done {
+			live.Done(p.Namespace, printer.ProgressLine(p, time.Now()))
+			return
+		}
+		live.Set(p.Namespace, printer.ProgressLine(p, time.Now()))
+	}
+	return live
+}
+
+// chosen lists the terminating namespaces -l or --all-terminating choose,
+// leaving out the system ones unless allowed.
+func (o *PurgeOptions) chosen(ctx context.Context, clients *kube.Clients) ([]string, error) {
+	list, err := inspect.New(clients).Terminating(ctx, o.Flags.Selector)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range list {
+		if protectedNamespaces[ns.Name] && !o.Flags.AllowSystem {
+			_, _ = fmt.Fprintf(o.ErrOut, "skipping the system namespace %s (add --allow-system-namespace if you really mean it)\n", ns.Name)
+			continue
+		}
+		out = append(out, ns.Name)
+	}
+	return out, nil
+}
+
+// finish prints the reports and returns the worst namespace's exit code.
+func (o *PurgeOptions) finish(results []purge.Result, names []string, many bool) error {
+	var reports []*purge.Report
+	var errs []error
+	for i, res := range results {
+		if res.Report != nil {
+			res.Report.Context, res.Report.Cluster = o.context, o.cluster
+			printer.PurgeWords(res.Report) // the message below is its words
+		}
+		err := purgeError(names[i], res)
+		if err == nil || res.Report != nil && !isPreflight(err) {
+			reports = append(reports, res.Report)
+		}
+		errs = append(errs, err)
+	}
+	pr := o.PrintFlags.toPrinter(o.Out)
+	if !many {
+		if len(reports) == 1 {
+			if err := pr.Purge(o.Out, reports[0]); err != nil {
+				return err
+			}
+		}
+		return errs[0]
+	}
+	if err := pr.Purges(o.Out, reports); err != nil {
 		return err
 	}
-	switch {
-	case errors.Is(runErr, purge.ErrMissingPermissions):
-		return fmt.Errorf("missing %d permission(s), listed above; nothing was changed", len(report.MissingPermissions))
-	case runErr != nil:
-		return runErr
-	case report.Outcome == purge.OutcomeRemaining:
-		return &exitError{code: ExitIncomplete, msg: report.Message}
+	return worst(errs, names)
+}
+
+// purgeError maps one namespace's outcome to the error its exit code
+// comes from, nil for success.
+func purgeError(name string, res purge.Result) error {
+	var usage *purge.UsageError
+	switch err := res.Err; {
+	case errors.As(err, &usage):
+		return usageErrorf("%s", usage.Error())
+	case errors.Is(err, purge.ErrNotFound):
+		return notFoundErrorf("namespace %q not found (it may already be deleted)", name)
+	case errors.Is(err, purge.ErrActive):
+		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", name)
+	case errors.Is(err, purge.ErrMissingPermissions):
+		return fmt.Errorf("missing %d permission(s), listed above; nothing was changed", len(res.Report.MissingPermissions))
+	case err != nil:
+		return err
+	case res.Report.Outcome == purge.OutcomeRemaining:
+		return &exitError{code: ExitIncomplete, msg: res.Report.Message}
 	}
 	return nil
 }
 
-// confirm asks on the terminal for the namespace name; without a terminal
-// it refuses, since acting needs explicit consent.
-func (o *PurgeOptions) confirm(ctx context.Context) error {
+// isPreflight tells errors found before any report was worth printing.
+func isPreflight(err error) bool {
+	code := exitCode(err)
+	return code == ExitUsage || code == ExitNotFound
+}
+
+// worst is the error of the namespace whose exit code is the worst:
+// error, then usage, then incomplete, then not found, then success. With
+// several namespaces failing, its message names how many.
+func worst(errs []error, names []string) error {
+	rank := map[int]int{ExitOK: 0, ExitNotFound: 1, ExitIncomplete: 2, ExitUsage: 3, ExitError: 4}
+	var out error
+	failed := 0
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		failed++
+		if out == nil || rank[exitCode(err)] > rank[exitCode(out)] {
+			out = fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	msg := describe(out, "")
+	if failed > 1 {
+		msg = fmt.Sprintf("%d of %d namespaces did not finish (listed above); first: %s", failed, len(names), msg)
+	}
+	return &exitError{code: exitCode(out), msg: msg}
+}
+
+// confirm asks on the terminal for the namespace name (for several, their
+// number); without a terminal it refuses, since acting needs explicit
+// consent.
+func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
 	esc := o.Purge.Escalations
-	_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", o.Name, o.context, o.cluster)
+	want := ""
+	if len(names) == 1 {
+		want = names[0]
+		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, o.context, o.cluster)
+	} else {
+		want = strconv.Itoa(len(names))
+		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), o.context, o.cluster)
+	}
 	switch {
 	case esc.RemoveAllFinalizers:
 		_, _ = fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
@@ -246,7 +397,11 @@ func (o *PurgeOptions) confirm(ctx context.Context) error {
 	if len(esc.BypassWebhooks) > 0 {
 		_, _ = fmt.Fprintf(o.ErrOut, "  and, until it ends, exclude the namespace from webhook configuration(s) %s\n", strings.Join(esc.BypassWebhooks, ", "))
 	}
-	_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
+	if len(names) == 1 {
+		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
+	} else {
+		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%s) to go on: ", want)
+	}
 	answer := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(o.In).ReadString('\n')
@@ -257,7 +412,7 @@ func (o *PurgeOptions) confirm(ctx context.Context) error {
 	case <-ctx.Done():
 		return &exitError{code: ExitError, msg: "interrupted: nothing was changed"}
 	case line := <-answer:
-		if strings.TrimSpace(line) != o.Name {
+		if strings.TrimSpace(line) != want {
 			return &exitError{code: ExitError, msg: "not confirmed: nothing was changed"}
 		}
 	}

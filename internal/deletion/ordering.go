@@ -52,7 +52,8 @@ func OrderingFor(mode, gitVersion string) (Ordering, error) {
 		return o, fmt.Errorf("invalid --ordered-deletion %q: use auto, on or off", mode)
 	}
 	v, err := version.ParseGeneric(gitVersion)
-	if err != nil {
+	if err != nil || v.Major() == 0 {
+		// Unparsable, or a build without version ldflags (v0.0.0-master).
 		o.Ordered, o.Source = true, FromUnknownVersion
 		return o, nil
 	}

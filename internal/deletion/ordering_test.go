@@ -16,6 +16,7 @@ func TestOrderingFor(t *testing.T) {
 		{"auto", "v2.0.0", true, FromServerVersion},
 		{"auto", "", true, FromUnknownVersion},
 		{"auto", "weird", true, FromUnknownVersion},
+		{"auto", "v0.0.0-master+$Format:%H$", true, FromUnknownVersion},
 		{"on", "v1.31.14", true, FromFlag},
 		{"off", "v1.36.3", false, FromFlag},
 	} {

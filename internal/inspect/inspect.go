@@ -5,7 +5,10 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,8 +21,11 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// Inspector gathers observations with one set of clients.
+// Inspector gathers observations with one set of clients. It is safe for
+// concurrent use: namespaces are observed in parallel, sharing discovery,
+// webhooks, CRDs, APIServices and backends.
 type Inspector struct {
+	mu sync.Mutex
 	Clients *kube.Clients
 	// Compact sweeps keep only the objects a diagnosis reads one by one
 	// (see kube.SweepOptions); purge, which acts on every object, does not
@@ -44,9 +50,10 @@ func (i *Inspector) Namespace(ctx context.Context, name string) (*v1.Namespace, 
 	return i.Clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 }
 
-// Terminating lists the namespaces being deleted, oldest deletion first.
-func (i *Inspector) Terminating(ctx context.Context) ([]v1.Namespace, error) {
-	list, err := i.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+// Terminating lists the namespaces being deleted, oldest deletion first,
+// among those selector (a label selector, empty for all) selects.
+func (i *Inspector) Terminating(ctx context.Context, selector string) ([]v1.Namespace, error) {
+	list, err := i.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
@@ -62,24 +69,44 @@ func (i *Inspector) Terminating(ctx context.Context) ([]v1.Namespace, error) {
 
 // Discovery is the discovery shared by this inspector's observations (nil
 // before the first Observe).
-func (i *Inspector) Discovery() *kube.Discovery { return i.disc }
+func (i *Inspector) Discovery() *kube.Discovery {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.disc
+}
+
+// Discover runs the shared discovery (and the reads that go with it) once.
+func (i *Inspector) Discover(ctx context.Context) (*kube.Discovery, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if err := i.discover(ctx); err != nil {
+		return nil, err
+	}
+	return i.disc, nil
+}
 
 // Observe reads one namespace's content, discovering the API once per
 // inspector.
 func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
-	if err := i.discover(ctx); err != nil {
+	disc, err := i.Discover(ctx)
+	if err != nil {
 		return diagnose.Observation{}, err
 	}
 	var gvrs []schema.GroupVersionResource
-	for gvr, r := range i.disc.DeletableResources() {
+	for gvr, r := range disc.DeletableResources() {
 		if hasVerb(r.Verbs, "list") {
 			gvrs = append(gvrs, gvr)
 		}
 	}
-	snap := snapshotOf(kube.Sweep(ctx, i.Clients, ns.Name, gvrs, i.sweepOptions()))
+	i.mu.Lock()
+	opts := i.sweepOptions()
+	i.mu.Unlock()
+	snap := snapshotOf(kube.Sweep(ctx, i.Clients, ns.Name, gvrs, opts))
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
 	if len(snap.ListErrs) > 0 {
 		// A list that failed may be an aggregated API whose backend broke
 		// after discovery: its APIService and Service tell.
@@ -90,7 +117,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	}
 	return diagnose.Observation{
 		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
-		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: i.services, Unchecked: i.unchecked,
+		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: maps.Clone(i.services), Unchecked: slices.Clone(i.unchecked),
 		Now: time.Now(),
 	}, nil
 }

@@ -20,6 +20,7 @@ type Printer interface {
 	Diagnosis(w io.Writer, r diagnose.Report) error
 	Diagnoses(w io.Writer, rs []diagnose.Report) error
 	Purge(w io.Writer, r *purge.Report) error
+	Purges(w io.Writer, rs []*purge.Report) error
 	Version(w io.Writer, v version.Info) error
 }
 
@@ -55,6 +56,14 @@ func (m Machine) Diagnoses(w io.Writer, rs []diagnose.Report) error {
 func (m Machine) Purge(w io.Writer, r *purge.Report) error {
 	PurgeWords(r)
 	return Print(w, m.Format, r)
+}
+
+// Purges prints several namespaces' purge reports as a list.
+func (m Machine) Purges(w io.Writer, rs []*purge.Report) error {
+	for _, r := range rs {
+		PurgeWords(r)
+	}
+	return Print(w, m.Format, purge.NewReportList(rs))
 }
 
 // Version prints the build's version.

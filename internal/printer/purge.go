@@ -240,3 +240,68 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 			h.paint(color.Bold)("Backup:"), r.BackupDir, r.BackedUp, filepath.Join(r.BackupDir, "objects"))
 	}
 }
+
+// Purges renders several namespaces' runs: a line each, then what went
+// wrong where.
+func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
+	p := &errWriter{w: w}
+	if len(rs) == 0 {
+		p.printf("no namespace to purge: none is terminating (among those selected)\n")
+		return p.err
+	}
+	counts := map[purge.Outcome]int{}
+	for _, r := range rs {
+		PurgeWords(r)
+		counts[r.Outcome]++
+	}
+	label, what := "PLAN", fmt.Sprintf("dry run (%s): nothing was changed", rs[0].Mode)
+	if rs[0].Mode == purge.DryRunNone {
+		label, what = "DONE", fmt.Sprintf("%d gone", counts[purge.OutcomeGone])
+		if counts[purge.OutcomeGone] < len(rs) {
+			label, what = "INCOMPLETE", fmt.Sprintf("%d gone, %d still there", counts[purge.OutcomeGone], len(rs)-counts[purge.OutcomeGone])
+		}
+	}
+	where := ""
+	if rs[0].Context != "" {
+		where = fmt.Sprintf(" (context %s, cluster %s)", rs[0].Context, rs[0].Cluster)
+	}
+	p.printf("%s %d namespaces%s: %s\n", h.paint(color.Bold)(label), len(rs), where, what)
+	p.printf("  %s\n\n", orderingWords(rs[0].Ordering))
+	t := newTable(p, "NAMESPACE", "OUTCOME", "PASSES", "SAVED", "STRIPS", "FORCED PODS", "REMAINING", "FINALIZE")
+	for _, r := range rs {
+		remaining := 0
+		for _, rem := range r.Remaining {
+			remaining += rem.Count
+		}
+		fin := "no"
+		switch {
+		case r.Finalize.Done:
+			fin = "done"
+		case r.Finalize.Would:
+			fin = "would"
+		}
+		_ = t.Append(r.Namespace, string(r.Outcome), fmt.Sprint(r.Passes), fmt.Sprint(r.BackedUp), fmt.Sprint(len(r.Strips)), fmt.Sprint(len(r.ForcedPods)), fmt.Sprint(remaining), fin)
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	for _, r := range rs {
+		if r.Outcome == purge.OutcomeGone && len(r.Errors) == 0 && len(r.Warnings) == 0 {
+			continue
+		}
+		p.printf("\n%s %s\n", h.paint(color.Bold)(r.Namespace+":"), wrap(r.Message, width-len(r.Namespace)-2, "  "))
+		if !r.Finalize.Done && r.Finalize.Reason != "" {
+			p.printf("  finalize: %s\n", wrap(r.Finalize.Reason, width-12, "    "))
+		}
+		for _, e := range r.Errors {
+			p.printf("  - error: %s\n", wrap(e, width-11, "    "))
+		}
+		for _, e := range r.Warnings {
+			p.printf("  - warning: %s\n", wrap(e, width-13, "    "))
+		}
+		if r.BackupDir != "" {
+			p.printf("  backup: %s (%d objects)\n", r.BackupDir, r.BackedUp)
+		}
+	}
+	return p.err
+}

@@ -318,3 +318,27 @@ func (h Human) Version(w io.Writer, v version.Info) error {
 	_, err := fmt.Fprintf(w, "ns-doctor %s\ncommit: %s\nbuilt: %s\ngo: %s %s\n", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
 	return err
 }
+
+// StatusLine is one namespace's state in a line, for a live display: what
+// is left and what holds it.
+func StatusLine(r diagnose.Report) string {
+	left := "nothing left"
+	if n := r.Remaining(); n > 0 {
+		var parts []string
+		for _, c := range r.Content {
+			if c.Count > 0 && len(parts) < 3 {
+				name := c.Resource
+				if c.Group != "" {
+					name += "." + c.Group
+				}
+				parts = append(parts, fmt.Sprintf("%s %d", name, c.Count))
+			}
+		}
+		left = fmt.Sprintf("%d objects left (%s)", n, strings.Join(parts, ", "))
+	}
+	line := fmt.Sprintf("%s: %s, %s", r.Namespace.Name, strings.ToLower(r.Verdict.State), left)
+	if b := r.Blocking(); len(b) > 0 {
+		line += "; " + b[0].Kind + ": " + b[0].Summary
+	}
+	return truncate(line, width+40)
+}

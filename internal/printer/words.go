@@ -3,6 +3,7 @@ package printer
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
@@ -189,4 +190,27 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// ProgressLine is a force run's progress in a line, for a live display.
+func ProgressLine(p purge.Progress, now time.Time) string {
+	line := fmt.Sprintf("%s: pass %d, %d of %d types done, %d objects deleted", p.Namespace, p.Pass, p.TypesDone, p.Types, p.Deleted)
+	if p.Done {
+		line = fmt.Sprintf("%s: %d passes, %d objects deleted", p.Namespace, p.Pass, p.Deleted)
+	}
+	if len(p.Remaining) > 0 {
+		var parts []string
+		for i, rem := range p.Remaining {
+			if i == 3 {
+				parts = append(parts, fmt.Sprintf("+%d types", len(p.Remaining)-3))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", rem.Resource, rem.Count))
+		}
+		line += "; left: " + strings.Join(parts, ", ")
+	}
+	if !p.Until.IsZero() && !p.Done {
+		line += fmt.Sprintf("; waiting for %s until %s (%s)", p.For, p.Until.Format("15:04:05"), p.Until.Sub(now).Round(time.Second))
+	}
+	return line
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,7 +31,7 @@ func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
 	if err := r.restoreLeftovers(ctx); err != nil {
 		return err
 	}
-	obs, err := r.discoverOnly()
+	obs, err := r.discoverOnly(ctx)
 	if r.needsSnapshot() {
 		obs, err = r.snapshot(ctx, ns)
 	}
@@ -102,6 +103,7 @@ func (r *run) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
 // timeout; any other error stops the run cleanly.
 func (r *run) passes(ctx context.Context) error {
 	backoff := time.Second
+	defer r.observe(func(p *Progress) { p.Done, p.Until, p.For = true, time.Time{}, "" })
 	for pass := 1; ; {
 		wait, err := r.onePass(ctx, pass)
 		var stop *stopError
@@ -118,10 +120,12 @@ func (r *run) passes(ctx context.Context) error {
 			r.progress("the API server is unavailable (%v); retrying in %s", err, backoff)
 			r.report.Warnings = appendNew(r.report.Warnings, "the API server was unavailable for a while; purge retried")
 			wait, backoff = backoff, min(2*backoff, 16*time.Second)
+			r.waiting(wait, "the API server")
 		case err != nil:
 			return r.stopped(ctx, err)
 		default:
 			pass, backoff = pass+1, time.Second
+			r.waiting(wait, r.waitingFor())
 		}
 		select {
 		case <-ctx.Done():
@@ -170,7 +174,7 @@ func transient(err error) bool {
 // the next pass.
 func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 	if pass > 1 {
-		disc, err := kube.Discover(r.Clients.Discovery)
+		disc, err := r.rediscover()
 		if err != nil {
 			return 0, err
 		}
@@ -182,6 +186,8 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 	}}
 	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)
 	rec.skipped = func(gvr schemaGVR) bool { return counts.state(gvr) == skipped }
+	rec.onStep = r.stepDone
+	r.observe(func(p *Progress) { p.Pass, p.Types, p.TypesDone, p.Until, p.For = pass, len(r.disc.DeletableResources()), 0, time.Time{}, "" })
 	r.deleter.Ops = rec
 	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
 	if res.Stage == deletion.StageGone && err == nil {
@@ -331,4 +337,63 @@ func (r *run) stopped(ctx context.Context, err error) error {
 
 func (r *run) change(format string, args ...any) {
 	r.report.Changes = append(r.report.Changes, fmt.Sprintf(format, args...))
+}
+
+// observe changes the run's progress and tells the observer.
+func (r *run) observe(change func(*Progress)) {
+	if r.Opts.Observer == nil {
+		return
+	}
+	r.progressMu.Lock()
+	r.live.Namespace = r.Opts.Namespace
+	change(&r.live)
+	p := r.live
+	p.Remaining = slices.Clone(p.Remaining)
+	r.progressMu.Unlock()
+	r.Opts.Observer(p)
+}
+
+// stepDone counts a pass's request: one more type done, and the objects
+// it deleted.
+func (r *run) stepDone(s Step) {
+	r.observe(func(p *Progress) {
+		if s.Verb == "deletecollection" {
+			p.TypesDone++
+		}
+		if s.Status == StepSent {
+			p.Deleted += s.Objects
+		}
+	})
+}
+
+// waiting tells what the run waits for before its next pass, and until
+// when.
+func (r *run) waiting(d time.Duration, what string) {
+	r.observe(func(p *Progress) {
+		p.Until, p.For = time.Now().Add(d), what
+		p.Remaining = slices.Clone(r.report.Remaining)
+		slices.SortStableFunc(p.Remaining, func(a, b Remaining) int { return b.Count - a.Count })
+	})
+}
+
+// waitingFor names what the last pass left waiting.
+func (r *run) waitingFor() string {
+	switch {
+	case r.report.Finalize.PodsFirst:
+		return "pods to terminate"
+	case r.report.Finalize.Cause == FinalizeContentRemains:
+		return "finalizers"
+	case r.report.Finalize.Cause == FinalizeDeletionErrors:
+		return "a retry of failed deletions"
+	}
+	return "the next pass"
+}
+
+// rediscover is a later pass's discovery: afresh, as the controller does,
+// or shared with the other namespaces purged together.
+func (r *run) rediscover() (*kube.Discovery, error) {
+	if r.discoveries != nil {
+		return r.discoveries.get(r.Clients)
+	}
+	return kube.Discover(r.Clients.Discovery)
 }

@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"path/filepath"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -124,6 +127,25 @@ type Options struct {
 	Workers int
 	// Progress receives one line per pass (stderr).
 	Progress io.Writer
+	// Observer receives where a force run is, as it goes, for a live
+	// display.
+	Observer func(Progress)
+}
+
+// Progress is where a force run is.
+type Progress struct {
+	Namespace string
+	Pass      int
+	// Types this pass sends requests for, and how many of them are done.
+	Types, TypesDone int
+	// Deleted counts the objects deleted (each saved first) so far.
+	Deleted int
+	// Remaining is what the last pass left, largest first.
+	Remaining []Remaining
+	// Until and For: between passes, until when purge waits, and for what.
+	Until time.Time
+	For   string
+	Done  bool
 }
 
 // Errors the command layer maps to exit codes.
@@ -138,6 +160,96 @@ type Purger struct {
 	Clients *kube.Clients
 	Opts    Options
 	Now     func() time.Time
+	// Inspector is shared by the runs of several namespaces: one discovery,
+	// one read of webhooks, CRDs and APIServices. Nil: a run makes its own.
+	Inspector *inspect.Inspector
+	// discoveries shares the later passes' discovery between the runs of
+	// several namespaces; nil: each pass discovers afresh.
+	discoveries *discoveryCache
+}
+
+// discoveryCache is a discovery a few seconds old at most: namespaces
+// purged together run their passes at about the same time, and one
+// discovery serves them all, as one would serve the controller's workers.
+type discoveryCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	disc *kube.Discovery
+}
+
+// discoveryMaxAge bounds how stale a shared discovery may be.
+const discoveryMaxAge = 5 * time.Second
+
+func (c *discoveryCache) get(clients *kube.Clients) (*kube.Discovery, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.disc != nil && time.Since(c.at) < discoveryMaxAge {
+		return c.disc, nil
+	}
+	disc, err := kube.Discover(clients.Discovery)
+	if err != nil {
+		return nil, err
+	}
+	c.disc, c.at = disc, time.Now()
+	return disc, nil
+}
+
+// namespacesAtOnce bounds the namespaces RunMany purges concurrently;
+// each run has its own bound of requests in flight.
+const namespacesAtOnce = 4
+
+// Outcome of one namespace among several.
+type Result struct {
+	Report *Report
+	Err    error
+}
+
+// RunMany purges several namespaces, a few at a time, with the options of
+// p for each (a backup folder each: BackupDir/NAME when BackupDir is set).
+// The results are in the order of names.
+func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
+	if p.Inspector == nil {
+		p.Inspector = inspect.New(p.Clients)
+		p.Inspector.Compact = true
+	}
+	if p.discoveries == nil && len(names) > 1 {
+		p.discoveries = &discoveryCache{}
+	}
+	out := make([]Result, len(names))
+	sem := make(chan struct{}, namespacesAtOnce)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		one := *p
+		one.Opts.Namespace = name
+		if p.Opts.BackupDir != "" && len(names) > 1 {
+			one.Opts.BackupDir = filepath.Join(p.Opts.BackupDir, name)
+		}
+		if len(names) > 1 && p.Opts.Progress != nil {
+			one.Opts.Progress = prefixed{w: p.Opts.Progress, prefix: name + ": "}
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r, err := one.Run(ctx)
+			out[i] = Result{Report: r, Err: err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// prefixed writes each progress line with the namespace first; lines from
+// concurrent runs stay whole (one Write each).
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 func (p *Purger) now() time.Time {

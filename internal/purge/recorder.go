@@ -23,6 +23,8 @@ type recorder struct {
 	pass       int
 	// skipped tells whether the inner operations spared a request.
 	skipped func(gvr schemaGVR) bool
+	// onStep is told of each request recorded.
+	onStep func(Step)
 
 	mu         sync.Mutex
 	steps      []Step
@@ -41,8 +43,11 @@ func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, status
 		s.Status, s.Error = StepFailed, err.Error()
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.steps = append(r.steps, s)
+	r.mu.Unlock()
+	if r.onStep != nil {
+		r.onStep(s)
+	}
 }
 
 // DeleteCollection records a deletecollection.

@@ -5,8 +5,26 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
-// Kind of purge reports; the apiVersion is the diagnosis's.
-const Kind = "PurgeReport"
+// Kinds of purge reports; the apiVersion is the diagnosis's.
+const (
+	Kind     = "PurgeReport"
+	ListKind = "PurgeReportList"
+)
+
+// ReportList is purge's answer for several namespaces.
+type ReportList struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Items      []*Report `json:"items"`
+}
+
+// NewReportList wraps reports.
+func NewReportList(items []*Report) ReportList {
+	if items == nil {
+		items = []*Report{}
+	}
+	return ReportList{APIVersion: diagnose.APIVersion, Kind: ListKind, Items: items}
+}
 
 // Report is what purge planned or did; the table and JSON render it. The
 // string fields marked "words" are filled by internal/printer from the

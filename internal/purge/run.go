@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,15 +46,15 @@ type run struct {
 	// stripped remembers the finalizers purge removed per object, so one
 	// a live controller puts back is reported, not removed again.
 	stripped map[string][]string
+	// live is where the run is, for Options.Observer.
+	progressMu sync.Mutex
+	live       Progress
 }
 
 // snapshot discovers the API and reads what the namespace holds, the same
 // way explain does (shared discovery, metadata sweep, webhooks, backends).
 func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
-	in := inspect.New(r.Clients)
-	// Plain objects are counted, not kept: a pass deletes them at once,
-	// and a 100k-object namespace fits in tens of MiB.
-	in.Compact = true
+	in := r.inspector()
 	obs, err := in.Observe(ctx, ns)
 	if err != nil {
 		return obs, err
@@ -77,13 +78,24 @@ func (r *run) needsSnapshot() bool {
 }
 
 // discoverOnly is the snapshot of a force run that needs none: discovery.
-func (r *run) discoverOnly() (diagnose.Observation, error) {
-	disc, err := kube.Discover(r.Clients.Discovery)
+func (r *run) discoverOnly(ctx context.Context) (diagnose.Observation, error) {
+	disc, err := r.inspector().Discover(ctx)
 	if err != nil {
 		return diagnose.Observation{}, err
 	}
 	r.disc = disc
 	return diagnose.Observation{Snapshot: &deletion.Snapshot{}}, nil
+}
+
+// inspector is the run's reader, shared with the other namespaces' runs.
+// Plain objects are counted, not kept: a pass deletes them at once, and a
+// 100k-object namespace fits in tens of MiB.
+func (r *run) inspector() *inspect.Inspector {
+	if r.Inspector == nil {
+		r.Inspector = inspect.New(r.Clients)
+		r.Inspector.Compact = true
+	}
+	return r.Inspector
 }
 
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's

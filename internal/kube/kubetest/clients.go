@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -51,6 +52,7 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	fd := kc.Discovery().(*fakediscovery.FakeDiscovery)
 	c.mu.Lock()
 	fd.Resources = c.discoveryLists()
+	fd.FakedServerVersion = &version.Info{GitVersion: "v1.36.3", Major: "1", Minor: "36"}
 	listKinds := map[schema.GroupVersionResource]string{}
 	for _, rl := range fd.Resources {
 		gv, _ := schema.ParseGroupVersion(rl.GroupVersion)
