@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,27 @@ var sizes = map[string]size{
 	"small":  {"small", 40, 200},
 	"medium": {"medium", 150, 10_000},
 	"large":  {"large", 150, 100_000},
+}
+
+// sizeOf reads a size flag: a name of sizes, or a number of objects
+// spread over 150 types (a quick check of a phase, e.g. 1000).
+func sizeOf(name string) (size, error) {
+	if s, ok := sizes[name]; ok {
+		return s, nil
+	}
+	if n, err := strconv.Atoi(name); err == nil && n > 0 {
+		return size{Name: name, Types: 150, Objects: n}, nil
+	}
+	return size{}, fmt.Errorf("unknown size %q (small, medium, large, or a number of objects)", name)
+}
+
+// mustSize is sizeOf for a flag main has already checked.
+func mustSize(name string) size {
+	s, err := sizeOf(name)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 const (

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,37 +28,89 @@ import (
 )
 
 type options struct {
+	phases     map[string]bool
 	sizes      []string
 	runs       int // 0: 5 for small and medium, 3 for large
 	out        string
 	purgeSize  string
 	purgeRuns  int
+	purgeLog   string
+	linkDelay  time.Duration // one way; 0: no link
+	linkSize   string
+	memorySize string
+	memoryRuns int
 	manyNS     int
 	recipeMax  int
 	commandStr string
 }
+
+// phases, in the order they run. Each also needs its own size flag (or
+// -namespaces) to be non-empty.
+var phases = []string{"explain", "explain-link", "purge", "purge-memory", "many"}
 
 func main() {
 	if out := os.Getenv(spawnEnv); out != "" {
 		spawn(out, os.Args[1:])
 	}
 	var o options
-	sizeList := flag.String("sizes", "small,medium,large", "fixture sizes for explain: small (40 types, 200 objects), medium (150, 10k), large (150, 100k)")
-	flag.IntVar(&o.runs, "runs", 0, "runs per contender (0: 5 for small and medium, 3 for large)")
+	phaseList := flag.String("phases", strings.Join(phases, ","), "phases to run, of "+strings.Join(phases, ",")+
+		": explain (at each of -sizes), explain over the link (at -link-size, with and without the link), purge against the namespace controller and purge's floor "+
+		"(at -purge-size, loopback and the link), purge's memory (at -memory-size), explain with no name (-namespaces)")
+	sizeList := flag.String("sizes", "small,medium,large", "fixture sizes for explain: small (40 types, 200 objects), medium (150, 10k), large (150, 100k); "+
+		"any size flag also takes a number of objects (over 150 types), e.g. 1000, for a quick check")
+	flag.IntVar(&o.runs, "runs", 0, "runs per contender of the explain phases (0: 5 for small and medium, 3 for large)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the results (markdown)")
-	flag.StringVar(&o.purgeSize, "purge-size", "medium", "fixture size for purge against the namespace controller (empty: skip)")
-	flag.IntVar(&o.purgeRuns, "purge-runs", 3, "runs of purge against the namespace controller")
+	flag.StringVar(&o.purgeSize, "purge-size", "medium", "fixture size for purge against the namespace controller and the floor (empty: skip)")
+	flag.IntVar(&o.purgeRuns, "purge-runs", 3, "runs of purge against the namespace controller and the floor, per link")
+	flag.StringVar(&o.purgeLog, "purge-log", "", "with the purge phase: also write the -v=6 request logs of one extra, unmeasured purge --force and floor per path to this folder")
+	flag.DurationVar(&o.linkDelay, "link-delay", 25*time.Millisecond, "one-way delay of the slow link (a round trip costs twice it); 0: loopback only")
+	flag.StringVar(&o.linkSize, "link-size", "medium", "fixture size for explain over the link (empty: skip)")
+	flag.StringVar(&o.memorySize, "memory-size", "large", "fixture size for purge --force's peak memory (empty: skip)")
+	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of purge --force's peak memory")
 	flag.IntVar(&o.manyNS, "namespaces", 50, "terminating namespaces for explain with no name (0: skip)")
 	flag.IntVar(&o.recipeMax, "recipe-runs", 3, "at most this many runs of the slow shell recipe per size")
 	flag.Parse()
-	o.sizes = strings.Split(*sizeList, ",")
-	o.commandStr = "go run ./hack/bench " + strings.Join(os.Args[1:], " ")
+	usage := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+		os.Exit(2)
+	}
+	o.phases = map[string]bool{}
+	for _, p := range strings.Split(*phaseList, ",") {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(phases, p) {
+			usage("unknown phase %q (phases: %s)", p, strings.Join(phases, ","))
+		}
+		o.phases[p] = true
+	}
+	if *sizeList != "" && o.phases["explain"] {
+		o.sizes = strings.Split(*sizeList, ",")
+	}
 	for _, s := range o.sizes {
-		if _, ok := sizes[s]; !ok {
-			fmt.Fprintf(os.Stderr, "bench: unknown size %q\n", s)
-			os.Exit(2)
+		if _, err := sizeOf(s); err != nil {
+			usage("%v", err)
 		}
 	}
+	for _, s := range []*string{&o.purgeSize, &o.linkSize, &o.memorySize} {
+		if _, err := sizeOf(*s); *s != "" && err != nil {
+			usage("%v", err)
+		}
+	}
+	if o.linkDelay < 0 {
+		usage("-link-delay must not be negative")
+	}
+	// What each phase needs; a phase left out or given no size is skipped.
+	if !o.phases["purge"] {
+		o.purgeSize = ""
+	}
+	if !o.phases["explain-link"] || o.linkDelay == 0 {
+		o.linkSize = ""
+	}
+	if !o.phases["purge-memory"] || o.memoryRuns < 1 {
+		o.memorySize = ""
+	}
+	if !o.phases["many"] {
+		o.manyNS = 0
+	}
+	o.commandStr = "go run ./hack/bench " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
 	stop()
@@ -74,9 +127,17 @@ type bench struct {
 	rep    *report
 	cp     *controlplane.ControlPlane
 	fx     *fixtures
-	meter  *meter
+	meter  *meter // commands on loopback, straight to the API server
 	plugin string
 	floor  string
+	// The slow link to the API server (nil when -link-delay is 0) and a
+	// meter whose commands go through it; the meter's own reads of
+	// /metrics, the fixtures and waitGone stay direct.
+	link      *link
+	linkMeter *meter
+	// built names the stuck fixtures this control plane holds, so the
+	// explain phases can share one.
+	built map[string]bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -95,34 +156,51 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
-	// The explain sizes share one control plane whose namespace controller
-	// never runs: the fixtures stay exactly as built, and only the measured
-	// command talks to the API server.
-	if len(o.sizes) > 0 {
+	// The explain phases share one control plane whose namespace
+	// controller never runs: the fixtures stay exactly as built, and only
+	// the measured command talks to the API server.
+	if len(o.sizes) > 0 || o.linkSize != "" {
 		if err := b.startControlPlane(ctx); err != nil {
 			return err
 		}
-		for _, name := range o.sizes {
-			if err := b.explainSize(ctx, sizes[name]); err != nil {
-				b.cp.Stop()
-				return err
+		err := func() error {
+			defer b.stopControlPlane()
+			for _, name := range o.sizes {
+				if err := b.explainSize(ctx, mustSize(name)); err != nil {
+					return err
+				}
+				_ = b.rep.write()
 			}
-			_ = b.rep.write()
+			if o.linkSize != "" {
+				if err := b.explainOverLink(ctx, mustSize(o.linkSize)); err != nil {
+					return err
+				}
+				_ = b.rep.write()
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
 		}
-		b.cp.Stop()
 	}
 	// A fresh control plane for the phases that run the namespace
 	// controller: on the first one it would work on the stuck fixtures too.
-	if o.purgeSize != "" || o.manyNS > 0 {
+	if o.purgeSize != "" || o.memorySize != "" || o.manyNS > 0 {
 		if err := b.startControlPlane(ctx); err != nil {
 			return err
 		}
-		defer b.cp.Stop()
+		defer b.stopControlPlane()
 		if err := b.fx.ensureTypes(ctx, 150); err != nil {
 			return err
 		}
 		if o.purgeSize != "" {
-			if err := b.purgeVsController(ctx, sizes[o.purgeSize]); err != nil {
+			if err := b.purgeVsController(ctx, mustSize(o.purgeSize)); err != nil {
+				return err
+			}
+			_ = b.rep.write()
+		}
+		if o.memorySize != "" {
+			if err := b.purgeMemory(ctx, mustSize(o.memorySize)); err != nil {
 				return err
 			}
 			_ = b.rep.write()
@@ -144,6 +222,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	b.cp = cp
+	b.built = map[string]bool{}
 	if b.fx, err = newFixtures(cp.Config); err != nil {
 		return err
 	}
@@ -152,12 +231,59 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	cache := filepath.Join(b.tmp, "kube-cache")
-	b.meter = &meter{client: client, tmp: b.tmp, env: append(os.Environ(),
-		"PATH="+b.tmp+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+cp.Kubeconfig,
-		// kubectl's discovery cache in a throwaway folder, not ~/.kube.
-		"KUBECACHEDIR="+cache)}
+	env := func(kubeconfig string) []string {
+		return append(os.Environ(),
+			"PATH="+b.tmp+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"KUBECONFIG="+kubeconfig,
+			// kubectl's discovery cache in a throwaway folder, not ~/.kube.
+			"KUBECACHEDIR="+cache)
+	}
+	b.meter = &meter{client: client, tmp: b.tmp, env: env(cp.Kubeconfig)}
+	b.link, b.linkMeter = nil, nil
+	if b.o.linkDelay > 0 {
+		target, err := hostPort(cp.Server())
+		if err != nil {
+			return err
+		}
+		if b.link, err = startLink(target, b.o.linkDelay); err != nil {
+			return err
+		}
+		kc := filepath.Join(b.tmp, "kubeconfig-link")
+		if err := linkKubeconfig(cp.Kubeconfig, kc, b.link.Addr()); err != nil {
+			return err
+		}
+		b.linkMeter = &meter{client: client, tmp: b.tmp, env: env(kc)}
+		logf("slow link: %s -> %s, %v each way", b.link.Addr(), target, b.o.linkDelay)
+	}
 	return nil
+}
+
+func (b *bench) stopControlPlane() {
+	if b.link != nil {
+		_ = b.link.Close()
+		b.link = nil
+	}
+	b.cp.Stop()
+}
+
+// path is one way for commands to reach the API server.
+type path struct {
+	name  string // "loopback", "link (50 ms RTT)"
+	short string // for namespace names
+	m     *meter
+}
+
+// paths are loopback and, with -link-delay, the slow link.
+func (b *bench) paths() []path {
+	ps := []path{{name: "loopback", short: "loop", m: b.meter}}
+	if b.linkMeter != nil {
+		ps = append(ps, path{name: b.linkName(), short: "link", m: b.linkMeter})
+	}
+	return ps
+}
+
+func (b *bench) linkName() string {
+	return fmt.Sprintf("link (%v RTT)", 2*b.o.linkDelay)
 }
 
 func (b *bench) runsFor(s size) int {
@@ -191,6 +317,7 @@ func (b *bench) explainSize(ctx context.Context, s size) error {
 	if err := b.fx.DeleteNamespace(ctx, ns); err != nil {
 		return err
 	}
+	b.built[ns] = true
 	types, pages, err := b.expectedLists(ctx, ns)
 	if err != nil {
 		return err
@@ -233,6 +360,7 @@ type contender struct {
 	argv    []string
 	ok      []int
 	maxRuns int
+	m       *meter // nil: loopback (b.meter)
 	samples []sample
 }
 
@@ -252,7 +380,11 @@ func (b *bench) measureRuns(ctx context.Context, label string, cs []contender, r
 			// A pause lets the API server finish the previous run's work
 			// (GC after a 100k-object list) before the next is timed.
 			time.Sleep(settle)
-			s, err := b.meter.run(ctx, c.argv, c.ok...)
+			m := c.m
+			if m == nil {
+				m = b.meter
+			}
+			s, err := m.run(ctx, c.argv, c.ok...)
 			if err != nil {
 				return err
 			}
@@ -267,62 +399,6 @@ func (b *bench) measureRuns(ctx context.Context, label string, cs []contender, r
 // type that supports list and delete, plus one per extra page of 500.
 func (b *bench) expectedLists(ctx context.Context, ns string) (types, pages int, err error) {
 	return b.fx.listPages(ctx, ns)
-}
-
-// purgeVsController empties the same content twice: once by the real
-// namespace controller (kube-controller-manager, default settings), once
-// by `kubectl ns-doctor purge --force` with the controller stopped. Objects
-// have no finalizers and no pods are bound to nodes, so both can finish.
-func (b *bench) purgeVsController(ctx context.Context, s size) error {
-	c := content{Objects: s.Objects}
-	var ctrl, pur []float64
-	var pops []float64
-	var purgeSamples []sample
-	for r := range b.o.purgeRuns {
-		cn, pn := fmt.Sprintf("ctrl-%d", r), fmt.Sprintf("purge-%d", r)
-		for _, ns := range []string{cn, pn} {
-			t0 := time.Now()
-			if err := b.fx.populate(ctx, ns, c); err != nil {
-				return err
-			}
-			pops = append(pops, since(t0))
-		}
-		logf("[purge] run %d: fixtures of %d objects built in %.1fs and %.1fs", r+1, c.Objects, pops[len(pops)-2], pops[len(pops)-1])
-
-		// Controller: started (its informers and discovery warm up) before
-		// the clock starts, timed from the delete to the namespace gone.
-		if err := b.cp.StartControllerManager(); err != nil {
-			return err
-		}
-		time.Sleep(10 * time.Second)
-		t0 := time.Now()
-		if _, err := b.meter.run(ctx, []string{"kubectl", "delete", "namespace", cn, "--wait=false"}); err != nil {
-			return err
-		}
-		if err := b.waitGone(ctx, cn, 15*time.Minute); err != nil {
-			return err
-		}
-		ctrl = append(ctrl, since(t0))
-		b.cp.StopControllerManager()
-
-		// purge: the same delete, then the purge command to completion.
-		t0 = time.Now()
-		if _, err := b.meter.run(ctx, []string{"kubectl", "delete", "namespace", pn, "--wait=false"}); err != nil {
-			return err
-		}
-		ps, err := b.meter.run(ctx, []string{"kubectl", "ns-doctor", "purge", pn, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", pn)})
-		if err != nil {
-			return err
-		}
-		pur = append(pur, since(t0))
-		purgeSamples = append(purgeSamples, ps)
-		if err := b.waitGone(ctx, pn, time.Minute); err != nil {
-			return fmt.Errorf("purge exited but: %w", err)
-		}
-		logf("[purge] run %d: namespace controller %.2fs, purge %.2fs (%0.f requests, %d KiB)", r+1, ctrl[r], pur[r], ps.Requests, ps.MaxRSS)
-	}
-	b.rep.purgeSection(s, pops, ctrl, pur, purgeSamples)
-	return nil
 }
 
 func (b *bench) waitGone(ctx context.Context, ns string, timeout time.Duration) error {

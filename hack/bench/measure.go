@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,24 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 		}
 	}
 	return s, nil
+}
+
+// exec runs argv with the meter's environment but measures nothing: no
+// /metrics reads, so nothing but the command itself lands in a timed
+// window around it. stdout is dropped; stderr goes to stderr when not
+// nil, and is in the error otherwise.
+func (m *meter) exec(ctx context.Context, stderr io.Writer, argv ...string) error {
+	var buf bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = m.env
+	cmd.Stderr = &buf
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(buf.String()))
+	}
+	return nil
 }
 
 // counts reads kube-apiserver's request counter (test/support/apimetrics).

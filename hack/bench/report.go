@@ -35,7 +35,13 @@ func newReport(o options) *report {
 	fmt.Fprintf(&b, "the API server's own background requests (lease renewals) can add 1–2 to any count, as the\n")
 	fmt.Fprintf(&b, "`kubectl ns-doctor version` row (no API call) shows. Max RSS is the child's `rusage.ru_maxrss`, read through a\n")
 	fmt.Fprintf(&b, "small helper process (hack/bench/spawn.go). Medians, with the spread as min–max over the runs; contenders are\n")
-	fmt.Fprintf(&b, "interleaved and each run starts with a different one.\n\n")
+	fmt.Fprintf(&b, "interleaved and each run starts with a different one.\n")
+	if o.linkDelay > 0 && (o.purgeSize != "" || o.linkSize != "") {
+		fmt.Fprintf(&b, "The sections over a link put a TCP proxy (hack/bench/link.go) between the commands and the API server that holds\n"+
+			"every chunk %v each way, so a round trip costs %v, to show what a slow network costs; the namespace controller keeps\n"+
+			"its direct connection, as it runs in the cluster.\n", o.linkDelay, 2*o.linkDelay)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "## Run\n\n")
 	fmt.Fprintf(&b, "- command: `NSDOCTOR_CONTROLPLANE_BIN=$(bash hack/build-controlplane.sh) %s`\n", o.commandStr)
 	fmt.Fprintf(&b, "- date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
@@ -228,29 +234,148 @@ func collapse(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r *report) purgeSection(s size, pops, ctrl, pur []float64, ps []sample) {
+// purgeSection writes the purge phase: per path (loopback, the link), the
+// namespace controller, purge --force and purge's floor side by side.
+func (r *report) purgeSection(s size, delay time.Duration, crds int, runs []*purgeRun) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## purge --force against the namespace controller, %s: %d objects\n\n", s.Name, s.Objects)
-	fmt.Fprintf(&b, "Per run, two namespaces with the same content (%d objects round-robin over ConfigMaps, Secrets and 148 CRD types, "+
-		"no finalizers, no pods), on a fresh control plane with 150 namespaced types. Building each took %s s.\n\n", s.Objects, list(pops, "%.1f"))
-	b.WriteString("- namespace controller: kube-controller-manager (`--controllers=namespace,garbagecollector`, otherwise default settings), " +
-		"started 10 s before the clock; timed from `kubectl delete namespace` to the namespace being gone (polled every 100 ms).\n")
-	b.WriteString("- purge: the controller stopped; timed from `kubectl delete namespace` to the exit of `kubectl ns-doctor purge NAME --force --yes` (which waits for the namespace to be gone).\n\n")
-	mc, lc, hc := stats(ctrl)
-	mp, lp, hp := stats(pur)
-	b.WriteString("| contender | runs | median s | spread s |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| namespace controller | %d | %.2f | %.2f–%.2f |\n| `kubectl ns-doctor purge --force` | %d | %.2f | %.2f–%.2f |\n\n", len(ctrl), mc, lc, hc, len(pur), mp, lp, hp)
-	fmt.Fprintf(&b, "Raw seconds: controller %s; purge %s. purge's requests per run: %s; max RSS KiB %s.\n\n", list(ctrl, "%.2f"), list(pur, "%.2f"),
-		list(field(ps, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(ps, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"))
-	fmt.Fprintf(&b, "Requests of purge (first run): %s\n", collapse(ps[0].ByVerb))
-	r.verdict("%s purge --force at least as fast as the namespace controller (%s): %.2f s vs %.2f s (%.2fx).", mark(mp <= mc), s.Name, mp, mc, mc/mp)
-	if mp > mc {
-		r.why("Why: purge checks its permissions first (one SelfSubjectAccessReview per resource and verb), lists every type " +
-			"again after each pass to confirm it is empty, and its client is limited to 100 QPS / 1000 burst, while the " +
-			"controller's deletecollection per type needs no confirmation round (see purge's requests above: LISTs several " +
-			"times per type, one SelfSubjectAccessReview per type and verb). Fix: batch the permission checks " +
-			"(SelfSubjectRulesReview, one request), and re-list only the types that had content.")
+	names := make([]string, len(runs))
+	for i, pr := range runs {
+		names[i] = pr.path.name
 	}
+	fmt.Fprintf(&b, "## purge --force against the namespace controller and purge's floor, %s: %d objects, %s\n\n", s.Name, s.Objects, strings.Join(names, " and "))
+	fmt.Fprintf(&b, "Per run and path, three namespaces with the same content (%d objects round-robin over ConfigMaps, Secrets and %d generated CRD types, "+
+		"no finalizers, no pods), on a fresh control plane with %d namespaced types. Each run starts with a different path and contender.\n\n", s.Objects, crds, s.Types)
+	b.WriteString("- namespace controller: kube-controller-manager (`--controllers=namespace,garbagecollector`, otherwise default settings), " +
+		"started 10 s before the clock, always on its own direct connection (it runs in the cluster); timed from `kubectl delete namespace` " +
+		"to the namespace being gone (polled every 100 ms, directly).\n")
+	b.WriteString("- purge: the controller stopped, a 1 s pause; timed from `kubectl delete namespace` to the exit of " +
+		"`kubectl ns-doctor purge NAME --force --yes` (which waits for the namespace to be gone): the delete's wall time plus purge's, " +
+		"leaving out the bench's own read of the request counter between them.\n")
+	b.WriteString("- floor: the same, with `floor -purge NAME` (hack/bench/floor): discovery and a GET of the namespace at once, then every " +
+		"deletable type's deletecollection sent at once (no concurrency bound, background propagation), then " +
+		"`PUT /api/v1/namespaces/NAME/finalize` with `spec.finalizers` emptied, then a GET until it is gone. What no purge can beat.\n")
+	if delay > 0 {
+		fmt.Fprintf(&b, "- %s: a TCP proxy in the bench (hack/bench/link.go) holding every chunk %v in each direction, so a round trip costs %v "+
+			"and throughput is not limited; TLS passes through, verified with the same CA (the serving certificate names 127.0.0.1). "+
+			"On it, `kubectl delete namespace`, purge and the floor go through the link; the controller does not.\n",
+			runs[len(runs)-1].path.name, delay, 2*delay)
+	}
+	b.WriteString("- \"command alone\": the purge or floor process's own wall time, without the `kubectl delete namespace` before it.\n\n")
+	b.WriteString("| contender |")
+	for _, pr := range runs {
+		fmt.Fprintf(&b, " %s: runs | median s | spread s |", pr.path.name)
+	}
+	b.WriteString("\n|---|")
+	for range runs {
+		b.WriteString("---|---|---|")
+	}
+	b.WriteString("\n")
+	row := func(name string, get func(*purgeRun) []float64) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, pr := range runs {
+			xs := get(pr)
+			m, lo, hi := stats(xs)
+			fmt.Fprintf(&b, " %d | %.2f | %.2f–%.2f |", len(xs), m, lo, hi)
+		}
+		b.WriteString("\n")
+	}
+	row("namespace controller", func(pr *purgeRun) []float64 { return pr.ctrl })
+	row("`kubectl ns-doctor purge --force`", func(pr *purgeRun) []float64 { return pr.pur })
+	row("purge's floor", func(pr *purgeRun) []float64 { return pr.floor })
+	row("`kubectl ns-doctor purge --force`, command alone", func(pr *purgeRun) []float64 { return secs(pr.ps) })
+	row("purge's floor, command alone", func(pr *purgeRun) []float64 { return secs(pr.fs) })
+	for _, pr := range runs {
+		fmt.Fprintf(&b, "\n%s, raw: fixtures built in %s s; controller %s; purge %s (command %s); floor %s (command %s). "+
+			"purge's requests per run: %s; max RSS KiB %s. Floor's requests per run: %s; max RSS KiB %s.\n",
+			pr.path.name, list(pr.pops, "%.1f"), list(pr.ctrl, "%.2f"), list(pr.pur, "%.2f"), list(secs(pr.ps), "%.2f"),
+			list(pr.floor, "%.2f"), list(secs(pr.fs), "%.2f"),
+			list(field(pr.ps, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.ps, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"),
+			list(field(pr.fs, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.fs, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"))
+		if len(pr.ps) > 0 {
+			fmt.Fprintf(&b, "\nRequests of purge (%s, first run): %s\n", pr.path.name, collapse(pr.ps[0].ByVerb))
+			fmt.Fprintf(&b, "\nRequests of the floor (%s, first run): %s\n", pr.path.name, collapse(pr.fs[0].ByVerb))
+		}
+	}
+	// What the link costs each command, in round trips: a command whose
+	// requests all went out at once pays a few; one that waits for each
+	// answer before the next pays one per request.
+	if len(runs) == 2 && delay > 0 {
+		loop, slow := runs[0], runs[1]
+		rtt := (2 * delay).Seconds()
+		dp := medianOf(secs(slow.ps)) - medianOf(secs(loop.ps))
+		df := medianOf(secs(slow.fs)) - medianOf(secs(loop.fs))
+		fmt.Fprintf(&b, "\nWhat the link adds (medians of the command alone): purge %+.2f s, about %.0f round trips of %v, "+
+			"for %.0f requests; the floor %+.2f s, about %.0f round trips, for %.0f requests.\n",
+			dp, dp/rtt, 2*delay, medianOf(field(slow.ps, func(s sample) float64 { return s.Requests })),
+			df, df/rtt, medianOf(field(slow.fs, func(s sample) float64 { return s.Requests })))
+	}
+	for _, pr := range runs {
+		mc, mp := medianOf(pr.ctrl), medianOf(pr.pur)
+		r.verdict("%s purge --force at least 1.5x faster than the namespace controller (%s, %s): %.2fx (%.2f s vs %.2f s, from `kubectl delete namespace` to gone).",
+			mark(mc/mp >= 1.5), s.Name, pr.path.name, mc/mp, mp, mc)
+	}
+	for _, pr := range runs {
+		cp, cf := medianOf(secs(pr.ps)), medianOf(secs(pr.fs))
+		tp, tf := medianOf(pr.pur), medianOf(pr.floor)
+		r.verdict("%s purge --force within 1.3x of the parallel floor through the same path (%s, %s): %.2fx, command alone (%.2f s vs %.2f s); "+
+			"%.2fx from `kubectl delete namespace` (%.2f s vs %.2f s).", mark(cp/cf <= 1.3), s.Name, pr.path.name, cp/cf, cp, cf, tp/tf, tp, tf)
+	}
+	r.add(b.String())
+}
+
+// explainLinkSection writes explain and its floor on loopback and over
+// the link, at one size.
+func (r *report) explainLinkSection(s size, ns string, delay time.Duration, types, pages int, cs []contender) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## explain over a link with %v round trips, %s: %d types, %d list pages\n\n", 2*delay, s.Name, types, pages)
+	fmt.Fprintf(&b, "The stuck fixture `%s` (as in explain, %s), read on loopback and through the link: a TCP proxy in the bench "+
+		"(hack/bench/link.go) holding every chunk %v in each direction, so a round trip costs %v without limiting throughput. "+
+		"The kubeconfig through the link is the admin one with its server pointed at the proxy; the same CA verifies the API server, "+
+		"whose serving certificate names 127.0.0.1. Contenders interleaved, a 1 s pause before each.\n\n", ns, s.Name, delay, 2*delay)
+	b.WriteString("| command | runs | median s | spread s | requests (LIST) | max RSS MiB |\n|---|---|---|---|---|---|\n")
+	for _, c := range cs {
+		m, lo, hi := stats(secs(c.samples))
+		fmt.Fprintf(&b, "| `%s` | %d | %.3f | %.3f–%.3f | %.0f (%.0f) | %.1f |\n", c.name, len(c.samples), m, lo, hi,
+			medianOf(field(c.samples, func(s sample) float64 { return s.Requests })),
+			medianOf(field(c.samples, func(s sample) float64 { return s.Lists })),
+			medianOf(field(c.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024)
+	}
+	b.WriteString("\nRaw seconds per run:\n\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "- `%s`: %s\n", c.name, list(secs(c.samples), "%.3f"))
+	}
+	exL, flL, exS, plS, flS := cs[0], cs[1], cs[2], cs[3], cs[4]
+	fmt.Fprintf(&b, "\nRequests of one explain over the link (first run): %s\n", collapse(exS.samples[0].ByVerb))
+	rtt := (2 * delay).Seconds()
+	tExL, tFlL := medianOf(secs(exL.samples)), medianOf(secs(flL.samples))
+	tExS, tPlS, tFlS := medianOf(secs(exS.samples)), medianOf(secs(plS.samples)), medianOf(secs(flS.samples))
+	fmt.Fprintf(&b, "\nWhat the link adds (medians): explain %+.2f s (about %.0f round trips of %v), the floor %+.2f s (about %.0f).\n",
+		tExS-tExL, (tExS-tExL)/rtt, 2*delay, tFlS-tFlL, (tFlS-tFlL)/rtt)
+	r.verdict("%s explain over the %v link within 1.3x of the floor through the same link (%s), through kubectl: %.2fx (%.3f s vs %.3f s); on loopback %.2fx (%.3f s vs %.3f s).",
+		mark(tExS/tFlS <= 1.3), 2*delay, s.Name, tExS/tFlS, tExS, tFlS, tExL/tFlL, tExL, tFlL)
+	r.verdict("%s explain over the %v link within 1.3x of the floor through the same link (%s), plugin binary run directly like the floor: %.2fx (%.3f s vs %.3f s).",
+		mark(tPlS/tFlS <= 1.3), 2*delay, s.Name, tPlS/tFlS, tPlS, tFlS)
+	r.add(b.String())
+}
+
+// memorySection writes purge --force's peak memory on a big namespace.
+func (r *report) memorySection(s size, crds int, pops, totals []float64, ps []sample) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## purge --force's memory, %s: %d objects\n\n", s.Name, s.Objects)
+	fmt.Fprintf(&b, "Per run, one namespace of %d objects round-robin over ConfigMaps, Secrets and %d generated CRD types (no finalizers, no pods; built in %s s), "+
+		"deleted, then `kubectl ns-doctor purge NAME --force --yes` on loopback with the controller stopped. Max RSS is the purge process's (the plugin, "+
+		"which kubectl execs: kubectl itself stays small).\n\n", s.Objects, crds, list(pops, "%.1f"))
+	rss := field(ps, func(s sample) float64 { return float64(s.MaxRSS) / 1024 })
+	m, lo, hi := stats(rss)
+	b.WriteString("| runs | max RSS MiB, median | spread | seconds from delete, median | command alone | requests |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %d | %.1f | %.1f–%.1f | %.2f | %.2f | %.0f |\n\n", len(ps), m, lo, hi, medianOf(totals), medianOf(secs(ps)),
+		medianOf(field(ps, func(s sample) float64 { return s.Requests })))
+	fmt.Fprintf(&b, "Raw: max RSS MiB %s; seconds %s (command %s).\n", list(rss, "%.1f"), list(totals, "%.2f"), list(secs(ps), "%.2f"))
+	if len(ps) > 0 {
+		fmt.Fprintf(&b, "\nRequests of purge (first run): %s\n", collapse(ps[0].ByVerb))
+	}
+	r.verdict("%s purge --force's peak memory at most 150 MiB (%s, %d objects): %.1f MiB at most over %d run(s) (median %.1f MiB).",
+		mark(hi <= 150), s.Name, s.Objects, hi, len(ps), m)
 	r.add(b.String())
 }
 

@@ -25,7 +25,7 @@ import (
 // concurrent use: namespaces are observed in parallel, sharing discovery,
 // webhooks, CRDs, APIServices and backends.
 type Inspector struct {
-	mu sync.Mutex
+	mu      sync.Mutex
 	Clients *kube.Clients
 	// Compact sweeps keep only the objects a diagnosis reads one by one
 	// (see kube.SweepOptions); purge, which acts on every object, does not

@@ -187,7 +187,9 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)
 	rec.skipped = func(gvr schemaGVR) bool { return counts.state(gvr) == skipped }
 	rec.onStep = r.stepDone
-	r.observe(func(p *Progress) { p.Pass, p.Types, p.TypesDone, p.Until, p.For = pass, len(r.disc.DeletableResources()), 0, time.Time{}, "" })
+	r.observe(func(p *Progress) {
+		p.Pass, p.Types, p.TypesDone, p.Until, p.For = pass, len(r.disc.DeletableResources()), 0, time.Time{}, ""
+	})
 	r.deleter.Ops = rec
 	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
 	if res.Stage == deletion.StageGone && err == nil {
