@@ -77,13 +77,14 @@ func TestNamespaceCompletion(t *testing.T) {
 		t.Errorf("namespaces not sorted within their group: %v", names)
 	}
 
-	// -n completes namespaces as well; nothing after NAME.
+	// -n completes namespaces as well; a second NAME completes the
+	// namespaces not named yet.
 	names, _ = completions(t, pluginRun(t, cp.Kubeconfig, "__complete", "explain", "-n", prefix))
 	if !slices.Equal(names, []string{stuck, active}) {
 		t.Errorf("-n %s: %v", prefix, names)
 	}
-	if names, _ = completions(t, pluginRun(t, cp.Kubeconfig, "__complete", "purge", stuck, "")); len(names) != 0 {
-		t.Errorf("a second NAME is completed: %v", names)
+	if names, _ = completions(t, pluginRun(t, cp.Kubeconfig, "__complete", "purge", stuck, prefix)); !slices.Equal(names, []string{active}) {
+		t.Errorf("a second NAME completes %v, want only %s", names, active)
 	}
 }
 
