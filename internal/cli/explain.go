@@ -330,6 +330,9 @@ func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns
 		return diagnose.Report{}, err
 	}
 	obs.Grace, obs.IfDeleted, obs.Ordering = o.Grace, o.IfDeleted, o.ordering
+	if ns.DeletionTimestamp != nil || o.IfDeleted {
+		obs.Evidence = in.Evidence(ctx, ns, obs.Snapshot)
+	}
 	return diagnose.Diagnose(obs), nil
 }
 

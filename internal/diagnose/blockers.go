@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 )
 
 // findBlockers names every reason the namespace is still there.
@@ -139,7 +140,7 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 		case c.Error != "":
 			out = append(out, listFailedBlocker(obs, c, gvr, r.Namespace.Name))
 		case len(c.Finalizers) > 0 && c.Resource != "pods" && waitedLongEnough(obs, c):
-			b := finalizerBlocker(c, res, r.Namespace.Name)
+			b := finalizerBlocker(c, res, r.Namespace.Name, obs.Evidence.Owners)
 			if c.Finalizers["foregroundDeletion"] > 0 {
 				b.Evidence = append(b.Evidence, foregroundWaits(obs.Snapshot, gvr)...)
 			}
@@ -178,24 +179,48 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 	return b
 }
 
-func finalizerBlocker(c Content, res, namespace string) Blocker {
-	var evidence, owners []string
+func finalizerBlocker(c Content, res, namespace string, owners map[string]OwnerState) Blocker {
+	var evidence, removers []string
 	names := sortedKeys(c.Finalizers)
 	for _, f := range names {
 		evidence = append(evidence, fmt.Sprintf("%s on %d of %d %s", f, c.Finalizers[f], c.Count, res))
-		owner, ok := wellKnownFinalizers[f]
-		if !ok {
-			owner = "the controller that added " + f
+		e := finalizers.Lookup(f)
+		if e == nil {
+			removers = append(removers, "unknown owner of "+f)
+			continue
 		}
-		owners = append(owners, owner)
+		remover := e.Owner
+		if state, ok := owners[f]; ok {
+			remover += " (" + ownerWords(state) + ")"
+			evidence = append(evidence, fmt.Sprintf("%s: owner %s; %s", f, e.Owner, state.Evidence))
+		}
+		removers = append(removers, remover)
+		evidence = append(evidence, fmt.Sprintf("stripping %s leaks: %s", f, e.Leak))
 	}
 	evidence = append(evidence, "e.g. "+strings.Join(c.Examples, ", "))
 	return Blocker{
 		Kind:     BlockerFinalizers,
-		Summary:  fmt.Sprintf("%d %s wait for finalizer(s) %s; removed by: %s", c.Count, res, strings.Join(names, ", "), strings.Join(owners, "; ")),
+		Summary:  fmt.Sprintf("%d %s wait for finalizer(s) %s; removed by: %s", c.Count, res, strings.Join(names, ", "), strings.Join(removers, "; ")),
 		Evidence: evidence,
 		NextStep: fmt.Sprintf("check that whoever removes them still runs; if it is gone for good: kubectl ns-doctor purge %s --remove-finalizers=%s", namespace, strings.Join(names, ",")),
 	}
+}
+
+// ownerWords says in a few words whether an owner runs.
+func ownerWords(s OwnerState) string {
+	switch s.State {
+	case OwnerRunningReady:
+		return "running"
+	case OwnerNotReady:
+		return "not ready"
+	case OwnerNotFound:
+		return "not running: none of its usual workloads found"
+	case OwnerControlPlane:
+		return "control plane"
+	case OwnerNotChecked:
+		return "not checked"
+	}
+	return "could not be checked"
 }
 
 // waitedLongEnough tells whether content waiting for finalizers has waited
@@ -205,16 +230,6 @@ func waitedLongEnough(obs Observation, c Content) bool {
 		return true
 	}
 	return c.OldestDeletion != nil && obs.Now.Sub(*c.OldestDeletion) >= obs.Grace
-}
-
-// wellKnownFinalizers names who removes the built-in finalizers.
-var wellKnownFinalizers = map[string]string{
-	"kubernetes.io/pvc-protection":     "kube-controller-manager's pvc-protection controller, once no pod uses the claim",
-	"kubernetes.io/pv-protection":      "kube-controller-manager's pv-protection controller, once no claim is bound",
-	"foregroundDeletion":               "the garbage collector, once every dependent with blockOwnerDeletion is gone",
-	"orphan":                           "the garbage collector, once it has orphaned the dependents",
-	"batch.kubernetes.io/job-tracking": "the job controller",
-	"external-attacher/csi":            "the CSI external-attacher",
 }
 
 // controllerBlocker suspects a missing or stalled namespace controller: no

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 )
 
 // DefaultGrace is how long a deletion step may take before ns-doctor calls
@@ -47,6 +49,8 @@ type Observation struct {
 	IfDeleted bool
 	// Ordering is the deletion order of the cluster's controller.
 	Ordering deletion.Ordering
+	// Evidence is read for namespaces being deleted (or --if-deleted).
+	Evidence Evidence
 	// Unchecked names what could not be read (webhooks, CRDs, backends).
 	Unchecked []string
 }
@@ -61,8 +65,12 @@ func Diagnose(obs Observation) Report {
 		Ordering:  Ordering{Ordering: obs.Ordering},
 		Content:   contentOf(obs.Snapshot),
 		Blockers:  []Blocker{},
-		Unchecked: obs.Unchecked,
+		Unchecked: append(slices.Clone(obs.Unchecked), obs.Evidence.Unchecked...),
+		Holders:   obs.Evidence.Holders,
+		Events:    obs.Evidence.Events,
+		Notes:     notesOf(obs),
 	}
+	r.Finalizers = finalizersOf(r.Content, obs.Evidence.Owners)
 	if ns.DeletionTimestamp == nil {
 		return diagnoseActive(obs, r)
 	}
@@ -306,3 +314,61 @@ func kindList(blockers []Blocker) string {
 }
 
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+// finalizersOf lists the finalizers holding content, with their catalogue
+// entries and their owners' state.
+func finalizersOf(content []Content, owners map[string]OwnerState) []FinalizerInfo {
+	counts := map[string]int{}
+	for _, c := range content {
+		for f, n := range c.Finalizers {
+			counts[f] += n
+		}
+	}
+	var out []FinalizerInfo
+	for _, f := range sortedKeys(counts) {
+		info := FinalizerInfo{Name: f, Objects: counts[f], OwnerState: owners[f]}
+		if e := finalizers.Lookup(f); e != nil {
+			info.Known, info.Owner, info.Project, info.Guards, info.Leak, info.Source = true, e.Owner, e.Project, e.Guards, e.Leak, e.Source
+		}
+		if info.OwnerState.State == "" {
+			info.OwnerState = OwnerState{State: OwnerUnknown, Evidence: "not checked"}
+			if !info.Known {
+				info.OwnerState.Evidence = "unknown owner: not in ns-doctor's catalogue"
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// notesOf notes content older than the namespace: a forced deletion left
+// it in storage, and a namespace of the same name brought it back.
+func notesOf(obs Observation) []Note {
+	created := obs.Namespace.CreationTimestamp.Time
+	var older []string
+	n := 0
+	for _, gvr := range obs.Snapshot.SortedGVRs() {
+		list := obs.Snapshot.Lists[gvr]
+		if list == nil {
+			continue
+		}
+		for _, item := range list.Items {
+			if item.CreationTimestamp.Time.Before(created) {
+				n++
+				if len(older) < MaxExamples {
+					older = append(older, fmt.Sprintf("%s/%s created %s, the namespace %s", resourceName(gvr), item.Name,
+						item.CreationTimestamp.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339)))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return []Note{{
+		Kind:     NoteOlderContent,
+		Summary:  fmt.Sprintf("%d object(s) are older than the namespace: an earlier namespace of this name was force-deleted with content left in storage, which came back with this one", n),
+		Evidence: older,
+		NextStep: fmt.Sprintf("check they are wanted here; kubectl ns-doctor explain --orphans lists such leftovers of namespaces that are gone (namespace %s is not)", obs.Namespace.Name),
+	}}
+}

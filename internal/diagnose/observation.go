@@ -52,3 +52,14 @@ type CRD struct {
 	Deleting          bool
 	ConversionService *ServiceRef
 }
+
+// Evidence is what explain reads beyond what the controller reads: the
+// finalizers' owners, the holders' conditions, the namespace's events.
+type Evidence struct {
+	// Owners maps a finalizer to its owner's state.
+	Owners  map[string]OwnerState
+	Holders []Holder
+	Events  []Event
+	// Unchecked names what of it could not be read.
+	Unchecked []string
+}

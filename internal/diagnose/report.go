@@ -36,6 +36,16 @@ type Report struct {
 	Content    []Content    `json:"content"`
 	Blockers   []Blocker    `json:"blockers"`
 	Pods       *PodsSummary `json:"pods,omitempty"`
+	// Finalizers are the finalizers holding content, with their owner
+	// from the catalogue and whether it appears to run.
+	Finalizers []FinalizerInfo `json:"finalizers,omitempty"`
+	// Holders are what the objects holding the namespace say in their
+	// status: the latest message of each condition that is not ready.
+	Holders []Holder `json:"holders,omitempty"`
+	// Events are the namespace's Warning events, latest first.
+	Events []Event `json:"events,omitempty"`
+	// Notes are findings that hold nothing but deserve a look.
+	Notes []Note `json:"notes,omitempty"`
 	// Unchecked names what could not be read, so the blockers depending on
 	// it could not be looked for (e.g. webhooks without permission to list
 	// them).
@@ -135,6 +145,82 @@ type PodsSummary struct {
 	// HoldingOtherContent: while pods remain the controller deletes nothing else.
 	HoldingOtherContent bool `json:"holdingOtherContent"`
 }
+
+// FinalizerInfo is one finalizer holding content, and its owner.
+type FinalizerInfo struct {
+	Name string `json:"name"`
+	// Objects counts the objects it holds.
+	Objects int `json:"objects"`
+	// Known: the catalogue has it; the fields below are its entry.
+	Known   bool   `json:"known"`
+	Owner   string `json:"owner,omitempty"`
+	Project string `json:"project,omitempty"`
+	Guards  string `json:"guards,omitempty"`
+	Leak    string `json:"leak,omitempty"`
+	Source  string `json:"source,omitempty"`
+	// OwnerState is whether the owner appears to run.
+	OwnerState OwnerState `json:"ownerState"`
+}
+
+// OwnerState is what was found of a finalizer's owner.
+type OwnerState struct {
+	State OwnerRunning `json:"state"`
+	// Evidence names what was found (or looked for).
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// OwnerRunning says whether an owner appears to run.
+type OwnerRunning string
+
+// Owner states.
+const (
+	OwnerRunningReady OwnerRunning = "Running"      // a usual workload with ready replicas
+	OwnerNotReady     OwnerRunning = "NotReady"     // found, with no ready replica
+	OwnerNotFound     OwnerRunning = "NotFound"     // none of its usual workloads exists
+	OwnerControlPlane OwnerRunning = "ControlPlane" // the control plane removes it: not visible as a workload
+	OwnerNotChecked   OwnerRunning = "NotChecked"   // the catalogue names no workload to look for
+	OwnerUnknown      OwnerRunning = "Unknown"      // unknown owner, or its workloads could not be read
+)
+
+// Holder is one object holding the namespace, in its own words.
+type Holder struct {
+	Resource   string            `json:"resource"`
+	Name       string            `json:"name"`
+	Conditions []HolderCondition `json:"conditions"`
+}
+
+// HolderCondition is a status condition that is not ready.
+type HolderCondition struct {
+	Type               string     `json:"type"`
+	Status             string     `json:"status"`
+	Reason             string     `json:"reason,omitempty"`
+	Message            string     `json:"message,omitempty"`
+	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// Event is one Warning event of the namespace.
+type Event struct {
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Object  string    `json:"object"`
+	Count   int32     `json:"count"`
+	Last    time.Time `json:"last"`
+}
+
+// Note is a finding that holds nothing.
+type Note struct {
+	Kind     string   `json:"kind"`
+	Summary  string   `json:"summary"`
+	Evidence []string `json:"evidence,omitempty"`
+	NextStep string   `json:"nextStep,omitempty"`
+}
+
+// Note kinds.
+const (
+	// NoteOlderContent: the namespace was re-created, and content older
+	// than it, left by a forced deletion, sits in it again.
+	NoteOlderContent = "ContentOlderThanNamespace"
+)
 
 // Blocker kinds (docs/blockers/<kind>.md explains each).
 const (

@@ -40,6 +40,8 @@ type Inspector struct {
 	crds        []diagnose.CRD
 	services    map[string]diagnose.ServiceState
 	unchecked   []string
+	// owners caches each finalizer's owner state.
+	owners map[string]diagnose.OwnerState
 }
 
 // New returns an inspector over clients.
@@ -101,6 +103,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	i.mu.Lock()
 	opts := i.sweepOptions()
 	i.mu.Unlock()
+	opts.KeepOlderThan = ns.CreationTimestamp.Time
 	snap := snapshotOf(kube.Sweep(ctx, i.Clients, ns.Name, gvrs, opts))
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,9 @@ type SweepOptions struct {
 	// Whole names the resources kept object by object even when
 	// compacting (pods: their estimate reads every one).
 	Whole map[schema.GroupVersionResource]bool
+	// KeepOlderThan keeps, when compacting, the objects created before it
+	// too (content older than a re-created namespace).
+	KeepOlderThan time.Time
 }
 
 // Lists is what a sweep read: per resource, the metadata list or the
@@ -63,7 +67,7 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 			defer func() { <-sem }()
 			keep := keepAll
 			if opts.Compact && !opts.Whole[gvr] {
-				keep = keepInteresting(opts.KeepPlain)
+				keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
 			}
 			list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)
 			mu.Lock()
@@ -86,10 +90,10 @@ func keepAll(*metav1.PartialObjectMetadata) bool { return true }
 
 // keepInteresting keeps every object that is not plain, and the first n
 // plain ones (the examples a report shows, in list order).
-func keepInteresting(n int) func(*metav1.PartialObjectMetadata) bool {
+func keepInteresting(n int, olderThan time.Time) func(*metav1.PartialObjectMetadata) bool {
 	plain := 0
 	return func(m *metav1.PartialObjectMetadata) bool {
-		if len(m.Finalizers) > 0 || m.DeletionTimestamp != nil || len(m.OwnerReferences) > 0 {
+		if len(m.Finalizers) > 0 || m.DeletionTimestamp != nil || len(m.OwnerReferences) > 0 || m.CreationTimestamp.Time.Before(olderThan) {
 			return true
 		}
 		plain++

@@ -110,7 +110,7 @@ func (c *Cluster) AddNamespace(name string, deleted time.Duration, tokens ...v1.
 		tokens = []v1.FinalizerName{v1.FinalizerKubernetes}
 	}
 	ns := &v1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(c.Now().Add(-time.Hour)),
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(c.Now().Add(-time.Hour).Truncate(time.Second)),
 			Labels: map[string]string{"kubernetes.io/metadata.name": name}},
 		Spec:   v1.NamespaceSpec{Finalizers: tokens},
 		Status: v1.NamespaceStatus{Phase: v1.NamespaceActive},
