@@ -17,6 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -390,6 +391,9 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 		_, _ = fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
 	case len(esc.RemoveFinalizers) > 0:
 		_, _ = fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(esc.RemoveFinalizers, ", "))
+		for _, e := range leaksOfPatterns(esc.RemoveFinalizers) {
+			_, _ = fmt.Fprintf(o.ErrOut, "    stripping %s (owner: %s) leaks: %s\n", e.Finalizer, e.Owner, e.Leak)
+		}
 	}
 	if esc.ForceDeletePods {
 		_, _ = fmt.Fprintf(o.ErrOut, "  and force-delete (grace period 0) its pods whose grace period is over\n")
@@ -417,4 +421,20 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 		}
 	}
 	return nil
+}
+
+// leaksOfPatterns are the catalogue's entries the patterns name, for the
+// confirmation: what stripping them leaks.
+func leaksOfPatterns(patterns []string) []finalizers.Entry {
+	all, _ := finalizers.Catalogue()
+	var out []finalizers.Entry
+	for _, e := range all {
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, e.Finalizer); ok || p == e.Finalizer {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -113,16 +113,6 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// maxArgs is cobra.MaximumNArgs as a usage error.
-func maxArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return usageErrorf("%s takes at most %d argument (%s), got %d (see '%s --help')", cmd.CommandPath(), n, what, len(args), cmd.CommandPath())
-		}
-		return nil
-	}
-}
-
 // validateRequestTimeout checks --request-timeout up front, as a usage
 // error, instead of when the first client is built.
 func validateRequestTimeout(flags *genericclioptions.ConfigFlags) error {

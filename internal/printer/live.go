@@ -8,6 +8,7 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 )
 
 // Live shows work in progress on stderr, a line per item (a namespace
@@ -29,11 +30,18 @@ type liveLine struct {
 	done bool
 }
 
-// NewLive returns a display on w; terminal says whether w is one.
+// NewLive returns a display on w; terminal says whether w is one. A
+// terminal that reports no width (a bare pseudo-terminal) gets plain
+// lines: nothing could be drawn in place on it.
 func NewLive(w io.Writer, terminal bool) *Live {
+	if f, ok := w.(interface{ Fd() uintptr }); terminal && ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err != nil || cols <= 0 {
+			terminal = false
+		}
+	}
 	l := &Live{w: w, terminal: terminal, lines: map[string]*liveLine{}}
 	if terminal {
-		l.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(width))
+		l.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(width), mpb.WithAutoRefresh())
 	}
 	return l
 }

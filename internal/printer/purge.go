@@ -117,6 +117,13 @@ func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
 	if err := t.Render(); err != nil {
 		p.fail(err)
 	}
+	for _, l := range r.Leaks {
+		if l.Owner == "" {
+			p.printf("  stripping %s: unknown owner; what it guards is not known\n", l.Finalizer)
+			continue
+		}
+		p.printf("  stripping %s (owner: %s) leaks: %s\n", l.Finalizer, l.Owner, wrap(l.Leak, width-30, "    "))
+	}
 }
 
 func (h Human) purgeForcedPods(p *errWriter, r *purge.Report) {
@@ -286,7 +293,8 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 		p.fail(err)
 	}
 	for _, r := range rs {
-		if r.Outcome == purge.OutcomeGone && len(r.Errors) == 0 && len(r.Warnings) == 0 {
+		fine := r.Outcome == purge.OutcomeGone || (r.Outcome == purge.OutcomePlanned && r.Finalize.Would)
+		if fine && len(r.Errors) == 0 && len(r.Warnings) == 0 {
 			continue
 		}
 		p.printf("\n%s %s\n", h.paint(color.Bold)(r.Namespace+":"), wrap(r.Message, width-len(r.Namespace)-2, "  "))

@@ -39,6 +39,10 @@ func (h Human) Diagnosis(w io.Writer, r diagnose.Report) error {
 	h.verdict(p, r.Verdict)
 	h.namespace(p, r)
 	h.blockers(p, r.Blockers)
+	h.notes(p, r.Notes)
+	h.finalizers(p, r.Finalizers)
+	h.holders(p, r)
+	h.events(p, r)
 	h.conditions(p, r)
 	h.discovery(p, r.Discovery)
 	h.content(p, r)
@@ -88,6 +92,76 @@ func (h Human) blockers(p *errWriter, blockers []diagnose.Blocker) {
 		}
 		// Never wrapped: a command must survive copy and paste.
 		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), b.NextStep)
+	}
+}
+
+func (h Human) notes(p *errWriter, notes []diagnose.Note) {
+	for _, n := range notes {
+		p.printf("\n%s %s\n", h.paint(color.FgYellow, color.Bold)("Note: "+n.Kind), wrap(n.Summary, width-len(n.Kind)-7, "  "))
+		for _, e := range n.Evidence {
+			p.printf("   - %s\n", wrap(e, width-5, "     "))
+		}
+		if n.NextStep != "" {
+			p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), n.NextStep)
+		}
+	}
+}
+
+// finalizers shows who removes each finalizer holding content, whether it
+// runs, what it guards and what stripping it leaks.
+func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
+	if len(infos) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers holding content"))
+	t := newTable(p, "FINALIZER", "OBJECTS", "OWNER", "RUNNING")
+	for _, f := range infos {
+		owner := "unknown owner"
+		if f.Known {
+			owner = f.Owner
+		}
+		_ = t.Append(f.Name, fmt.Sprint(f.Objects), truncate(owner, 45), string(f.OwnerState.State))
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	for _, f := range infos {
+		p.printf("  %s: %s\n", f.Name, wrap(f.OwnerState.Evidence, width-len(f.Name)-4, "    "))
+		if f.Known {
+			p.printf("    guards: %s\n", wrap(f.Guards, width-12, "      "))
+			p.printf("    stripping it leaks: %s\n", wrap(f.Leak, width-24, "      "))
+			p.printf("    source: %s\n", f.Source)
+		}
+	}
+}
+
+// holders shows what the objects holding the namespace say in their
+// status.
+func (h Human) holders(p *errWriter, r diagnose.Report) {
+	if len(r.Holders) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("What the holders say (status conditions that are not ready)"))
+	for _, ho := range r.Holders {
+		for _, c := range ho.Conditions {
+			when := ""
+			if c.LastTransitionTime != nil {
+				when = ", " + h.ago(*c.LastTransitionTime)
+			}
+			line := fmt.Sprintf("%s/%s %s=%s (%s%s): %s", ho.Resource, ho.Name, c.Type, c.Status, c.Reason, when, c.Message)
+			p.printf("  - %s\n", wrap(line, width-4, "    "))
+		}
+	}
+}
+
+func (h Human) events(p *errWriter, r diagnose.Report) {
+	if len(r.Events) == 0 {
+		return
+	}
+	p.printf("\n%s\n", h.paint(color.Bold)("Warning events of the namespace (latest first)"))
+	for _, e := range r.Events {
+		line := fmt.Sprintf("%s %s (x%d, %s): %s", e.Object, e.Reason, e.Count, h.ago(e.Last), e.Message)
+		p.printf("  - %s\n", wrap(line, width-4, "    "))
 	}
 }
 

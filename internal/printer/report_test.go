@@ -56,6 +56,14 @@ func stuckReport() diagnose.Report {
 				Finalizers: map[string]int{"example.com/cleanup": 1}, Examples: []string{"stuck-widget"}},
 			{Version: "v1", Resource: "secrets", Error: `secrets is forbidden: User "viewer" cannot list resource "secrets" in API group "" in the namespace "demo"`},
 		},
+		Finalizers: []diagnose.FinalizerInfo{{Name: "example.com/cleanup", Objects: 1, OwnerState: diagnose.OwnerState{State: diagnose.OwnerUnknown, Evidence: "unknown owner: not in ns-doctor's catalogue"}},
+			{Name: "resources-finalizer.argocd.argoproj.io", Objects: 2, Known: true, Owner: "Argo CD application controller", Project: "Argo CD",
+				Guards: "the Application's child resources are deleted first", Leak: "the Application's resources stay in the destination cluster",
+				Source:     "https://github.com/argoproj/argo-cd/blob/v2.14.0/common/common.go",
+				OwnerState: diagnose.OwnerState{State: diagnose.OwnerNotFound, Evidence: "none of its usual workloads found: statefulset argocd/argocd-application-controller"}}},
+		Holders: []diagnose.Holder{{Resource: "widgets.example.com", Name: "stuck-widget", Conditions: []diagnose.HolderCondition{
+			{Type: "Ready", Status: "False", Reason: "DeleteFailed", Message: "cannot delete bucket: access denied", LastTransitionTime: at(time.Minute)}}}},
+		Events: []diagnose.Event{{Reason: "FailedDelete", Message: "bucket still has objects", Object: "widget/stuck-widget", Count: 3, Last: *at(30 * time.Second)}},
 		Blockers: []diagnose.Blocker{
 			{Kind: diagnose.BlockerAPIServiceUnavailable, Summary: "API group metrics.k8s.io/v1beta1 cannot be discovered, so the namespace controller will not finalize any namespace",
 				Evidence: []string{"discovery: stale GroupVersion discovery: metrics.k8s.io/v1beta1", "service kube-system/metrics-server: not found"},

@@ -74,7 +74,9 @@ func (r *run) planPass(ctx context.Context, pass int, ops deletion.Operations, p
 	rec := newRecorder(ops, planOps.Count, false, StepPlanned, pass)
 	r.deleter.Ops = rec
 	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
-	rep.Passes = pass
+	if res.Stage != deletion.StageGone {
+		rep.Passes = pass
+	}
 	steps := rec.Steps()
 	rep.Steps = append(rep.Steps, steps...)
 	for _, st := range steps {

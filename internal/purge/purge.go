@@ -12,6 +12,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -275,10 +277,32 @@ func (p *Purger) Run(ctx context.Context) (*Report, error) {
 		return r, ErrActive
 	}
 	run := &run{Purger: p, report: r}
+	defer func() { r.Leaks = leaksOf(r.Strips) }()
 	if p.Opts.DryRun == DryRunNone {
 		return r, run.force(ctx, ns)
 	}
 	return r, run.plan(ctx, ns)
+}
+
+// leaksOf says, for each finalizer stripped (or to strip), what it costs.
+func leaksOf(strips []Strip) []Leak {
+	seen := map[string]bool{}
+	var out []Leak
+	for _, s := range strips {
+		for _, f := range s.Finalizers {
+			if seen[f] || (s.Status != StripPlanned && s.Status != StripRemoved) {
+				continue
+			}
+			seen[f] = true
+			l := Leak{Finalizer: f}
+			if e := finalizers.Lookup(f); e != nil {
+				l.Owner, l.Leak, l.Source = e.Owner, e.Leak, e.Source
+			}
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Finalizer < out[j].Finalizer })
+	return out
 }
 
 func (p *Purger) progress(format string, args ...any) {

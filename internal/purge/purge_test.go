@@ -92,7 +92,7 @@ func TestPlanPlaysEscalationsToTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Finalize.Would || r.Finalize.Cause != FinalizeAfterEscalations || r.Passes != 3 || !reflect.DeepEqual(r.Finalize.Remove, []string{"kubernetes"}) {
+	if !r.Finalize.Would || r.Finalize.Cause != FinalizeAfterEscalations || r.Passes != 2 || !reflect.DeepEqual(r.Finalize.Remove, []string{"kubernetes"}) {
 		t.Fatalf("passes %d, finalize %+v", r.Passes, r.Finalize)
 	}
 	var strips []string

@@ -50,6 +50,9 @@ type Report struct {
 	Steps []Step `json:"steps"`
 	// Strips are the finalizer removals planned or done.
 	Strips []Strip `json:"strips"`
+	// Leaks are what stripping each finalizer above leaves behind, from
+	// the catalogue.
+	Leaks []Leak `json:"leaks,omitempty"`
 	// ForcedPods are the pods deleted (or to delete) with grace period 0.
 	ForcedPods []ForcedPod `json:"forcedPods"`
 	// Bypassed are the webhook configurations this namespace is (or would
@@ -155,6 +158,16 @@ type Strip struct {
 	Error      string      `json:"error,omitempty"`
 	// Result is the status in words.
 	Result string `json:"result"`
+}
+
+// Leak is what stripping one finalizer costs.
+type Leak struct {
+	Finalizer string `json:"finalizer"`
+	// Owner is who should have removed it; empty when unknown.
+	Owner string `json:"owner,omitempty"`
+	Leak  string `json:"leak,omitempty"`
+	// Source is where the catalogue read it.
+	Source string `json:"source,omitempty"`
 }
 
 // NodeState is what became of a pod's node.

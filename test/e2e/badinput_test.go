@@ -33,7 +33,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown namespace", cp.Kubeconfig, []string{"explain", "no-such-namespace"}, 4, `namespace "no-such-namespace" not found`},
 		{"invalid name", cp.Kubeconfig, []string{"explain", "Not_Valid"}, 2, `"Not_Valid" is not a valid namespace name`},
 		{"unknown flag", cp.Kubeconfig, []string{"explain", "x", "--no-such-flag"}, 2, "unknown flag: --no-such-flag"},
-		{"too many arguments", cp.Kubeconfig, []string{"explain", "a", "b"}, 2, "takes at most 1 argument"},
+		{"too many arguments", cp.Kubeconfig, []string{"version", "extra"}, 2, "takes exactly 0 argument"},
 		{"--if-deleted without a name", cp.Kubeconfig, []string{"explain", "--if-deleted"}, 2, "--if-deleted needs a namespace NAME"},
 		{"unknown output format", cp.Kubeconfig, []string{"explain", "x", "-o", "xml"}, 2, `unknown output format "xml"`},
 		{"unreachable server", closed, []string{"explain", "x", "--request-timeout=5s"}, 1, "connection refused"},

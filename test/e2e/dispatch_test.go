@@ -28,7 +28,7 @@ func TestPluginDispatchVersion(t *testing.T) {
 
 func TestPluginHelpReadsAsKubectlPlugin(t *testing.T) {
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--help")
-	if r.Code != 0 || !strings.Contains(r.Stdout, "kubectl ns-doctor explain [NAME]") || !strings.Contains(r.Stdout, "--kubeconfig") {
+	if r.Code != 0 || !strings.Contains(r.Stdout, "kubectl ns-doctor explain [NAME...]") || !strings.Contains(r.Stdout, "--kubeconfig") {
 		t.Fatalf("help: code %d\n%s", r.Code, r.Stdout)
 	}
 }

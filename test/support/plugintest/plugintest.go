@@ -84,7 +84,15 @@ func Must(t testing.TB, err error) {
 
 // UniqueName is a namespace name derived from the test's, unique per run.
 func UniqueName(t testing.TB) string {
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", " ", "-").Replace(t.Name()))
+	var b strings.Builder
+	for _, r := range strings.ToLower(t.Name()) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	name := b.String()
 	if len(name) > 40 {
 		name = name[:40]
 	}

@@ -25,6 +25,8 @@ func openPTY(t testing.TB) (master, slave *os.File) {
 	Must(t, err)
 	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	Must(t, err)
+	// The size of a terminal window: a bare pseudo-terminal has none.
+	Must(t, unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 160}))
 	t.Cleanup(func() { _ = slave.Close() })
 	return master, slave
 }
