@@ -133,3 +133,37 @@ func TestVerbosityFlag(t *testing.T) {
 		t.Fatalf("bad -v: exit %d, %q", code, errOut)
 	}
 }
+
+// explain --orphans lists a former namespace's leftovers (exit 3) and
+// purge --orphans plans their deletion; the flags' misuses are usage
+// errors.
+func TestOrphansThroughTheCommands(t *testing.T) {
+	c := kubetest.New()
+	c.AddNamespace("live", 0)
+	c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", "live", "mine"))
+	c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", "old", "left", "example.com/hold"))
+	code, out, errOut := runFake(t, c, "explain", "--orphans")
+	if code != ExitStuck || !strings.Contains(out, "LEFTOVERS 1 objects of 1 namespace(s)") || strings.Contains(out, "live") {
+		t.Fatalf("explain --orphans: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	code, out, _ = runFake(t, c, "purge", "--orphans", "old", "-o", "json")
+	var r purge.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != ExitOK || !r.Orphans || r.Outcome != purge.OutcomePlanned {
+		t.Fatalf("purge --orphans: exit %d, %v\n%s", code, err, out)
+	}
+	for _, args := range [][]string{
+		{"explain", "--orphans", "live"},
+		{"explain", "--orphans", "a", "b"},
+		{"explain", "--orphans", "--wait=1m"},
+		{"purge", "--orphans"},
+		{"purge", "--orphans", "old", "--delete-namespace"},
+		{"purge", "--orphans", "live"},
+	} {
+		if code, _, errOut := runFake(t, c, args...); code != ExitUsage || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want a one-line usage error", args, code, errOut)
+		}
+	}
+	if code, out, _ := runFake(t, kubetest.New(), "explain", "--orphans"); code != ExitOK || !strings.Contains(out, "no leftovers") {
+		t.Errorf("none: exit %d\n%s", code, out)
+	}
+}

@@ -37,6 +37,7 @@ type ExplainOptions struct {
 	Grace           time.Duration
 	Wait            time.Duration
 	DeleteNamespace bool
+	Orphans         bool
 
 	factory  Factory
 	clients  *kube.Clients
@@ -55,7 +56,11 @@ With no NAME: one line for every terminating namespace, sharing one API discover
 --wait waits for the namespaces to be gone, watching them, and says as it goes what still holds
 each; if they are not gone in time, it prints the full report of each one still there.
 
-Exit codes: 0 not stuck (with --wait: all gone), 3 stuck (with --wait: not gone in time),
+--orphans lists what namespaces that no longer exist left in storage: a finalize forced with
+content left keeps it there, and a new namespace of the same name inherits it.
+
+Exit codes: 0 not stuck (with --wait: all gone; with --orphans: none), 3 stuck (with --wait: not
+gone in time; with --orphans: leftovers found),
 4 namespace not found, 2 bad usage, 1 error. With several namespaces, the worst.`,
 		Example: `  # Why is namespace "demo" still there?
   kubectl ns-doctor explain demo
@@ -72,7 +77,10 @@ Exit codes: 0 not stuck (with --wait: all gone), 3 stuck (with --wait: not gone 
   kubectl ns-doctor explain ci-1 ci-2 --wait=5m
 
   # What would block deleting an Active namespace today?
-  kubectl ns-doctor explain team-a --if-deleted`,
+  kubectl ns-doctor explain team-a --if-deleted
+
+  # What did namespaces finalized by hand leave in storage?
+  kubectl ns-doctor explain --orphans`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,6 +100,7 @@ Exit codes: 0 not stuck (with --wait: all gone), 3 stuck (with --wait: not gone 
 	fs.BoolVar(&o.IfDeleted, "if-deleted", false, "For an Active namespace: list what would block its deletion if it were deleted now")
 	fs.DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (no controller conditions, content waiting for finalizers); 0 reports at once")
 	fs.DurationVar(&o.Wait, "wait", 0, "Wait up to this long for the namespaces to be gone, showing what holds each meanwhile; then report those still there")
+	fs.BoolVar(&o.Orphans, "orphans", false, "List what namespaces that no longer exist left in storage (a finalize forced with content left); a NAME: that former namespace only")
 	fs.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "With --wait: delete the namespaces that are Active first (without it, an Active one is an error)")
 	return cmd
 }
@@ -129,6 +138,8 @@ func (o *ExplainOptions) Validate() error {
 		return usageErrorf("--delete-namespace goes with --wait: explain deletes nothing otherwise")
 	case o.Wait > 0 && o.IfDeleted:
 		return usageErrorf("--wait conflicts with --if-deleted: choose one")
+	case o.Orphans && (len(o.Names) > 1 || o.Selector != "" || o.Wait > 0 || o.IfDeleted):
+		return usageErrorf("--orphans takes at most one NAME (a former namespace), and no -l, --wait or --if-deleted")
 	}
 	if err := o.Ordering.validate(); err != nil {
 		return err
@@ -146,6 +157,9 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	o.ordering = o.Ordering.resolve(o.clients)
 	in := inspect.New(o.clients)
 	in.Compact = true
+	if o.Orphans {
+		return o.orphans(ctx, in)
+	}
 	targets, missing, err := o.targets(ctx, in)
 	if err != nil {
 		return err
@@ -334,6 +348,30 @@ func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns
 		obs.Evidence = in.Evidence(ctx, ns, obs.Snapshot)
 	}
 	return diagnose.Diagnose(obs), nil
+}
+
+// orphans lists the leftovers of namespaces that are gone; finding some
+// exits 3, as a stuck namespace does: there is something to clean up.
+func (o *ExplainOptions) orphans(ctx context.Context, in *inspect.Inspector) error {
+	only := ""
+	if len(o.Names) == 1 {
+		only = o.Names[0]
+	}
+	obs, err := in.Orphans(ctx, only)
+	if errors.Is(err, inspect.ErrNamespaceExists) {
+		return usageErrorf("namespace %q exists, so its content is not orphaned: explain it without --orphans", only)
+	}
+	if err != nil {
+		return err
+	}
+	report := diagnose.Orphans(obs)
+	if err := o.PrintFlags.toPrinter(o.Out).Orphans(o.Out, report); err != nil {
+		return err
+	}
+	if len(report.Namespaces) > 0 {
+		return &exitError{code: ExitStuck}
+	}
+	return nil
 }
 
 // stuckExit turns a stuck verdict into exit code 3, printing nothing more.

@@ -45,6 +45,7 @@ type PurgeFlags struct {
 	BypassWebhooks      []string
 	Selector            string
 	AllTerminating      bool
+	Orphans             bool
 }
 
 // AddFlags registers the flags on cmd.
@@ -65,6 +66,7 @@ func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.AllowSystem, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
 	fs.StringVarP(&f.Selector, "selector", "l", "", "Purge the terminating namespaces with these labels (a label selector, as kubectl's -l)")
 	fs.BoolVar(&f.AllTerminating, "all-terminating", false, "Purge every terminating namespace (system ones only with --allow-system-namespace)")
+	fs.BoolVar(&f.Orphans, "orphans", false, "Purge what namespaces that no longer exist left in storage (a finalize forced with content left; 'explain --orphans' lists them): NAME... are the former namespaces")
 	fs.StringVar(&f.BackupDir, "backup-dir", "", "Where to save objects before changing them (default: a new folder under the user cache dir)")
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"client", "server", "none"}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -103,7 +105,7 @@ func (f *PurgeFlags) ToOptions(dryRunSet bool, progress io.Writer) (purge.Option
 		return purge.Options{}, usageErrorf("invalid --selector %q: %v", f.Selector, err)
 	}
 	return purge.Options{
-		DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir,
+		DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir, Orphans: f.Orphans,
 		Escalations: purge.Escalations{
 			RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
 			FinalizeDespiteDiscoveryFailure: f.FinalizeAnyway, RemoveNamespaceFinalizers: f.RemoveNSFinalizers,
@@ -161,7 +163,10 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
   kubectl ns-doctor purge demo --force --force-delete-pods --bypass-webhook=demo-validator
 
   # Every namespace an uninstalled operator left stuck, in one run
-  kubectl ns-doctor purge --all-terminating --force --remove-finalizers='example.com/*'`,
+  kubectl ns-doctor purge --all-terminating --force --remove-finalizers='example.com/*'
+
+  # What a namespace finalized by hand left in storage (see 'explain --orphans')
+  kubectl ns-doctor purge --orphans old-team --force`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -206,6 +211,10 @@ func (o *PurgeOptions) Validate() error {
 		return usageErrorf("purge needs namespaces: NAME..., -l SELECTOR or --all-terminating (see 'kubectl ns-doctor purge --help')")
 	case len(o.Names) > 0 && (o.Flags.Selector != "" || o.Flags.AllTerminating):
 		return usageErrorf("give namespace NAMEs, or choose them with -l / --all-terminating, not both")
+	case o.Flags.Orphans && len(o.Names) == 0:
+		return usageErrorf("--orphans needs the former namespaces' NAMEs (list them with 'kubectl ns-doctor explain --orphans')")
+	case o.Flags.Orphans && o.Flags.DeleteNamespace:
+		return usageErrorf("--orphans conflicts with --delete-namespace: a former namespace is gone already")
 	}
 	if err := o.Ordering.validate(); err != nil {
 		return err
@@ -326,6 +335,8 @@ func purgeError(name string, res purge.Result) error {
 		return usageErrorf("%s", usage.Error())
 	case errors.Is(err, purge.ErrNotFound):
 		return notFoundErrorf("namespace %q not found (it may already be deleted)", name)
+	case errors.Is(err, purge.ErrNamespaceExists):
+		return usageErrorf("namespace %q exists, so its content is not orphaned: purge it without --orphans", name)
 	case errors.Is(err, purge.ErrActive):
 		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", name)
 	case errors.Is(err, purge.ErrMissingPermissions):
@@ -379,10 +390,17 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	}
 	esc := o.Purge.Escalations
 	want := ""
-	if len(names) == 1 {
+	switch {
+	case o.Flags.Orphans:
+		want = names[0]
+		if len(names) > 1 {
+			want = strconv.Itoa(len(names))
+		}
+		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on what former namespace(s) %s left in storage\n  context %q, cluster %q\n", strings.Join(names, ", "), o.context, o.cluster)
+	case len(names) == 1:
 		want = names[0]
 		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, o.context, o.cluster)
-	} else {
+	default:
 		want = strconv.Itoa(len(names))
 		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), o.context, o.cluster)
 	}
@@ -401,9 +419,10 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	if len(esc.BypassWebhooks) > 0 {
 		_, _ = fmt.Fprintf(o.ErrOut, "  and, until it ends, exclude the namespace from webhook configuration(s) %s\n", strings.Join(esc.BypassWebhooks, ", "))
 	}
-	if len(names) == 1 {
+	switch {
+	case len(names) == 1:
 		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
-	} else {
+	default:
 		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%s) to go on: ", want)
 	}
 	answer := make(chan string, 1)

@@ -37,6 +37,10 @@ type SweepOptions struct {
 	// KeepOlderThan keeps, when compacting, the objects created before it
 	// too (content older than a re-created namespace).
 	KeepOlderThan time.Time
+	// Keep, when set, chooses the objects kept (and counts the others as
+	// omitted) instead of compaction: a sweep of every namespace keeps
+	// only the leftovers of namespaces that are gone.
+	Keep func(*metav1.PartialObjectMetadata) bool
 }
 
 // Lists is what a sweep read: per resource, the metadata list or the
@@ -48,8 +52,8 @@ type Lists struct {
 	Omitted map[schema.GroupVersionResource]int
 }
 
-// Sweep lists every given resource in namespace, metadata only and paged,
-// with bounded concurrency. Pods too are read as metadata only: a pod's
+// Sweep lists every given resource in namespace ("": every namespace),
+// metadata only and paged, with bounded concurrency. Pods too are read as metadata only: a pod's
 // spec may carry secrets in env values. A failing resource is recorded,
 // not fatal.
 func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.GroupVersionResource, opts SweepOptions) *Lists {
@@ -66,7 +70,10 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			keep := keepAll
-			if opts.Compact && !opts.Whole[gvr] {
+			switch {
+			case opts.Keep != nil:
+				keep = opts.Keep
+			case opts.Compact && !opts.Whole[gvr]:
 				keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
 			}
 			list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)

@@ -21,6 +21,7 @@ type Printer interface {
 	Diagnoses(w io.Writer, rs []diagnose.Report) error
 	Purge(w io.Writer, r *purge.Report) error
 	Purges(w io.Writer, rs []*purge.Report) error
+	Orphans(w io.Writer, r diagnose.OrphanReport) error
 	Version(w io.Writer, v version.Info) error
 }
 
@@ -65,6 +66,9 @@ func (m Machine) Purges(w io.Writer, rs []*purge.Report) error {
 	}
 	return Print(w, m.Format, purge.NewReportList(rs))
 }
+
+// Orphans prints the leftovers of namespaces that are gone.
+func (m Machine) Orphans(w io.Writer, r diagnose.OrphanReport) error { return Print(w, m.Format, r) }
 
 // Version prints the build's version.
 func (m Machine) Version(w io.Writer, v version.Info) error { return Print(w, m.Format, v) }

@@ -43,7 +43,11 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 	if r.Context != "" {
 		where = fmt.Sprintf(" (context %s, cluster %s)", r.Context, r.Cluster)
 	}
-	p.printf("%s namespace %s%s: %s\n", h.paint(style...)(label), r.Namespace, where, r.Message)
+	what := "namespace"
+	if r.Orphans {
+		what = "the leftovers of former namespace"
+	}
+	p.printf("%s %s %s%s: %s\n", h.paint(style...)(label), what, r.Namespace, where, r.Message)
 	p.printf("  %s\n", orderingWords(r.Ordering))
 	if r.Passes > 1 {
 		p.printf("  %d passes\n", r.Passes)
@@ -187,7 +191,7 @@ func (h Human) purgeRemaining(p *errWriter, r *purge.Report) {
 }
 
 func (h Human) purgeConditions(p *errWriter, r *purge.Report) {
-	if len(r.Conditions) == 0 {
+	if len(r.Conditions) == 0 || r.Orphans { // no namespace to write them on
 		return
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Conditions, as the namespace controller would write them"))
@@ -210,6 +214,16 @@ func (h Human) purgeConditions(p *errWriter, r *purge.Report) {
 func (h Human) purgeFinalize(p *errWriter, r *purge.Report) {
 	f := r.Finalize
 	if r.Outcome == purge.OutcomeRefused {
+		return
+	}
+	if r.Orphans {
+		// Nothing to finalize: the namespace is gone already.
+		switch {
+		case f.Done || f.Would:
+			p.printf("\n%s none %s\n", h.paint(color.Bold)("Leftovers:"), map[bool]string{true: "remain", false: "would remain"}[f.Done])
+		default:
+			p.printf("\n%s some remain: %s\n", h.paint(color.Bold)("Leftovers:"), f.Reason)
+		}
 		return
 	}
 	switch {

@@ -416,3 +416,39 @@ func StatusLine(r diagnose.Report) string {
 	}
 	return truncate(line, width+40)
 }
+
+// Orphans renders the leftovers of namespaces that are gone.
+func (h Human) Orphans(w io.Writer, r diagnose.OrphanReport) error {
+	p := &errWriter{w: w}
+	if len(r.Namespaces) == 0 {
+		p.printf("no leftovers: every namespaced object belongs to a namespace that exists\n")
+	} else {
+		total := 0
+		for _, f := range r.Namespaces {
+			total += f.Objects
+		}
+		p.printf("%s %d objects of %d namespace(s) that are gone: a forced finalize left them in storage, and a namespace of the same name would bring them back\n\n",
+			h.paint(color.FgYellow, color.Bold)("LEFTOVERS"), total, len(r.Namespaces))
+		t := newTable(p, "FORMER NAMESPACE", "RESOURCE", "COUNT", "FINALIZERS", "EXAMPLES")
+		for _, f := range r.Namespaces {
+			for _, c := range f.Content {
+				name := c.Resource
+				if c.Group != "" {
+					name += "." + c.Group
+				}
+				_ = t.Append(f.Name, name, fmt.Sprint(c.Count), finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))
+			}
+		}
+		if err := t.Render(); err != nil {
+			p.fail(err)
+		}
+		p.printf("\n%s kubectl ns-doctor purge --orphans %s  # one former namespace's leftovers: the plan, then --force\n", h.paint(color.FgCyan)("next:"), r.Namespaces[0].Name)
+	}
+	if len(r.Unchecked) > 0 {
+		p.printf("\n%s\n", h.paint(color.FgYellow, color.Bold)("Not checked (could not be listed)"))
+		for _, u := range r.Unchecked {
+			p.printf("  - %s\n", wrap(u, width-4, "    "))
+		}
+	}
+	return p.err
+}

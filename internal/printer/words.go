@@ -70,6 +70,9 @@ func purgeMessage(r *purge.Report) string {
 	case purge.OutcomePlanned:
 		return fmt.Sprintf("dry run (%s): nothing was changed", r.Mode)
 	case purge.OutcomeGone:
+		if r.Orphans {
+			return "they are gone"
+		}
 		return fmt.Sprintf("namespace %s is gone", r.Namespace)
 	case purge.OutcomeRefused:
 		return "permissions missing: nothing was changed"

@@ -67,7 +67,7 @@ func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(r.Opts.Timeout))
 	defer cancel()
-	r.deleter = r.newDeleter(r.Clients.Kube.CoreV1().Namespaces(), nil, kube.PodLister{Client: r.Clients.Kube})
+	r.deleter = r.newDeleter(r.namespaceClient(ns), nil, kube.PodLister{Client: r.Clients.Kube})
 	return r.passes(ctx)
 }
 
@@ -83,7 +83,7 @@ func (r *run) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ns)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(savedNamespace(ns, r.Opts.Orphans))
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +240,9 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 	if len(chased) > 0 {
 		return 0, &stopError{stop: r.rc.stop(chased)}
 	}
+	if r.needsRevival(res.Content) {
+		return 0, r.revive(ctx)
+	}
 	acted := 0
 	if r.Opts.Escalations.strips() && len(stripCandidates(res.Content)) > 0 {
 		acted += r.stripRemaining(ctx, res.Content)
@@ -283,7 +286,10 @@ func (r *run) finalizedNow(res deletion.Result) error {
 	rep := r.report
 	finalized(&rep.Finalize, res, 1)
 	rep.Finalize.Done = true
-	if len(rep.Finalize.Remove) > 0 {
+	switch {
+	case r.Opts.Orphans:
+		r.change("no leftovers of former namespace %s remain", r.Opts.Namespace)
+	case len(rep.Finalize.Remove) > 0:
 		r.change("finalized namespace %s (removed spec.finalizers %v)", r.Opts.Namespace, rep.Finalize.Remove)
 	}
 	if len(rep.Finalize.Kept) > 0 {

@@ -76,8 +76,14 @@ func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *ku
 }
 
 func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) []permission {
-	out := []permission{
-		{verb: "update", resource: "namespaces", subresource: "finalize"},
+	var out []permission
+	switch {
+	case !r.Opts.Orphans:
+		out = append(out, permission{verb: "update", resource: "namespaces", subresource: "finalize"})
+	case r.Opts.Escalations.strips():
+		// Strips over a former namespace go through one re-created.
+		out = append(out, permission{verb: "create", resource: "namespaces"}, permission{verb: "delete", resource: "namespaces"},
+			permission{verb: "update", resource: "namespaces", subresource: "finalize"})
 	}
 	if ns.DeletionTimestamp == nil {
 		out = append(out, permission{verb: "delete", resource: "namespaces"})

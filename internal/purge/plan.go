@@ -46,7 +46,9 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 		// The server answers for itself; a bypass, which a dry run cannot
 		// apply, turns its webhooks' refusals into warnings.
 		ops = &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: &kube.MetadataOps{Client: r.Clients.Metadata, DryRun: true}, r: r}, Plan: planOps}
-		nsClient = &deletion.ServerDryRunNamespaces{Server: &bypassFilterNs{NamespaceClient: r.Clients.Kube.CoreV1().Namespaces(), r: r}, Plan: planNs}
+		if !r.Opts.Orphans { // a former namespace's finalize is not a request
+			nsClient = &deletion.ServerDryRunNamespaces{Server: &bypassFilterNs{NamespaceClient: r.Clients.Kube.CoreV1().Namespaces(), r: r}, Plan: planNs}
+		}
 	} else {
 		r.rejections = diagnose.PredictRejections(obs, r.bypassedNames())
 		planOps.DeleteErrs, planNs.FinalizeErr = r.rejections.Delete, r.rejections.Finalize
@@ -61,6 +63,9 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 		if !r.planPass(ctx, pass, ops, planOps, planNs, pods, server) {
 			break
 		}
+	}
+	if r.Opts.Orphans && len(r.report.Strips) > 0 {
+		r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("the API server accepts finalizer removals only in a namespace that exists: --force creates namespace %s, deletes it again at once, and finishes its deletion", r.Opts.Namespace))
 	}
 	r.report.Outcome = OutcomePlanned
 	return nil
@@ -176,7 +181,7 @@ func (r *run) planStrips(ctx context.Context, content *deletion.ContentResult, p
 			}
 			s := Strip{Resource: deletion.ResourceName(gvr), Name: item.Name, Finalizers: strip, Status: StripPlanned}
 			err := r.rejections.Update[gvr]
-			if server {
+			if server && !r.Opts.Orphans { // no namespace to send a patch to yet
 				err = r.patchFinalizers(ctx, gvr, item.Name, item.ResourceVersion, without(item.Finalizers, strip), true)
 				err = r.unlessBypassed(err, "strip "+s.Resource+"/"+item.Name)
 			}

@@ -123,6 +123,9 @@ type Options struct {
 	// DeleteNamespace issues the namespace DELETE first when it is Active.
 	DeleteNamespace bool
 	BackupDir       string
+	// Orphans purges what a namespace that no longer exists left in
+	// storage, instead of a terminating namespace.
+	Orphans bool
 	// Ordering follows the cluster's controller (pods first, or not).
 	Ordering deletion.Ordering
 	// Workers bounds the resource types a pass deletes at once.
@@ -265,15 +268,18 @@ func (p *Purger) now() time.Time {
 // an error, so whatever was done is reported.
 func (p *Purger) Run(ctx context.Context) (*Report, error) {
 	r := newReport(p.Opts.Namespace, p.Opts.DryRun)
-	r.Ordering = p.Opts.Ordering
+	r.Ordering, r.Orphans = p.Opts.Ordering, p.Opts.Orphans
 	ns, err := p.Clients.Kube.CoreV1().Namespaces().Get(ctx, p.Opts.Namespace, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case p.Opts.Orphans && err == nil:
+		return r, ErrNamespaceExists
+	case p.Opts.Orphans && apierrors.IsNotFound(err):
+		ns = formerNamespace(p.Opts.Namespace, p.now())
+	case apierrors.IsNotFound(err):
 		return r, ErrNotFound
-	}
-	if err != nil {
+	case err != nil:
 		return r, fmt.Errorf("reading namespace %s: %w", p.Opts.Namespace, err)
-	}
-	if ns.DeletionTimestamp == nil && !p.Opts.DeleteNamespace {
+	case ns.DeletionTimestamp == nil && !p.Opts.DeleteNamespace:
 		return r, ErrActive
 	}
 	run := &run{Purger: p, report: r}

@@ -33,6 +33,9 @@ type Report struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace"`
+	// Orphans: the run was over what a namespace that no longer exists
+	// left in storage (purge --orphans).
+	Orphans bool   `json:"orphans,omitempty"`
 	Context    string `json:"context,omitempty"`
 	Cluster    string `json:"cluster,omitempty"`
 	// Ordering is the server's version and the deletion order purge

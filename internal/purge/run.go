@@ -46,6 +46,9 @@ type run struct {
 	// stripped remembers the finalizers purge removed per object, so one
 	// a live controller puts back is reported, not removed again.
 	stripped map[string][]string
+	// revived: a former namespace was re-created (and deleted again) so
+	// its leftovers' finalizers could be removed.
+	revived bool
 	// live is where the run is, for Options.Observer.
 	progressMu sync.Mutex
 	live       Progress

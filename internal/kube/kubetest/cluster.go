@@ -250,7 +250,7 @@ func (c *Cluster) fail(verb string, gvr schema.GroupVersionResource, namespace, 
 func (c *Cluster) list(gvr schema.GroupVersionResource, namespace string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range c.objects[gvr] {
-		if o.GetNamespace() == namespace {
+		if namespace == "" || o.GetNamespace() == namespace { // "": every namespace, as the API
 			out = append(out, o)
 		}
 	}

@@ -127,3 +127,21 @@ func (c *Cluster) GrantClusterRole(ctx context.Context, user string, rules []rba
 	}
 	return nil
 }
+
+// ForceFinalize deletes the namespace and empties its spec.finalizers
+// through the finalize subresource at once, as the well-known "fix" found
+// online does: the namespace goes, and its content stays in storage.
+func (c *Cluster) ForceFinalize(ctx context.Context, name string) error {
+	if err := c.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	ns.Spec.Finalizers = nil
+	if _, err := c.Kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("finalizing namespace %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package purge
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
+)
+
+// leftovers holds what namespace "old", finalized by hand, left in storage.
+func leftovers() *kubetest.Cluster {
+	c := kubetest.New()
+	c.Serve(widgetsGVR, "Widget", kubetest.AllVerbs)
+	c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", "old", "plain"))
+	c.Add(widgetsGVR, kubetest.Object("Widget", "old", "w1", "example.com/cleanup"))
+	return c
+}
+
+// A plan over a former namespace plays the pass with nothing sent, and
+// says a namespace is needed for the strips.
+func TestOrphansPlan(t *testing.T) {
+	c := leftovers()
+	r, err := purger(c, Options{Namespace: "old", Orphans: true, Escalations: Escalations{RemoveFinalizers: []string{"example.com/*"}}}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := writes(c); len(w) != 0 {
+		t.Fatalf("a plan sent writes: %v", w)
+	}
+	if !r.Orphans || r.Outcome != OutcomePlanned || !r.Finalize.Would || len(r.Strips) != 1 {
+		t.Errorf("orphans %v, outcome %s, finalize %+v, strips %+v", r.Orphans, r.Outcome, r.Finalize, r.Strips)
+	}
+	if !strings.Contains(strings.Join(r.Warnings, " "), "creates namespace old") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}
+
+// Without strips, a force run only deletes: no namespace is created, and
+// none is finalized.
+func TestOrphansForceWithoutStrips(t *testing.T) {
+	c := leftovers()
+	r, err := purger(c, Options{Namespace: "old", Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 3 * time.Second}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes(c) {
+		if strings.Contains(w, "namespaces") {
+			t.Errorf("a request to a namespace: %s", w)
+		}
+	}
+	if r.Outcome != OutcomeRemaining || r.BackedUp != 2 || c.Get(kubetest.ConfigMaps, "old", "plain") != nil {
+		t.Errorf("outcome %s, saved %d; the widget waits for its finalizer, the rest goes", r.Outcome, r.BackedUp)
+	}
+}
+
+func TestOrphansOfALiveNamespaceAreRefused(t *testing.T) {
+	c := stuck()
+	if _, err := purger(c, Options{Orphans: true}).Run(context.Background()); !errors.Is(err, ErrNamespaceExists) {
+		t.Errorf("err %v, want ErrNamespaceExists", err)
+	}
+}
