@@ -36,8 +36,8 @@ type Report struct {
 	// Orphans: the run was over what a namespace that no longer exists
 	// left in storage (purge --orphans).
 	Orphans bool   `json:"orphans,omitempty"`
-	Context    string `json:"context,omitempty"`
-	Cluster    string `json:"cluster,omitempty"`
+	Context string `json:"context,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
 	// Ordering is the server's version and the deletion order purge
 	// followed.
 	Ordering deletion.Ordering `json:"ordering"`
