@@ -263,7 +263,13 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 // (stderr), instead of a line per pass; nothing changes with -o json|yaml
 // or without a terminal.
 func (o *PurgeOptions) liveProgress() *printer.Live {
-	if o.Purge.DryRun != purge.DryRunNone || o.PrintFlags.machine() || !isTerminal(o.ErrOut) {
+	if o.Purge.DryRun != purge.DryRunNone || !isTerminal(o.ErrOut) {
+		return nil
+	}
+	if o.PrintFlags.machine() {
+		// -o json|yaml on a terminal prints the report and nothing else,
+		// as kubectl does; the report holds what the lines would say.
+		o.Purge.Progress = nil
 		return nil
 	}
 	live := printer.NewLive(o.ErrOut, true)

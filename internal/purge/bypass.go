@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -175,15 +176,22 @@ func (r *run) restoreBypass(ctx context.Context, b *Bypass, done BypassStatus) {
 // restoreLeftovers undoes the bypasses of this namespace an earlier run
 // left behind (it was killed before restoring), before anything else.
 func (r *run) restoreLeftovers(ctx context.Context) error {
-	for _, k := range webhookKinds {
-		list, err := r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
+	// Both kinds are listed at once: over a slow link each round trip counts.
+	lists := make([]*unstructured.UnstructuredList, len(webhookKinds))
+	errs := make([]error, len(webhookKinds))
+	var wg sync.WaitGroup
+	for i, k := range webhookKinds {
+		wg.Go(func() { lists[i], errs[i] = r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{}) })
+	}
+	wg.Wait()
+	for i, k := range webhookKinds {
+		if err := errs[i]; err != nil {
 			if apierrors.IsForbidden(err) && len(r.Opts.Escalations.BypassWebhooks) == 0 {
 				continue // without the escalation, no run of this user could have left one
 			}
 			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
 		}
-		for _, cfg := range list.Items {
+		for _, cfg := range lists[i].Items {
 			if _, ok := cfg.GetAnnotations()[bypassAnnotation+r.Opts.Namespace]; !ok {
 				continue
 			}

@@ -1,6 +1,7 @@
 package purge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -26,15 +28,7 @@ import (
 // before it is changed, the controller's Delete repeated the way its work
 // queue repeats it until the namespace is gone or the timeout expires.
 func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
-	// A run killed while it bypassed a webhook left its exclusion behind:
-	// undo it before anything else.
-	if err := r.restoreLeftovers(ctx); err != nil {
-		return err
-	}
-	obs, err := r.discoverOnly(ctx)
-	if r.needsSnapshot() {
-		obs, err = r.snapshot(ctx, ns)
-	}
+	obs, err := r.firstReads(ctx, ns)
 	if err != nil {
 		return err
 	}
@@ -69,6 +63,23 @@ func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
 	defer cancel()
 	r.deleter = r.newDeleter(r.namespaceClient(ns), nil, kube.PodLister{Client: r.Clients.Kube})
 	return r.passes(ctx)
+}
+
+// firstReads undoes what a run killed while it bypassed a webhook left
+// behind, before anything else changes, and reads what the first pass
+// needs: discovery alone, at the same time (over a slow link each round
+// trip counts), or the snapshot, after (it reads the webhooks).
+func (r *run) firstReads(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
+	if r.needsSnapshot() {
+		if err := r.restoreLeftovers(ctx); err != nil {
+			return diagnose.Observation{}, err
+		}
+		return r.snapshot(ctx, ns)
+	}
+	restored := make(chan error, 1)
+	go func() { restored <- r.restoreLeftovers(ctx) }()
+	obs, err := r.discoverOnly(ctx)
+	return obs, cmp.Or(<-restored, err)
 }
 
 func (r *run) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
@@ -231,7 +242,10 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 		}
 		// Finalized with nothing else holding it, it is gone at once: look
 		// again without waiting.
-		return 0, r.finalizedNow(res)
+		if err := r.finalizedNow(res); err != nil {
+			return 0, err
+		}
+		return 0, r.goneAfterFinalize(ctx, res)
 	}
 	if res.Content.Err != nil {
 		rep.Errors = appendNew(rep.Errors, res.Content.Err.Error())
@@ -295,6 +309,20 @@ func (r *run) finalizedNow(res deletion.Result) error {
 	if len(rep.Finalize.Kept) > 0 {
 		rep.Finalize.Cause = FinalizeOtherTokens
 		return fmt.Errorf("spec.finalizers holds %v, which only their owner removes: re-run with --remove-namespace-finalizers if it is gone", rep.Finalize.Kept)
+	}
+	return nil
+}
+
+// goneAfterFinalize confirms with one GET that a namespace finalized with
+// both finalizer lists empty is gone (the API server deletes it in the
+// finalize request itself), instead of a whole pass with its discovery.
+func (r *run) goneAfterFinalize(ctx context.Context, res deletion.Result) error {
+	ns := res.Namespace
+	if ns == nil || len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
+		return nil
+	}
+	if _, err := r.deleter.NsClient.Get(ctx, r.Opts.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return errGone
 	}
 	return nil
 }

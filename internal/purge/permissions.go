@@ -1,6 +1,7 @@
 package purge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -44,10 +45,37 @@ func (p permission) String() string {
 // cluster-scoped permission, is asked one by one (SelfSubjectAccessReview,
 // 16 at a time): a 150-type namespace costs a few requests, not 300.
 func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) ([]string, error) {
-	needed := r.neededPermissions(ns, disc, snap)
-	if rules, err := r.namespaceRules(ctx, ns.Name); err == nil {
-		needed = slices.DeleteFunc(needed, func(p permission) bool { return p.namespace != "" && grants(rules, p) })
+	namespaced := r.neededPermissions(ns, disc, snap)
+	var cluster []permission
+	namespaced = slices.DeleteFunc(namespaced, func(p permission) bool {
+		if p.namespace == "" {
+			cluster = append(cluster, p)
+		}
+		return p.namespace == ""
+	})
+	// The rules review and the cluster-scoped questions go at once: over a
+	// slow link each round trip counts.
+	var rules []authv1.ResourceRule
+	var rulesErr error
+	reviewed := make(chan struct{})
+	go func() {
+		defer close(reviewed)
+		rules, rulesErr = r.namespaceRules(ctx, ns.Name)
+	}()
+	missing, err := r.ask(ctx, cluster)
+	<-reviewed
+	if rulesErr == nil {
+		namespaced = slices.DeleteFunc(namespaced, func(p permission) bool { return grants(rules, p) })
 	}
+	more, err2 := r.ask(ctx, namespaced)
+	missing = append(missing, more...)
+	sort.Strings(missing)
+	return missing, cmp.Or(err, err2)
+}
+
+// ask puts each permission to a SelfSubjectAccessReview, 16 at a time,
+// and returns those denied.
+func (r *run) ask(ctx context.Context, perms []permission) ([]string, error) {
 	var (
 		mu       sync.Mutex
 		missing  []string
@@ -55,7 +83,7 @@ func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *ku
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, 16)
 	)
-	for _, perm := range needed {
+	for _, perm := range perms {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -71,7 +99,6 @@ func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *ku
 		})
 	}
 	wg.Wait()
-	sort.Strings(missing)
 	return missing, firstErr
 }
 

@@ -199,6 +199,19 @@ func (c *discoveryCache) get(clients *kube.Clients) (*kube.Discovery, error) {
 	return disc, nil
 }
 
+// seed makes the first passes' discovery the cache's, when it has none:
+// the later passes reuse it while it is fresh.
+func (c *discoveryCache) seed(disc *kube.Discovery) {
+	if c == nil || disc == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.disc == nil {
+		c.disc, c.at = disc, time.Now()
+	}
+}
+
 // namespacesAtOnce bounds the namespaces RunMany purges concurrently;
 // each run has its own bound of requests in flight.
 const namespacesAtOnce = 4

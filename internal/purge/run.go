@@ -64,6 +64,7 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 	}
 	obs.Ordering = r.Opts.Ordering
 	r.disc = in.Discovery()
+	r.discoveries.seed(r.disc)
 	// explain reads pods as metadata only; purge reads them as the
 	// controller does (spec and status, never printed), so a plan knows
 	// which pods a kubelet holds and which go at once.
@@ -87,6 +88,7 @@ func (r *run) discoverOnly(ctx context.Context) (diagnose.Observation, error) {
 		return diagnose.Observation{}, err
 	}
 	r.disc = disc
+	r.discoveries.seed(disc)
 	return diagnose.Observation{Snapshot: &deletion.Snapshot{}}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,6 +52,7 @@ func TestPurgeManyNamespacesInOneRun(t *testing.T) {
 
 	before, err := apimetrics.RequestCounts(ctx, cluster.Kube)
 	plugintest.Must(t, err)
+	started := time.Now()
 	dir := t.TempDir()
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", "--all-terminating", "-l", "batch="+batch, "--force", "--yes",
 		"--remove-finalizers=uninstalled.example.com/*", "--backup-dir", dir, "--timeout=2m", "-o", "json")
@@ -76,8 +78,11 @@ func TestPurgeManyNamespacesInOneRun(t *testing.T) {
 			t.Errorf("namespace %s still there", ns)
 		}
 	}
-	if n := after["GET /apis"] - before["GET /apis"]; n != 1 {
-		t.Errorf("%v discoveries (GET /apis) for 20 namespaces, want 1", n)
+	// The first passes share one discovery; later passes rediscover as the
+	// controller does, at most once per 5 s for all the namespaces.
+	elapsed := time.Since(started)
+	if n, most := after["GET /apis"]-before["GET /apis"], 1+int(elapsed/(5*time.Second)); n < 1 || int(n) > most {
+		t.Errorf("%v discoveries (GET /apis) for 20 namespaces in %s, want 1 to %d", n, elapsed.Round(time.Millisecond), most)
 	}
 }
 
