@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,9 +155,8 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.clients, err = o.factory.Clients(); err != nil {
 		return err
 	}
+	in := prefetchDiscovery(ctx, o.clients)
 	o.ordering = o.Ordering.resolve(o.clients)
-	in := inspect.New(o.clients)
-	in.Compact = true
 	if o.Orphans {
 		return o.orphans(ctx, in)
 	}
@@ -175,8 +175,10 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		}
 		reports = append(reports, report)
 	}
-	if err := o.print(reports); err != nil {
-		return err
+	if len(reports) > 0 || len(missing) == 0 { // only missing ones: just the error
+		if err := o.print(reports); err != nil {
+			return err
+		}
 	}
 	return o.exitFor(reports, missing)
 }
@@ -238,7 +240,7 @@ func (o *ExplainOptions) print(reports []diagnose.Report) error {
 // exitFor is the worst namespace's exit: not found, then stuck.
 func (o *ExplainOptions) exitFor(reports []diagnose.Report, missing []string) error {
 	if len(missing) > 0 {
-		return notFoundErrorf("namespace %q not found (it may already be deleted): list namespaces with 'kubectl get namespaces'", strings.Join(missing, `", "`))
+		return notFoundErrorf("namespace %s not found (it may already be deleted): list namespaces with 'kubectl get namespaces'", quoted(missing))
 	}
 	for _, r := range reports {
 		if err := stuckExit(r); err != nil {
@@ -259,7 +261,7 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 		}
 	}
 	if len(active) > 0 && !o.DeleteNamespace {
-		return usageErrorf("namespace %q is Active: --wait waits for a deletion; delete it first, or add --delete-namespace", strings.Join(active, `", "`))
+		return usageErrorf("namespace %s is Active: --wait waits for a deletion; delete it first, or add --delete-namespace", quoted(active))
 	}
 	for _, name := range active {
 		if err := o.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -374,12 +376,32 @@ func (o *ExplainOptions) orphans(ctx context.Context, in *inspect.Inspector) err
 	return nil
 }
 
+// prefetchDiscovery starts the API discovery (with the webhook and CRD
+// lists) while the server's version and the namespaces are read: over a
+// slow link it costs no round trip of its own. The inspector keeps it; an
+// error is met again, and reported, when the discovery is used.
+func prefetchDiscovery(ctx context.Context, clients *kube.Clients) *inspect.Inspector {
+	in := inspect.New(clients)
+	in.Compact = true
+	go func() { _, _ = in.Discover(ctx) }()
+	return in
+}
+
 // stuckExit turns a stuck verdict into exit code 3, printing nothing more.
 func stuckExit(r diagnose.Report) error {
 	if r.Verdict.State == diagnose.StateStuck {
 		return &exitError{code: ExitStuck}
 	}
 	return nil
+}
+
+// quoted lists names as "a", "b".
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 func validateNamespaceName(name string) error {

@@ -116,8 +116,8 @@ func (f *PurgeFlags) ToOptions(dryRunSet bool, progress io.Writer) (purge.Option
 }
 
 // purgeWorkers bounds the resource types a pass deletes at once, as
-// explain's sweep bounds its lists.
-const purgeWorkers = 16
+// explain's sweep bounds its lists (the same 48).
+const purgeWorkers = 48
 
 // PurgeOptions holds purge's state (Complete/Validate/Run).
 type PurgeOptions struct {
@@ -242,9 +242,10 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	in := prefetchDiscovery(ctx, clients)
 	o.Purge.Ordering = o.Ordering.resolve(clients)
 	live := o.liveProgress()
-	p := &purge.Purger{Clients: clients, Opts: o.Purge}
+	p := &purge.Purger{Clients: clients, Opts: o.Purge, Inspector: in}
 	var results []purge.Result
 	if len(o.Names) == 1 {
 		p.Opts.Namespace = o.Names[0]
@@ -326,8 +327,10 @@ func (o *PurgeOptions) finish(results []purge.Result, names []string, many bool)
 		}
 		return errs[0]
 	}
-	if err := pr.Purges(o.Out, reports); err != nil {
-		return err
+	if len(reports) > 0 || o.PrintFlags.machine() {
+		if err := pr.Purges(o.Out, reports); err != nil {
+			return err
+		}
 	}
 	return worst(errs, names)
 }
@@ -382,7 +385,7 @@ func worst(errs []error, names []string) error {
 	}
 	msg := describe(out, "")
 	if failed > 1 {
-		msg = fmt.Sprintf("%d of %d namespaces did not finish (listed above); first: %s", failed, len(names), msg)
+		msg = fmt.Sprintf("%d of %d namespaces did not finish; the worst: %s", failed, len(names), msg)
 	}
 	return &exitError{code: exitCode(out), msg: msg}
 }

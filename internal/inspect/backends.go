@@ -23,6 +23,13 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	var out []diagnose.Webhook
 	adm := i.Clients.Kube.AdmissionregistrationV1()
+	var validating *admissionregv1.ValidatingWebhookConfigurationList
+	var validatingErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		validating, validatingErr = adm.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	}()
 	// Mutating webhooks are called before validating ones.
 	if list, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, cfg := range list.Items {
@@ -33,7 +40,8 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	} else {
 		i.uncheck("mutating webhooks", err)
 	}
-	if list, err := adm.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
+	<-listed
+	if list, err := validating, validatingErr; err == nil {
 		for _, cfg := range list.Items {
 			for _, wh := range cfg.Webhooks {
 				out = append(out, webhookOf(cfg.Name, "Validating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
@@ -133,5 +141,7 @@ func deref(s *string) string {
 // uncheck records what could not be read, so the report says which
 // blockers could not be looked for instead of silently missing them.
 func (i *Inspector) uncheck(what string, err error) {
+	i.uncheckedMu.Lock()
+	defer i.uncheckedMu.Unlock()
 	i.unchecked = append(i.unchecked, fmt.Sprintf("%s: %v", what, err))
 }

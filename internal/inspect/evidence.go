@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,13 +34,43 @@ const maxEvents = 5
 // and never a Secret or ConfigMap); the namespace's Warning events. Each
 // read is best effort: what could not be read is listed as unchecked.
 func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot) diagnose.Evidence {
-	ev := &diagnose.Evidence{Owners: map[string]diagnose.OwnerState{}}
+	// Every read goes at once (bounded): over a slow link, a namespace
+	// whose 150 types each hold a few finalized objects would otherwise
+	// cost hundreds of round trips.
+	ev := &evidence{Evidence: diagnose.Evidence{Owners: map[string]diagnose.OwnerState{}}, sem: make(chan struct{}, evidenceConcurrency)}
+	var wg sync.WaitGroup
 	for _, f := range holdingFinalizers(snap) {
-		ev.Owners[f] = i.owner(ctx, f)
+		wg.Go(func() {
+			ev.sem <- struct{}{}
+			defer func() { <-ev.sem }()
+			state := i.owner(ctx, f)
+			ev.mu.Lock()
+			ev.Owners[f] = state
+			ev.mu.Unlock()
+		})
 	}
-	ev.Holders = i.holders(ctx, ns.Name, snap, ev)
-	ev.Events = i.events(ctx, ns.Name, ev)
-	return *ev
+	wg.Go(func() { ev.Holders = i.holders(ctx, ns.Name, snap, ev) })
+	wg.Go(func() { ev.Events = i.events(ctx, ns.Name, ev) })
+	wg.Wait()
+	slices.Sort(ev.Unchecked)
+	return ev.Evidence
+}
+
+// evidenceConcurrency bounds the evidence's requests in flight, as the
+// sweep bounds its lists.
+const evidenceConcurrency = 48
+
+// evidence is the Evidence being gathered by concurrent reads.
+type evidence struct {
+	diagnose.Evidence
+	mu  sync.Mutex
+	sem chan struct{}
+}
+
+func (ev *evidence) unchecked(format string, args ...any) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.Unchecked = append(ev.Unchecked, fmt.Sprintf(format, args...))
 }
 
 func holdingFinalizers(snap *deletion.Snapshot) []string {
@@ -177,9 +208,13 @@ func boolRank(b bool) int {
 var neverReadInFull = map[schema.GroupResource]bool{{Resource: "secrets"}: true, {Resource: "configmaps"}: true}
 
 // holders reads the status conditions of a few objects per type that
-// finalizers hold.
-func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletion.Snapshot, ev *diagnose.Evidence) []diagnose.Holder {
-	var out []diagnose.Holder
+// finalizers hold, in the order of the snapshot.
+func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletion.Snapshot, ev *evidence) []diagnose.Holder {
+	type target struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}
+	var targets []target
 	for _, gvr := range snap.SortedGVRs() {
 		list := snap.Lists[gvr]
 		if list == nil || neverReadInFull[gvr.GroupResource()] || gvr == deletion.PodsGVR {
@@ -187,21 +222,35 @@ func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletio
 		}
 		n := 0
 		for _, item := range list.Items {
-			if len(item.Finalizers) == 0 || n == holdersPerType {
-				continue
+			if len(item.Finalizers) > 0 && n < holdersPerType {
+				n++
+				targets = append(targets, target{gvr, item.Name})
 			}
-			n++
-			obj, err := i.Clients.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, item.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
+		}
+	}
+	found := make([]*diagnose.Holder, len(targets))
+	var wg sync.WaitGroup
+	for k, t := range targets {
+		wg.Go(func() {
+			ev.sem <- struct{}{}
+			defer func() { <-ev.sem }()
+			obj, err := i.Clients.Dynamic.Resource(t.gvr).Namespace(namespace).Get(ctx, t.name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				ev.unchecked("status of %s/%s: %v", deletion.ResourceName(t.gvr), t.name, err)
+			default:
+				if conds := notReady(obj); len(conds) > 0 {
+					found[k] = &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds}
+				}
 			}
-			if err != nil {
-				ev.Unchecked = append(ev.Unchecked, fmt.Sprintf("status of %s/%s: %v", deletion.ResourceName(gvr), item.Name, err))
-				continue
-			}
-			if conds := notReady(obj); len(conds) > 0 {
-				out = append(out, diagnose.Holder{Resource: deletion.ResourceName(gvr), Name: item.Name, Conditions: conds})
-			}
+		})
+	}
+	wg.Wait()
+	var out []diagnose.Holder
+	for _, h := range found {
+		if h != nil {
+			out = append(out, *h)
 		}
 	}
 	return out
@@ -242,10 +291,10 @@ func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 }
 
 // events reads the namespace's Warning events, latest first.
-func (i *Inspector) events(ctx context.Context, namespace string, ev *diagnose.Evidence) []diagnose.Event {
+func (i *Inspector) events(ctx context.Context, namespace string, ev *evidence) []diagnose.Event {
 	list, err := i.Clients.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", v1.EventTypeWarning).String()})
 	if err != nil {
-		ev.Unchecked = append(ev.Unchecked, fmt.Sprintf("events: %v", err))
+		ev.unchecked("events: %v", err)
 		return nil
 	}
 	var out []diagnose.Event

@@ -40,6 +40,8 @@ type Inspector struct {
 	crds        []diagnose.CRD
 	services    map[string]diagnose.ServiceState
 	unchecked   []string
+	// uncheckedMu guards unchecked while concurrent reads add to it.
+	uncheckedMu sync.Mutex
 	// owners caches each finalizer's owner state.
 	owners map[string]diagnose.OwnerState
 }
@@ -129,13 +131,24 @@ func (i *Inspector) discover(ctx context.Context) error {
 	if i.disc != nil {
 		return nil
 	}
-	d, err := kube.Discover(i.Clients.Discovery)
+	// Discovery and the cluster-wide lists go at once: over a slow link
+	// each round trip counts.
+	var (
+		d        *kube.Discovery
+		err      error
+		webhooks []diagnose.Webhook
+		crds     []diagnose.CRD
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() { d, err = kube.Discover(i.Clients.Discovery) })
+	wg.Go(func() { webhooks = i.listWebhooks(ctx) })
+	wg.Go(func() { crds = i.listCRDs(ctx) })
+	wg.Wait()
 	if err != nil {
 		return err
 	}
-	i.disc = d
-	i.webhooks = i.listWebhooks(ctx)
-	i.crds = i.listCRDs(ctx)
+	i.disc, i.webhooks, i.crds = d, webhooks, crds
+	slices.Sort(i.unchecked)
 	if len(d.Failed) > 0 {
 		i.listAPIServices(ctx)
 	}

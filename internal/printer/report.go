@@ -420,9 +420,12 @@ func StatusLine(r diagnose.Report) string {
 // Orphans renders the leftovers of namespaces that are gone.
 func (h Human) Orphans(w io.Writer, r diagnose.OrphanReport) error {
 	p := &errWriter{w: w}
-	if len(r.Namespaces) == 0 {
+	switch {
+	case len(r.Namespaces) == 0 && len(r.Unchecked) > 0:
+		p.printf("no leftovers in the types that could be listed; the others are below, unchecked\n")
+	case len(r.Namespaces) == 0:
 		p.printf("no leftovers: every namespaced object belongs to a namespace that exists\n")
-	} else {
+	default:
 		total := 0
 		for _, f := range r.Namespaces {
 			total += f.Objects

@@ -64,7 +64,12 @@ const revivedLabel = "ns-doctor.dev/revived-for-orphans"
 func (r *run) revive(ctx context.Context) error {
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Opts.Namespace, Labels: map[string]string{revivedLabel: "true"}}}
 	nsc := r.Clients.Kube.CoreV1().Namespaces()
-	if _, err := nsc.Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := nsc.Create(ctx, ns, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Someone created it since purge looked: what is left is theirs now.
+		return fmt.Errorf("namespace %s was created meanwhile, so its content is no longer orphaned: purge stops (purge it without --orphans if it should go)", ns.Name)
+	}
+	if err != nil {
 		return fmt.Errorf("re-creating namespace %s to remove its leftovers' finalizers: %w", ns.Name, err)
 	}
 	r.change("created namespace %s: the API server accepts finalizer removals only in a namespace that exists", ns.Name)
@@ -80,5 +85,12 @@ func (r *run) revive(ctx context.Context) error {
 // needsRevival tells whether a pass over a former namespace left objects
 // whose finalizers the escalations strip.
 func (r *run) needsRevival(content *deletion.ContentResult) bool {
-	return r.Opts.Orphans && !r.revived && r.Opts.Escalations.strips() && len(stripCandidates(content)) > 0
+	if !r.Opts.Orphans || r.revived || !r.Opts.Escalations.strips() {
+		return false
+	}
+	held := make([]string, 0, len(content.Totals.FinalizersToNumRemaining))
+	for f := range content.Totals.FinalizersToNumRemaining {
+		held = append(held, f)
+	}
+	return len(r.Opts.Escalations.match(held)) > 0
 }

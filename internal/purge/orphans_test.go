@@ -62,3 +62,23 @@ func TestOrphansOfALiveNamespaceAreRefused(t *testing.T) {
 		t.Errorf("err %v, want ErrNamespaceExists", err)
 	}
 }
+
+// A namespace is re-created only for finalizers the flags strip: with
+// none of them left, the run deletes what it can and creates nothing.
+func TestOrphansRevivalOnlyForMatchingFinalizers(t *testing.T) {
+	c := leftovers()
+	opts := Options{Namespace: "old", Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
+		Escalations: Escalations{RemoveFinalizers: []string{"other.io/*"}}}
+	r, err := purger(c, opts).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes(c) {
+		if strings.Contains(w, "namespaces") {
+			t.Errorf("a namespace request for finalizers no flag strips: %s", w)
+		}
+	}
+	if r.Outcome != OutcomeRemaining {
+		t.Errorf("outcome %s", r.Outcome)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,14 +55,19 @@ func userWithRole(t *testing.T, file string) string {
 	return kubeconfig
 }
 
-// comparable is what explain's verdict rests on, without wording that
-// carries ages (which move between two runs).
+// comparable is what explain's verdict and evidence rest on, without
+// wording that carries ages (which move between two runs).
 type comparable struct {
 	State     string            `json:"state"`
 	Blockers  []string          `json:"blockers"`
 	Content   []json.RawMessage `json:"content"`
 	Discovery json.RawMessage   `json:"discovery"`
 	Unchecked []string          `json:"unchecked"`
+	// Owners are each finalizer's owner state (name=state: evidence).
+	Owners []string `json:"owners"`
+	// Holders and Events are what the report quotes of them.
+	Holders json.RawMessage `json:"holders"`
+	Events  []string        `json:"events"`
 }
 
 func explainJSON(t *testing.T, kubeconfig, name string) (comparable, plugintest.Result) {
@@ -74,18 +80,37 @@ func explainJSON(t *testing.T, kubeconfig, name string) (comparable, plugintest.
 		Blockers []struct {
 			Kind string `json:"kind"`
 		} `json:"blockers"`
-		Content   []map[string]any `json:"content"`
-		Discovery json.RawMessage  `json:"discovery"`
-		Unchecked []string         `json:"unchecked"`
+		Content    []map[string]any `json:"content"`
+		Discovery  json.RawMessage  `json:"discovery"`
+		Unchecked  []string         `json:"unchecked"`
+		Finalizers []struct {
+			Name       string `json:"name"`
+			OwnerState struct {
+				State    string `json:"state"`
+				Evidence string `json:"evidence"`
+			} `json:"ownerState"`
+		} `json:"finalizers"`
+		Holders json.RawMessage `json:"holders"`
+		Events  []struct {
+			Object  string `json:"object"`
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		} `json:"events"`
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &raw); err != nil {
 		t.Fatalf("explain %s -o json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, r.Code, err, r.Stdout, r.Stderr)
 	}
-	c := comparable{State: raw.Verdict.State, Discovery: raw.Discovery, Unchecked: raw.Unchecked}
+	c := comparable{State: raw.Verdict.State, Discovery: raw.Discovery, Unchecked: raw.Unchecked, Holders: raw.Holders}
 	for _, b := range raw.Blockers {
 		c.Blockers = append(c.Blockers, b.Kind)
 	}
 	slices.Sort(c.Blockers)
+	for _, f := range raw.Finalizers {
+		c.Owners = append(c.Owners, fmt.Sprintf("%s=%s: %s", f.Name, f.OwnerState.State, f.OwnerState.Evidence))
+	}
+	for _, e := range raw.Events {
+		c.Events = append(c.Events, e.Object+" "+e.Reason+": "+e.Message)
+	}
 	for _, item := range raw.Content {
 		delete(item, "oldestDeletion")
 		line, err := json.Marshal(item)
@@ -102,9 +127,12 @@ func (c comparable) String() string {
 
 // A user bound only to docs/rbac/explain-clusterrole.yaml gets the report an
 // admin gets on a namespace stuck in every way explain reads about: custom
-// resources and ConfigMaps held by finalizers (counted in the content), an
-// aggregated API whose Service is missing, and a fail-closed webhook on the
-// namespace's content.
+// resources and ConfigMaps held by finalizers (counted in the content, the
+// custom resources' status read), one of them a catalogued finalizer whose
+// owner is looked for among StatefulSets, a Warning event, an aggregated API
+// whose Service is missing, and a fail-closed webhook on the namespace's
+// content. --wait (a watch on namespaces) and --orphans (every namespaced
+// type listed in all namespaces) run without a permission error.
 func TestExplainClusterRoleSuffices(t *testing.T) {
 	ctx := context.Background()
 	name := plugintest.UniqueName(t)
@@ -112,7 +140,13 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 	plugintest.Must(t, err)
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "held", "example.com/cleanup"))
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "app", "resources-finalizer.argocd.argoproj.io"))
 	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	event := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: "held.1", Namespace: name}, Type: v1.EventTypeWarning, Reason: "CleanupFailed",
+		Message: "widget held: access denied", InvolvedObject: v1.ObjectReference{Kind: "Widget", Name: "held", Namespace: name}, Count: 2,
+		LastTimestamp: metav1.Now()}
+	_, err = cluster.Kube.CoreV1().Events(name).Create(ctx, event, metav1.CreateOptions{})
+	plugintest.Must(t, err)
 	apiService, err := cluster.BrokenAPIService(ctx, name+".example.org", "v1", "kube-system", "gone-"+name)
 	plugintest.Must(t, err)
 	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), apiService) })
@@ -153,13 +187,38 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 	if user.State != diagnose.StateStuck || userRun.Code != 3 {
 		t.Errorf("verdict %q, exit %d; want stuck, 3", user.State, userRun.Code)
 	}
+	if !strings.Contains(strings.Join(admin.Owners, "\n"), "resources-finalizer.argocd.argoproj.io="+string(diagnose.OwnerNotFound)) || len(admin.Events) != 1 {
+		t.Errorf("the scenario does not exercise owner detection or events: owners %v, events %v", admin.Owners, admin.Events)
+	}
+
+	// --wait watches the namespaces; it ends with the report, exit 3.
+	w := plugin.Kubectl(t, kubeconfig, "ns-doctor", "explain", name, "--wait=3s")
+	if w.Code != 3 || !strings.Contains(w.Stderr, "still there after --wait=3s") || strings.Contains(w.Stderr, "forbidden") {
+		t.Errorf("explain --wait as the explain role: exit %d\n%s", w.Code, w.Stderr)
+	}
+	// --orphans lists every namespaced type in all namespaces.
+	orphans := func(kubeconfig string) (diagnose.OrphanReport, plugintest.Result) {
+		r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "explain", "--orphans", "-o", "json")
+		var out diagnose.OrphanReport
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || (r.Code != 0 && r.Code != 3) {
+			t.Fatalf("explain --orphans: exit %d, %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
+		}
+		return out, r
+	}
+	userOrphans, r := orphans(kubeconfig)
+	adminOrphans, _ := orphans(cp.Kubeconfig)
+	if len(userOrphans.Unchecked) > 0 || len(userOrphans.Namespaces) != len(adminOrphans.Namespaces) {
+		t.Errorf("explain --orphans as the explain role: %d former namespaces (admin: %d), unchecked %v\n%s",
+			len(userOrphans.Namespaces), len(adminOrphans.Namespaces), userOrphans.Unchecked, r.Stderr)
+	}
 }
 
 // A user bound only to docs/rbac/purge-clusterrole.yaml finishes deletions
 // on a cluster with no namespace controller: a terminating namespace whose
-// content is held by finalizers, and an Active one (--delete-namespace).
-// The explain role alone is refused before anything changes, so the test
-// does prove the purge role's grants.
+// content is held by finalizers, an Active one (--delete-namespace), and
+// the leftovers of a namespace finalized by hand (--orphans, whose strips
+// re-create the namespace). The explain role alone is refused before
+// anything changes, so the test does prove the purge role's grants.
 func TestPurgeClusterRoleSuffices(t *testing.T) {
 	ctx := context.Background()
 	gvr, err := cluster.EnsureCRD(ctx, "example.com", "Widget", "widgets")
@@ -171,15 +230,25 @@ func TestPurgeClusterRoleSuffices(t *testing.T) {
 		plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
 		plugintest.Must(t, cluster.CreateBoundPod(ctx, name, "orphan", 0))
 	}
-	stuck, active := plugintest.UniqueName(t)+"-stuck", plugintest.UniqueName(t)+"-active"
+	stuck, active, former := plugintest.UniqueName(t)+"-stuck", plugintest.UniqueName(t)+"-active", plugintest.UniqueName(t)+"-former"
 	content(stuck)
 	content(active)
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, stuck))
+	plugintest.Must(t, cluster.CreateNamespace(ctx, former))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, former, "held", nil, "example.com/hold"))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, former, "plain", nil))
+	plugintest.Must(t, cluster.ForceFinalize(ctx, former))
 
 	reader := userWithRole(t, "explain-clusterrole.yaml")
-	r := plugin.Kubectl(t, reader, "ns-doctor", "purge", stuck, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir())
-	if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s)") {
-		t.Fatalf("the explain role alone was not refused: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	for _, ns := range []string{stuck, former} {
+		args := []string{"ns-doctor", "purge", ns, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir()}
+		if ns == former {
+			args = append(args, "--orphans")
+		}
+		r := plugin.Kubectl(t, reader, args...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s)") {
+			t.Fatalf("the explain role alone was not refused (%s): exit %d\n%s\n%s", ns, r.Code, r.Stdout, r.Stderr)
+		}
 	}
 
 	purger := userWithRole(t, "purge-clusterrole.yaml")
@@ -189,6 +258,7 @@ func TestPurgeClusterRoleSuffices(t *testing.T) {
 	}{
 		{stuck, nil},
 		{active, []string{"--delete-namespace"}},
+		{former, []string{"--orphans"}},
 	} {
 		backup := t.TempDir()
 		args := append([]string{"ns-doctor", "purge", tc.name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", backup, "--timeout", "2m"}, tc.extra...)
@@ -203,5 +273,8 @@ func TestPurgeClusterRoleSuffices(t *testing.T) {
 		if entries, err := os.ReadDir(backup); err != nil || len(entries) == 0 {
 			t.Errorf("nothing backed up in %s: %v", backup, err)
 		}
+	}
+	if left := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--orphans", former); left.Code != 0 {
+		t.Errorf("leftovers of %s after purge --orphans as the purge role: exit %d\n%s", former, left.Code, left.Stdout)
 	}
 }
