@@ -40,13 +40,16 @@ type options struct {
 	memorySize string
 	memoryRuns int
 	manyNS     int
-	recipeMax  int
-	commandStr string
+	// purge-many: namespaces per batch and runs per contender.
+	manyPurgeNS   int
+	manyPurgeRuns int
+	recipeMax     int
+	commandStr    string
 }
 
 // phases, in the order they run. Each also needs its own size flag (or
 // -namespaces) to be non-empty.
-var phases = []string{"explain", "explain-link", "purge", "purge-memory", "many"}
+var phases = []string{"explain", "explain-link", "purge", "purge-memory", "many", "purge-many"}
 
 func main() {
 	if out := os.Getenv(spawnEnv); out != "" {
@@ -55,7 +58,8 @@ func main() {
 	var o options
 	phaseList := flag.String("phases", strings.Join(phases, ","), "phases to run, of "+strings.Join(phases, ",")+
 		": explain (at each of -sizes), explain over the link (at -link-size, with and without the link), purge against the namespace controller and purge's floor "+
-		"(at -purge-size, loopback and the link), purge's memory (at -memory-size), explain with no name (-namespaces)")
+		"(at -purge-size, loopback and the link), purge's memory (at -memory-size), explain with no name (-namespaces), "+
+		"purge of namespaces an uninstalled operator left stuck, in one run and one run each (-many-purge-namespaces)")
 	sizeList := flag.String("sizes", "small,medium,large", "fixture sizes for explain: small (40 types, 200 objects), medium (150, 10k), large (150, 100k); "+
 		"any size flag also takes a number of objects (over 150 types), e.g. 1000, for a quick check")
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender of the explain phases (0: 5 for small and medium, 3 for large)")
@@ -68,6 +72,8 @@ func main() {
 	flag.StringVar(&o.memorySize, "memory-size", "large", "fixture size for purge --force's peak memory (empty: skip)")
 	flag.IntVar(&o.memoryRuns, "memory-runs", 1, "runs of purge --force's peak memory")
 	flag.IntVar(&o.manyNS, "namespaces", 50, "terminating namespaces for explain with no name (0: skip)")
+	flag.IntVar(&o.manyPurgeNS, "many-purge-namespaces", 20, "namespaces per batch for purge-many, purged in one run and one run each (0: skip)")
+	flag.IntVar(&o.manyPurgeRuns, "many-purge-runs", 3, "runs per contender of purge-many")
 	flag.IntVar(&o.recipeMax, "recipe-runs", 3, "at most this many runs of the slow shell recipe per size")
 	flag.Parse()
 	usage := func(format string, args ...any) {
@@ -109,6 +115,9 @@ func main() {
 	}
 	if !o.phases["many"] {
 		o.manyNS = 0
+	}
+	if !o.phases["purge-many"] || o.manyPurgeRuns < 1 {
+		o.manyPurgeNS = 0
 	}
 	o.commandStr = "go run ./hack/bench " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -185,7 +194,7 @@ func run(ctx context.Context, o options) error {
 	}
 	// A fresh control plane for the phases that run the namespace
 	// controller: on the first one it would work on the stuck fixtures too.
-	if o.purgeSize != "" || o.memorySize != "" || o.manyNS > 0 {
+	if o.purgeSize != "" || o.memorySize != "" || o.manyNS > 0 || o.manyPurgeNS > 0 {
 		if err := b.startControlPlane(ctx); err != nil {
 			return err
 		}
@@ -207,6 +216,13 @@ func run(ctx context.Context, o options) error {
 		}
 		if o.manyNS > 0 {
 			if err := b.manyNamespaces(ctx); err != nil {
+				return err
+			}
+			_ = b.rep.write()
+		}
+		// Last: its CRD would add a type to the phases above.
+		if o.manyPurgeNS > 0 {
+			if err := b.purgeMany(ctx); err != nil {
 				return err
 			}
 		}

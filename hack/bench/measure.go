@@ -66,19 +66,56 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(stderr.String()))
 	}
-	var s sample
+	var secs float64
+	var rss int64
 	raw, err := os.ReadFile(res)
 	if err != nil {
-		return s, err
+		return sample{}, err
 	}
-	if _, err := fmt.Sscan(string(raw), &s.Seconds, &s.MaxRSS); err != nil {
-		return s, fmt.Errorf("reading %s: %w", res, err)
+	if _, err := fmt.Sscan(string(raw), &secs, &rss); err != nil {
+		return sample{}, fmt.Errorf("reading %s: %w", res, err)
 	}
 	after, err := m.counts(ctx)
 	if err != nil {
-		return s, err
+		return sample{}, err
 	}
-	s.ByVerb = map[string]float64{}
+	s := requestDelta(before, after)
+	s.Seconds, s.MaxRSS = secs, rss
+	return s, nil
+}
+
+// runAll runs the commands one after another, as exec does, and measures
+// them as one: wall time from the first's start to the last's exit, and
+// every request they caused. Their memory is not read: started straight
+// from the bench, rusage would charge them its peak (see spawn.go).
+func (m *meter) runAll(ctx context.Context, argvs [][]string) (sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	before, err := m.counts(ctx)
+	if err != nil {
+		return sample{}, err
+	}
+	t0 := time.Now()
+	for _, argv := range argvs {
+		if err := m.exec(ctx, nil, argv...); err != nil {
+			return sample{}, err
+		}
+	}
+	secs := since(t0)
+	after, err := m.counts(ctx)
+	if err != nil {
+		return sample{}, err
+	}
+	s := requestDelta(before, after)
+	s.Seconds = secs
+	return s, nil
+}
+
+// requestDelta is what was counted between two reads of the request
+// counter, less the "before" read of /metrics itself, which "after"
+// counts.
+func requestDelta(before, after map[string]float64) sample {
+	s := sample{ByVerb: map[string]float64{}}
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			s.ByVerb[k] += d
@@ -88,7 +125,6 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 			}
 		}
 	}
-	// Our own "before" read of /metrics is counted in "after".
 	if s.ByVerb["GET /metrics"] > 0 {
 		s.ByVerb["GET /metrics"]--
 		s.Requests--
@@ -96,8 +132,11 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 			delete(s.ByVerb, "GET /metrics")
 		}
 	}
-	return s, nil
+	return s
 }
+
+// discoveries counts the discovery rounds in s: each starts with GET /apis.
+func discoveries(s sample) float64 { return s.ByVerb["GET /apis"] }
 
 // exec runs argv with the meter's environment but measures nothing: no
 // /metrics reads, so nothing but the command itself lands in a timed

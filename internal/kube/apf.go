@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
@@ -24,6 +25,7 @@ type apf struct {
 	seen     atomic.Bool
 	once     sync.Once
 	metadata metadata.Interface
+	dynamic  dynamic.Interface
 	err      error
 }
 
@@ -49,20 +51,37 @@ var _ utilnet.RoundTripperWrapper = (*apfTransport)(nil)
 // WrappedRoundTripper lets client-go reach the transport it may cancel.
 func (t *apfTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
-// SweepMetadata is the metadata client sweeps list with: without a
-// client-side rate limit once a response showed the server runs API
-// Priority and Fairness, the rate-limited Metadata client otherwise.
+// SweepMetadata is the metadata client sweeps and deletion passes use:
+// without a client-side rate limit once a response showed the server runs
+// API Priority and Fairness, the rate-limited Metadata client otherwise.
 func (c *Clients) SweepMetadata() metadata.Interface {
-	if c.apf == nil || !c.apf.seen.Load() {
+	if !c.unthrottled() {
 		return c.Metadata
+	}
+	return c.apf.metadata
+}
+
+// SweepDynamic is the dynamic client of the same kind, for the backup's
+// full reads during a deletion pass.
+func (c *Clients) SweepDynamic() dynamic.Interface {
+	if !c.unthrottled() {
+		return c.Dynamic
+	}
+	return c.apf.dynamic
+}
+
+// unthrottled builds, once, the clients without a client-side rate limit,
+// and tells whether they are to be used.
+func (c *Clients) unthrottled() bool {
+	if c.apf == nil || !c.apf.seen.Load() {
+		return false
 	}
 	c.apf.once.Do(func() {
 		cfg := rest.CopyConfig(c.Config)
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-		c.apf.metadata, c.apf.err = metadata.NewForConfig(cfg)
+		if c.apf.metadata, c.apf.err = metadata.NewForConfig(cfg); c.apf.err == nil {
+			c.apf.dynamic, c.apf.err = dynamic.NewForConfig(cfg)
+		}
 	})
-	if c.apf.err != nil {
-		return c.Metadata
-	}
-	return c.apf.metadata
+	return c.apf.err == nil
 }

@@ -51,7 +51,7 @@ func (b *backupOps) DeleteCollection(ctx context.Context, gvr schemaGVR, ns stri
 }
 
 func (b *backupOps) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
-	obj, err := b.dyn.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	obj, err := b.dyn.SweepDynamic().Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1
 func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error {
 	n := 0
 	pg := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return b.dyn.Dynamic.Resource(gvr).Namespace(ns).List(ctx, opts)
+		return b.dyn.SweepDynamic().Resource(gvr).Namespace(ns).List(ctx, opts)
 	})
 	held := false
 	err := pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {

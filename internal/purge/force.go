@@ -192,8 +192,12 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 		r.disc = disc
 	}
 	counts := newCounts()
-	real := &kube.MetadataOps{Client: r.Clients.Metadata, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
-		return kube.ListMetadata(ctx, r.Clients.Metadata, gvr, namespace)
+	// Not held back by client-go's rate limit once the server showed it
+	// runs priority and fairness: several namespaces at once would share
+	// one bucket and wait on it, not on the server.
+	meta := r.Clients.SweepMetadata()
+	real := &kube.MetadataOps{Client: meta, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
+		return kube.ListMetadata(ctx, meta, gvr, namespace)
 	}}
 	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)
 	rec.skipped = func(gvr schemaGVR) bool { return counts.state(gvr) == skipped }

@@ -22,7 +22,7 @@ const conflictRetries = 3
 func (r *run) stripRemaining(ctx context.Context, content *deletion.ContentResult) int {
 	changed := 0
 	for _, gvr := range stripCandidates(content) {
-		list, err := kube.ListMetadata(ctx, r.Clients.Metadata, gvr, r.Opts.Namespace)
+		list, err := kube.ListMetadata(ctx, r.Clients.SweepMetadata(), gvr, r.Opts.Namespace)
 		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
 			continue // its deletion failed already, and the pass says why
 		}
