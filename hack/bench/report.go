@@ -470,7 +470,7 @@ func (r *report) purgeManySection(n, crds int, pops []float64, cs []*manyPurge) 
 		medianOf(field(one.samples, discoveries)), medianOf(field(sep.samples, discoveries)),
 		medianOf(field(one.samples, func(s sample) float64 { return s.Requests })), medianOf(field(sep.samples, func(s sample) float64 { return s.Requests })))
 	if tOne > tSep {
-		r.why("Why: not known from these numbers; run purge with -v=4 and look for \"client-side throttling\" (one process shares one "+
+		r.why("Why: not known from these numbers; run purge with -v=4 and look for \"client-side throttling\" (one process shares one " +
 			"token bucket across the batch when the server does not run API Priority and Fairness) or for a slow namespace holding a slot.")
 	}
 	r.add(b.String())
