@@ -25,6 +25,12 @@ import (
 // examples a report names.
 const holdersPerType = diagnose.MaxExamples
 
+// maxHolderReads bounds the status reads of one explain, so that they do
+// not grow with the namespace: 150 held types would otherwise cost 450
+// GETs, more than the whole sweep. One object per type comes first, so
+// the first types do not take the whole budget.
+const maxHolderReads = 6
+
 // maxEvents bounds the Warning events a report shows.
 const maxEvents = 5
 
@@ -208,26 +214,35 @@ func boolRank(b bool) int {
 var neverReadInFull = map[schema.GroupResource]bool{{Resource: "secrets"}: true, {Resource: "configmaps"}: true}
 
 // holders reads the status conditions of a few objects per type that
-// finalizers hold, in the order of the snapshot.
+// finalizers hold, at most maxHolderReads in all, in the order of the
+// snapshot.
 func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletion.Snapshot, ev *evidence) []diagnose.Holder {
 	type target struct {
 		gvr  schema.GroupVersionResource
 		name string
 	}
-	var targets []target
+	var perType [][]target
 	for _, gvr := range snap.SortedGVRs() {
 		list := snap.Lists[gvr]
 		if list == nil || neverReadInFull[gvr.GroupResource()] || gvr == deletion.PodsGVR {
 			continue
 		}
-		n := 0
+		var held []target
 		for _, item := range list.Items {
-			if len(item.Finalizers) > 0 && n < holdersPerType {
-				n++
-				targets = append(targets, target{gvr, item.Name})
+			if len(item.Finalizers) > 0 && len(held) < holdersPerType {
+				held = append(held, target{gvr, item.Name})
 			}
 		}
+		if len(held) > 0 {
+			perType = append(perType, held)
+		}
 	}
+	targets := roundRobin(perType, maxHolderReads)
+	order := map[schema.GroupVersionResource]int{}
+	for k, held := range perType {
+		order[held[0].gvr] = k
+	}
+	slices.SortStableFunc(targets, func(a, b target) int { return order[a.gvr] - order[b.gvr] })
 	found := make([]*diagnose.Holder, len(targets))
 	var wg sync.WaitGroup
 	for k, t := range targets {
@@ -251,6 +266,25 @@ func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletio
 	for _, h := range found {
 		if h != nil {
 			out = append(out, *h)
+		}
+	}
+	return out
+}
+
+// roundRobin takes the first of each group, then the second, and so on,
+// up to limit in all; the result keeps the groups' order within a round.
+func roundRobin[T any](groups [][]T, limit int) []T {
+	var out []T
+	for round := 0; len(out) < limit; round++ {
+		took := false
+		for _, g := range groups {
+			if round < len(g) && len(out) < limit {
+				out = append(out, g[round])
+				took = true
+			}
+		}
+		if !took {
+			break
 		}
 	}
 	return out

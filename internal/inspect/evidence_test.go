@@ -1,0 +1,70 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
+)
+
+// The holders' status reads stay a constant few however many types hold
+// the namespace: one object per type first, then a second, so a namespace
+// with 150 held types costs 6 GETs, not 450.
+func TestHolderReadsDoNotGrowWithTheNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		types, perType int
+		want           []string
+	}{
+		{types: 1, perType: 5, want: []string{"t0/o0", "t0/o1", "t0/o2"}},
+		{types: 2, perType: 5, want: []string{"t0/o0", "t0/o1", "t0/o2", "t1/o0", "t1/o1", "t1/o2"}},
+		{types: 4, perType: 2, want: []string{"t0/o0", "t0/o1", "t1/o0", "t1/o1", "t2/o0", "t3/o0"}},
+		{types: 150, perType: 3, want: []string{"t0/o0", "t1/o0", "t2/o0", "t3/o0", "t4/o0", "t5/o0"}},
+	} {
+		t.Run(fmt.Sprintf("%d types of %d", tc.types, tc.perType), func(t *testing.T) {
+			c := kubetest.New()
+			ns := c.AddNamespace("demo", time.Minute)
+			for k := range tc.types {
+				gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: fmt.Sprintf("t%03d", k)}
+				c.Serve(gvr, fmt.Sprintf("T%d", k), kubetest.AllVerbs)
+				for j := range tc.perType {
+					c.Add(gvr, kubetest.Object(fmt.Sprintf("T%d", k), "demo", fmt.Sprintf("o%d", j), "example.com/hold"))
+				}
+			}
+			in := New(c.Clients())
+			obs, err := in.Observe(context.Background(), ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(c.RequestsMatching("full get"))
+			in.Evidence(context.Background(), ns, obs.Snapshot)
+			var got []string
+			for _, r := range c.RequestsMatching("full get")[before:] {
+				var res, name string
+				fmt.Sscanf(r, "full get %s demo/%s", &res, &name)
+				got = append(got, fmt.Sprintf("t%d/%s", atoi(res[1:]), name))
+			}
+			if !sameSet(got, tc.want) {
+				t.Errorf("status reads %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscanf(s, "%d", &n)
+	return n
+}
+
+// sameSet ignores the order the concurrent reads were sent in.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
