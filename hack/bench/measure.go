@@ -24,6 +24,9 @@ type sample struct {
 	Lists    float64            // of which LIST
 	ByVerb   map[string]float64 // "VERB resource" -> count, for the raw table
 	MaxRSS   int64              // KiB, from the child's rusage; 0 when not read
+	// CPU is the child's user + system time, s: on a machine of few cores
+	// the client's CPU is taken from the API server it waits on.
+	CPU float64
 }
 
 // meter reads kube-apiserver's own request counter, so every request a
@@ -66,13 +69,13 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(stderr.String()))
 	}
-	var secs float64
+	var secs, cpu float64
 	var rss int64
 	raw, err := os.ReadFile(res)
 	if err != nil {
 		return sample{}, err
 	}
-	if _, err := fmt.Sscan(string(raw), &secs, &rss); err != nil {
+	if _, err := fmt.Sscan(string(raw), &secs, &rss, &cpu); err != nil {
 		return sample{}, fmt.Errorf("reading %s: %w", res, err)
 	}
 	after, err := m.counts(ctx)
@@ -80,7 +83,7 @@ func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample,
 		return sample{}, err
 	}
 	s := requestDelta(before, after)
-	s.Seconds, s.MaxRSS = secs, rss
+	s.Seconds, s.MaxRSS, s.CPU = secs, rss, cpu
 	return s, nil
 }
 

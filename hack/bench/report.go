@@ -290,11 +290,13 @@ func (r *report) purgeSection(s size, delay time.Duration, crds int, runs []*pur
 	row("purge's floor, command alone", func(pr *purgeRun) []float64 { return secs(pr.fs) })
 	for _, pr := range runs {
 		fmt.Fprintf(&b, "\n%s, raw: fixtures built in %s s; controller %s; purge %s (command %s); floor %s (command %s). "+
-			"purge's requests per run: %s; max RSS KiB %s. Floor's requests per run: %s; max RSS KiB %s.\n",
+			"purge's requests per run: %s; max RSS KiB %s; CPU s (user + system) %s. Floor's requests per run: %s; max RSS KiB %s; CPU s %s.\n",
 			pr.path.name, list(pr.pops, "%.1f"), list(pr.ctrl, "%.2f"), list(pr.pur, "%.2f"), list(secs(pr.ps), "%.2f"),
 			list(pr.floor, "%.2f"), list(secs(pr.fs), "%.2f"),
 			list(field(pr.ps, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.ps, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"),
-			list(field(pr.fs, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.fs, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"))
+			list(field(pr.ps, func(s sample) float64 { return s.CPU }), "%.2f"),
+			list(field(pr.fs, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.fs, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"),
+			list(field(pr.fs, func(s sample) float64 { return s.CPU }), "%.2f"))
 		if len(pr.ps) > 0 {
 			fmt.Fprintf(&b, "\nRequests of purge (%s, first run): %s\n", pr.path.name, collapse(pr.ps[0].ByVerb))
 			fmt.Fprintf(&b, "\nRequests of the floor (%s, first run): %s\n", pr.path.name, collapse(pr.fs[0].ByVerb))

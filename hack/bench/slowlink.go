@@ -62,14 +62,14 @@ func (b *bench) purgeVsController(ctx context.Context, s size) error {
 					ns := names["purge"]
 					t, smp, err := b.timeCommand(ctx, pr.path.m, ns, "kubectl", "ns-doctor", "purge", ns, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", ns))
 					pr.pur, pr.ps = append(pr.pur, t), append(pr.ps, smp)
-					logf("[%s] run %d: purge %.2fs (command %.2fs, %.0f requests, %d KiB)", label, r+1, t, smp.Seconds, smp.Requests, smp.MaxRSS)
+					logf("[%s] run %d: purge %.2fs (command %.2fs, CPU %.2fs, %.0f requests, %d KiB)", label, r+1, t, smp.Seconds, smp.CPU, smp.Requests, smp.MaxRSS)
 					return err
 				},
 				func() error {
 					ns := names["floor"]
 					t, smp, err := b.timeCommand(ctx, pr.path.m, ns, b.floor, "-purge", ns)
 					pr.floor, pr.fs = append(pr.floor, t), append(pr.fs, smp)
-					logf("[%s] run %d: floor %.2fs (command %.2fs, %.0f requests)", label, r+1, t, smp.Seconds, smp.Requests)
+					logf("[%s] run %d: floor %.2fs (command %.2fs, CPU %.2fs, %.0f requests)", label, r+1, t, smp.Seconds, smp.CPU, smp.Requests)
 					return err
 				},
 			}

@@ -16,7 +16,8 @@ const spawnEnv = "NSDOCTOR_BENCH_SPAWN_OUT"
 // peak RSS to the child's ru_maxrss at exec: measured straight from the
 // bench, which holds fixtures of 100k objects, every command would "use"
 // the bench's memory. This small process starts the command instead and
-// writes its wall time and ru_maxrss (KiB) to the file named by spawnEnv.
+// writes its wall time, ru_maxrss (KiB) and CPU time (user + system, s)
+// to the file named by spawnEnv.
 func spawn(out string, argv []string) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
@@ -34,7 +35,8 @@ func spawn(out string, argv []string) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = int64(ru.Maxrss)
 	}
-	if err := os.WriteFile(out, fmt.Appendf(nil, "%f %d\n", elapsed, rss), 0o600); err != nil {
+	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	if err := os.WriteFile(out, fmt.Appendf(nil, "%f %d %f\n", elapsed, rss, cpu), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "spawn:", err)
 		os.Exit(127)
 	}

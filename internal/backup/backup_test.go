@@ -1,9 +1,11 @@
 package backup
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,11 +33,54 @@ func TestSaveKeepsTheFirstCopy(t *testing.T) {
 			t.Fatalf("run %d: %v, count %d", run, err, w.Count())
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "objects", "configmaps.core_a.yaml"))
+	data, err := os.ReadFile(filepath.Join(dir, "objects", "configmaps.core.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(data); !strings.Contains(got, "v: before") || strings.Contains(got, "uid") || !strings.Contains(got, "- x") {
+	if got := string(data); strings.Count(got, "---\n") != 1 || !strings.Contains(got, "v: before") || strings.Contains(got, "uid") || !strings.Contains(got, "- x") {
 		t.Fatalf("backup:\n%s", got)
+	}
+}
+
+// Objects of one type share a file, one document each, whatever order the
+// concurrent saves of a pass append them in; other types have their own.
+func TestSaveAppendsOneDocumentPerObject(t *testing.T) {
+	dir := t.TempDir()
+	w, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			gvr, kind := cms, "ConfigMap"
+			if i%2 == 1 {
+				gvr, kind = widgets, "Widget"
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kind,
+				"metadata": map[string]any{"name": fmt.Sprintf("o%02d", i), "uid": fmt.Sprint(i)},
+				// A line of its own that reads like a document separator.
+				"data": map[string]any{"text": "a\n---\nb"}}}
+			if err := w.Save(gvr, obj); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	saved, err := Saved(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) != 50 || w.Count() != 50 || saved[0] != "configmaps.core.yaml/o00" || saved[49] != "widgets.example.com.yaml/o49" {
+		t.Fatalf("saved %d (count %d): %v", len(saved), w.Count(), saved)
+	}
+	objs, err := Objects(dir, widgets)
+	if err != nil || len(objs) != 25 || objs[0].GetKind() != "Widget" {
+		t.Fatalf("widgets: %v, %d", err, len(objs))
+	}
+	if text, _, _ := unstructured.NestedString(objs[0].Object, "data", "text"); text != "a\n---\nb" {
+		t.Errorf("data read back as %q", text)
 	}
 }

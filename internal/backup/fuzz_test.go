@@ -3,6 +3,7 @@ package backup
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +30,11 @@ func FuzzReappliable(f *testing.F) {
 		var back map[string]any
 		if err := yaml.Unmarshal(data, &back); err != nil {
 			t.Fatalf("backup does not read back: %v", err)
+		}
+		// Appended to its type's file, it stays one document of its own.
+		stream := "---\n" + string(data) + "---\n" + string(data)
+		if objs, err := decodeAll(strings.NewReader(stream)); err != nil || len(objs) != 2 {
+			t.Fatalf("two copies in one file read back as %d objects: %v\n%s", len(objs), err, stream)
 		}
 		if meta, ok := back["metadata"].(map[string]any); ok {
 			for _, f := range []string{"uid", "resourceVersion", "namespace", "ownerReferences", "managedFields", "deletionTimestamp"} {

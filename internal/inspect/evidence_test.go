@@ -44,21 +44,18 @@ func TestHolderReadsDoNotGrowWithTheNamespace(t *testing.T) {
 			in.Evidence(context.Background(), ns, obs.Snapshot)
 			var got []string
 			for _, r := range c.RequestsMatching("full get")[before:] {
-				var res, name string
-				fmt.Sscanf(r, "full get %s demo/%s", &res, &name)
-				got = append(got, fmt.Sprintf("t%d/%s", atoi(res[1:]), name))
+				var k int
+				var name string
+				if _, err := fmt.Sscanf(r, "full get t%d demo/%s", &k, &name); err != nil {
+					t.Fatalf("request %q: %v", r, err)
+				}
+				got = append(got, fmt.Sprintf("t%d/%s", k, name))
 			}
 			if !sameSet(got, tc.want) {
 				t.Errorf("status reads %v, want %v", got, tc.want)
 			}
 		})
 	}
-}
-
-func atoi(s string) int {
-	var n int
-	fmt.Sscanf(s, "%d", &n)
-	return n
 }
 
 // sameSet ignores the order the concurrent reads were sent in.

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
@@ -149,9 +150,9 @@ func TestForceStripsSavesAndFinishes(t *testing.T) {
 	if r.Outcome != OutcomeGone || !r.Finalize.Done || c.Namespace("ns") != nil {
 		t.Fatalf("outcome %s, finalize %+v, namespace %+v", r.Outcome, r.Finalize, c.Namespace("ns"))
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "objects", "*.yaml"))
-	if len(files) != 5 || r.BackedUp != 5 {
-		t.Errorf("backup holds %d files (report %d), want the 5 objects", len(files), r.BackedUp)
+	saved, err := backup.Saved(dir)
+	if err != nil || len(saved) != 5 || r.BackedUp != 5 {
+		t.Errorf("backup holds %v (report %d, %v), want the 5 objects", saved, r.BackedUp, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "namespace.yaml")); err != nil {
 		t.Errorf("namespace not saved: %v", err)

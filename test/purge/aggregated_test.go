@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
@@ -76,9 +76,10 @@ func TestUnavailableAggregatedResourceReportedWhileRestProceeds(t *testing.T) {
 	if left := agg.Stored(name); len(left) != 0 {
 		t.Errorf("gadgets left in the backend: %v", left)
 	}
+	saved, err := backup.Saved(filepath.Join(dir, "2"))
 	for _, g := range []string{"g1", "g2"} {
-		if _, err := os.Stat(filepath.Join(dir, "2", "objects", gadgets+"_"+g+".yaml")); err != nil {
-			t.Errorf("gadget %s not backed up before deletion: %v", g, err)
+		if !slices.Contains(saved, backup.FileName(agg.GVR)+"/"+g) {
+			t.Errorf("gadget %s not backed up before deletion: %v (%v)", g, saved, err)
 		}
 	}
 }

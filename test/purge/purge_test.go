@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -87,14 +87,12 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 	}
 
 	// Everything deleted or stripped is in the backup, and re-applies.
-	files, _ := filepath.Glob(filepath.Join(backupDir, "objects", "*.yaml"))
-	var saved []string
-	for _, f := range files {
-		saved = append(saved, filepath.Base(f))
+	saved, err := backup.Saved(backupDir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(saved)
-	want := []string{"configmaps.core_held.yaml", "configmaps.core_plain.yaml", "pods.core_held-pod.yaml", "pods.core_plain-pod.yaml",
-		"secrets.core_creds.yaml", "widgets.example.com_w1.yaml", "widgets.example.com_w2.yaml"}
+	want := []string{"configmaps.core.yaml/held", "configmaps.core.yaml/plain", "pods.core.yaml/held-pod", "pods.core.yaml/plain-pod",
+		"secrets.core.yaml/creds", "widgets.example.com.yaml/w1", "widgets.example.com.yaml/w2"}
 	if strings.Join(saved, " ") != strings.Join(want, " ") {
 		t.Fatalf("backup holds %v, want %v", saved, want)
 	}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -55,9 +57,12 @@ func TestForceDeletePodsOnALostNode(t *testing.T) {
 	if r.Code != 0 || rep.Outcome != purge.OutcomeGone || len(rep.ForcedPods) != 1 || rep.ForcedPods[0].Status != purge.ForceDeleted {
 		t.Fatalf("with --force-delete-pods: exit %d, outcome %s, forced %+v\n%s", r.Code, rep.Outcome, rep.ForcedPods, r.Stderr)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "objects", "pods.core_on-lost-node.yaml"))
-	if err != nil || !strings.Contains(string(data), "nodeName: node-gone") {
-		t.Errorf("the pod is not in the backup: %v\n%s", err, data)
+	pods, err := backup.Objects(dir, deletion.PodsGVR)
+	if err != nil || len(pods) != 1 || pods[0].GetName() != "on-lost-node" {
+		t.Fatalf("the pod is not in the backup: %v, %d pods", err, len(pods))
+	}
+	if node, _, _ := unstructured.NestedString(pods[0].Object, "spec", "nodeName"); node != "node-gone" {
+		t.Errorf("the pod's backup lost its spec: nodeName %q", node)
 	}
 }
 
