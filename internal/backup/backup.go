@@ -108,12 +108,21 @@ func (w *Writer) Save(gvr schema.GroupVersionResource, obj *unstructured.Unstruc
 	if s.err != nil {
 		delete(w.saved, key) // a later Save tries again
 	} else {
+		w.saved[key] = saved // its waiters hold s; the map need not
 		w.count++
 	}
 	w.mu.Unlock()
 	close(s.done)
 	return s.err
 }
+
+// saved marks an object saved: one value for all, so 100,000 saved
+// objects do not each keep a channel.
+var saved = func() *saving {
+	s := &saving{done: make(chan struct{})}
+	close(s.done)
+	return s
+}()
 
 // append writes one document with a single write, so an interrupted run
 // leaves whole documents only.

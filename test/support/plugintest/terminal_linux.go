@@ -53,7 +53,9 @@ func (p Plugin) RunOnTerminal(t testing.TB, kubeconfig string, args ...string) *
 	Must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	term := &Terminal{cmd: cmd, master: master, done: make(chan struct{})}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
@@ -65,7 +67,10 @@ func (p Plugin) RunOnTerminal(t testing.TB, kubeconfig string, args ...string) *
 			}
 		}
 	}()
-	go func() { _ = cmd.Wait(); close(term.done) }()
+	// Done only once the terminal is read to the end: with the process
+	// gone, closing our side of it ends the reader after what is buffered
+	// (on a loaded machine the last lines may still be there).
+	go func() { _ = cmd.Wait(); _ = slave.Close(); <-drained; close(term.done) }()
 	return term
 }
 
