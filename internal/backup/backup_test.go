@@ -33,11 +33,11 @@ func TestSaveKeepsTheFirstCopy(t *testing.T) {
 			t.Fatalf("run %d: %v, count %d", run, err, w.Count())
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "objects", "configmaps.core.yaml"))
+	data, err := os.ReadFile(filepath.Join(dir, "objects", "configmaps.core.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(data); strings.Count(got, "---\n") != 1 || !strings.Contains(got, "v: before") || strings.Contains(got, "uid") || !strings.Contains(got, "- x") {
+	if got := string(data); strings.Count(got, "\n") != 1 || !strings.Contains(got, `"v":"before"`) || strings.Contains(got, "uid") || !strings.Contains(got, `"finalizers":["x"]`) {
 		t.Fatalf("backup:\n%s", got)
 	}
 }
@@ -73,7 +73,7 @@ func TestSaveAppendsOneDocumentPerObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(saved) != 50 || w.Count() != 50 || saved[0] != "configmaps.core.yaml/o00" || saved[49] != "widgets.example.com.yaml/o49" {
+	if len(saved) != 50 || w.Count() != 50 || saved[0] != "configmaps.core.json/o00" || saved[49] != "widgets.example.com.json/o49" {
 		t.Fatalf("saved %d (count %d): %v", len(saved), w.Count(), saved)
 	}
 	objs, err := Objects(dir, widgets)

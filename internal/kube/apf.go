@@ -26,7 +26,13 @@ type apf struct {
 	once     sync.Once
 	metadata metadata.Interface
 	dynamic  dynamic.Interface
+	rest     *rest.RESTClient
 	err      error
+	// The raw client before the server showed it runs priority and
+	// fairness.
+	throttledOnce sync.Once
+	throttled     *rest.RESTClient
+	throttledErr  error
 }
 
 func (a *apf) wrap(rt http.RoundTripper) http.RoundTripper { return &apfTransport{rt: rt, apf: a} }
@@ -70,6 +76,16 @@ func (c *Clients) SweepDynamic() dynamic.Interface {
 	return c.apf.dynamic
 }
 
+// sweepREST is the raw JSON client of the same kind, for the backup's
+// full reads; the rate-limited one is built once, when first needed.
+func (c *Clients) sweepREST() (*rest.RESTClient, error) {
+	if c.unthrottled() {
+		return c.apf.rest, nil
+	}
+	c.apf.throttledOnce.Do(func() { c.apf.throttled, c.apf.throttledErr = rawClientFor(c.Config) })
+	return c.apf.throttled, c.apf.throttledErr
+}
+
 // unthrottled builds, once, the clients without a client-side rate limit,
 // and tells whether they are to be used.
 func (c *Clients) unthrottled() bool {
@@ -81,6 +97,9 @@ func (c *Clients) unthrottled() bool {
 		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 		if c.apf.metadata, c.apf.err = metadata.NewForConfig(cfg); c.apf.err == nil {
 			c.apf.dynamic, c.apf.err = dynamic.NewForConfig(cfg)
+		}
+		if c.apf.err == nil {
+			c.apf.rest, c.apf.err = rawClientFor(cfg)
 		}
 	})
 	return c.apf.err == nil

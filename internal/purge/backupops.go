@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/pager"
+	"k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -27,15 +26,21 @@ type backupOps struct {
 	rc     *recreations
 }
 
-var _ deletion.Operations = (*backupOps)(nil)
+var (
+	_ deletion.Operations = (*backupOps)(nil)
+	_ deletion.PodLister  = (*backupOps)(nil)
+)
 
 // DeleteCollection saves the type's objects, then deletes them; when the
 // backup's list found none, there is nothing to delete and the request is
 // not sent (a terminating namespace admits no new objects, but for
-// aggregated APIs without admission, which the next pass catches).
+// aggregated APIs without admission, which the next pass catches). Pods
+// were saved by the pass's ListPods just before.
 func (b *backupOps) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
-	if err := b.saveAll(ctx, gvr, ns); err != nil {
-		return err
+	if !b.counts.saved(gvr) {
+		if err := b.saveAll(ctx, gvr, ns, nil); err != nil {
+			return err
+		}
 	}
 	if b.counts.get(gvr) == 0 {
 		b.counts.mark(gvr, skipped)
@@ -48,6 +53,22 @@ func (b *backupOps) DeleteCollection(ctx context.Context, gvr schemaGVR, ns stri
 		b.counts.mark(gvr, gone)
 	}
 	return nil
+}
+
+// ListPods is the pass's grace-period estimate, which upstream makes from
+// a full list of the pods right before deleting them: the same list saves
+// them, one round trip instead of two.
+func (b *backupOps) ListPods(ctx context.Context, ns string) ([]v1.Pod, error) {
+	var pods []v1.Pod
+	err := b.saveAll(ctx, deletion.PodsGVR, ns, func(raw []byte) error {
+		var pod v1.Pod
+		if err := json.Unmarshal(raw, &pod); err != nil {
+			return fmt.Errorf("reading pod: %w", err)
+		}
+		pods = append(pods, pod)
+		return nil
+	})
+	return pods, err
 }
 
 func (b *backupOps) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
@@ -72,25 +93,25 @@ func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1
 	return b.inner.List(ctx, gvr, ns)
 }
 
-// saveAll pages through the full objects of a resource and saves them; if
-// that fails, the deletion is not sent and the pass reports why.
-func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error {
-	n := 0
-	pg := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return b.dyn.SweepDynamic().Resource(gvr).Namespace(ns).List(ctx, opts)
-	})
-	// Decoded in full, an object takes several times its JSON; with 48
-	// types read at once, pages of 500 and a page read ahead would hold
-	// 48,000 objects (400 MiB at 100,000 objects). Small pages, none read
-	// ahead, keep it near 48 x 200.
-	pg.PageSize, pg.PageBufferSize = backupPageSize, 0
-	held := false
-	err := pg.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+// saveAll pages through the full objects of a resource and saves each one
+// as the server sent it (also to each, when set); if that fails, the
+// deletion is not sent and the pass reports why.
+func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string, each func(raw []byte) error) error {
+	n, held := 0, false
+	err := b.dyn.Objects.EachObjectJSON(ctx, gvr, ns, backupPageSize, func(raw []byte, apiVersion, kind string) error {
+		obj, err := backup.FromJSON(raw, apiVersion, kind)
+		if err != nil {
+			return err
+		}
 		n++
-		u := obj.(*unstructured.Unstructured)
-		held = held || len(u.GetFinalizers()) > 0 || u.GetDeletionTimestamp() != nil
-		b.rc.observe(gvr, u)
-		return b.bk.Save(gvr, u)
+		held = held || len(obj.Meta.Finalizers) > 0 || obj.Meta.DeletionTimestamp != nil
+		b.rc.observe(gvr, &obj.Meta)
+		if each != nil {
+			if err := each(raw); err != nil {
+				return err
+			}
+		}
+		return b.bk.SaveObject(gvr, obj)
 	})
 	b.counts.set(gvr, n, held)
 	if err != nil {
@@ -100,7 +121,9 @@ func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string) error
 	return nil
 }
 
-// backupPageSize is the page of the backup's full lists.
+// backupPageSize is the page of the backup's full lists: with 48 types
+// read at once, a page of objects near etcd's 1.5 MiB limit each (Helm
+// keeps releases in Secrets) still fits in memory.
 const backupPageSize = 100
 
 // deletionState is what one pass knows of a type's deletion.
@@ -129,6 +152,14 @@ func (c *counts) set(gvr schemaGVR, n int, held bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[gvr], c.holds[gvr] = n, held
+}
+
+// saved tells whether the type was saved in this pass.
+func (c *counts) saved(gvr schemaGVR) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[gvr]
+	return ok
 }
 
 func (c *counts) get(gvr schemaGVR) int {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
-	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -28,17 +27,11 @@ import (
 // before it is changed, the controller's Delete repeated the way its work
 // queue repeats it until the namespace is gone or the timeout expires.
 func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
-	obs, err := r.firstReads(ctx, ns)
+	missing, err := r.preflight(ctx, ns)
 	if err != nil {
 		return err
 	}
-	if err := r.resolveBypass(ctx, obs); err != nil {
-		return err
-	}
-	if r.report.MissingPermissions, err = r.missingPermissions(ctx, ns, r.disc, obs.Snapshot); err != nil {
-		return err
-	}
-	if len(r.report.MissingPermissions) > 0 {
+	if r.report.MissingPermissions = missing; len(missing) > 0 {
 		r.report.Outcome = OutcomeRefused
 		return ErrMissingPermissions
 	}
@@ -61,25 +54,40 @@ func (r *run) force(ctx context.Context, ns *v1.Namespace) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(r.Opts.Timeout))
 	defer cancel()
-	r.deleter = r.newDeleter(r.namespaceClient(ns), nil, kube.PodLister{Client: r.Clients.Kube})
+	// Each pass sets the operations and the pod lister: both save first.
+	r.deleter = r.newDeleter(r.namespaceClient(ns), nil, nil)
 	return r.passes(ctx)
 }
 
-// firstReads undoes what a run killed while it bypassed a webhook left
-// behind, before anything else changes, and reads what the first pass
-// needs: discovery alone, at the same time (over a slow link each round
-// trip counts), or the snapshot, after (it reads the webhooks).
-func (r *run) firstReads(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
+// preflight is everything before the first change: it undoes what a run
+// killed while it bypassed a webhook left behind, reads what the first
+// pass needs, and returns the permissions the user lacks. Without
+// escalations that read the snapshot, the undoing and the reads go at
+// once (over a slow link each round trip counts): the permission check
+// changes nothing. The snapshot reads the webhooks, so it waits for them
+// to be restored.
+func (r *run) preflight(ctx context.Context, ns *v1.Namespace) ([]string, error) {
 	if r.needsSnapshot() {
 		if err := r.restoreLeftovers(ctx); err != nil {
-			return diagnose.Observation{}, err
+			return nil, err
 		}
-		return r.snapshot(ctx, ns)
+		obs, err := r.snapshot(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.resolveBypass(ctx, obs); err != nil {
+			return nil, err
+		}
+		return r.missingPermissions(ctx, ns, r.disc, obs.Snapshot)
 	}
 	restored := make(chan error, 1)
 	go func() { restored <- r.restoreLeftovers(ctx) }()
-	obs, err := r.discoverOnly(ctx)
-	return obs, cmp.Or(<-restored, err)
+	var missing []string
+	err := r.discoverOnly(ctx)
+	if err == nil {
+		missing, err = r.missingPermissions(ctx, ns, r.disc, &deletion.Snapshot{})
+	}
+	return missing, cmp.Or(<-restored, err)
 }
 
 func (r *run) openBackup(ns *v1.Namespace) (*backup.Writer, error) {
@@ -199,13 +207,14 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 	real := &kube.MetadataOps{Client: meta, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
 		return kube.ListMetadata(ctx, meta, gvr, namespace)
 	}}
-	rec := newRecorder(&backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}, counts.get, true, StepSent, 0)
+	saving := &backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}
+	rec := newRecorder(saving, counts.get, true, StepSent, 0)
 	rec.skipped = func(gvr schemaGVR) bool { return counts.state(gvr) == skipped }
 	rec.onStep = r.stepDone
 	r.observe(func(p *Progress) {
 		p.Pass, p.Types, p.TypesDone, p.Until, p.For = pass, len(r.disc.DeletableResources()), 0, time.Time{}, ""
 	})
-	r.deleter.Ops = rec
+	r.deleter.Ops, r.deleter.Pods = rec, saving
 	res, err := r.deleter.Delete(ctx, r.Opts.Namespace)
 	if res.Stage == deletion.StageGone && err == nil {
 		return 0, errGone

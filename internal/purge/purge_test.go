@@ -164,6 +164,34 @@ func TestForceStripsSavesAndFinishes(t *testing.T) {
 	}
 }
 
+// A force pass reads the pods once: the full list that saves them is the
+// one the controller's grace-period estimate is made from.
+func TestForceEstimatesFromThePodsItSaved(t *testing.T) {
+	c := kubetest.New()
+	c.AddNamespace("ns", time.Minute)
+	c.Add(kubetest.Pods, kubetest.Pod("ns", "on-node", "node-a", 300))
+	c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", "ns", "plain"))
+	dir := t.TempDir()
+	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: dir, Timeout: 300 * time.Millisecond}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Deleted a minute ago with a grace period of 300 s: the controller
+	// waits, and touches nothing else while the pod remains.
+	if r.Finalize.Estimate != 300 || !r.Finalize.PodsFirst || c.Get(kubetest.ConfigMaps, "ns", "plain") == nil {
+		t.Fatalf("finalize %+v, configmap %v", r.Finalize, c.Get(kubetest.ConfigMaps, "ns", "plain"))
+	}
+	// Per pass: the full list, and the recount of metadata after the
+	// deletion; no list of its own for the estimate.
+	full, other := c.RequestsMatching("full list pods ns/"), c.RequestsMatching("list pods ns/")
+	if r.Passes == 0 || len(full) != r.Passes || len(other) != r.Passes {
+		t.Errorf("%d passes listed pods %d times in full and %d times otherwise, want once each a pass", r.Passes, len(full), len(other))
+	}
+	if saved, err := backup.Saved(dir); err != nil || !slices.Contains(saved, "pods.core.json/on-node") {
+		t.Errorf("backup holds %v (%v), want the pod", saved, err)
+	}
+}
+
 func TestForceStopsAtTheTimeoutWithoutEscalations(t *testing.T) {
 	c := stuck()
 	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 300 * time.Millisecond}).Run(context.Background())

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -43,7 +43,7 @@ func (rc *recreations) setDeletedAt(t time.Time) {
 }
 
 // observe is called with every object about to be deleted.
-func (rc *recreations) observe(gvr schemaGVR, obj *unstructured.Unstructured) {
+func (rc *recreations) observe(gvr schemaGVR, obj metav1.Object) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.uids[gvr] == nil {
@@ -100,7 +100,7 @@ func (rc *recreations) list() []Recreated {
 
 // creator is the field manager that created the object, when the server
 // keeps managed fields.
-func creator(obj *unstructured.Unstructured) string {
+func creator(obj metav1.Object) string {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager != "" {
 			return mf.Manager

@@ -81,15 +81,16 @@ func (r *run) needsSnapshot() bool {
 	return r.Opts.Escalations.strips() || len(r.Opts.Escalations.BypassWebhooks) > 0
 }
 
-// discoverOnly is the snapshot of a force run that needs none: discovery.
-func (r *run) discoverOnly(ctx context.Context) (diagnose.Observation, error) {
+// discoverOnly is the first read of a force run that needs no snapshot:
+// discovery.
+func (r *run) discoverOnly(ctx context.Context) error {
 	disc, err := r.inspector().Discover(ctx)
 	if err != nil {
-		return diagnose.Observation{}, err
+		return err
 	}
 	r.disc = disc
 	r.discoveries.seed(disc)
-	return diagnose.Observation{Snapshot: &deletion.Snapshot{}}, nil
+	return nil
 }
 
 // inspector is the run's reader, shared with the other namespaces' runs.

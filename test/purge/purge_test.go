@@ -91,8 +91,8 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"configmaps.core.yaml/held", "configmaps.core.yaml/plain", "pods.core.yaml/held-pod", "pods.core.yaml/plain-pod",
-		"secrets.core.yaml/creds", "widgets.example.com.yaml/w1", "widgets.example.com.yaml/w2"}
+	want := []string{"configmaps.core.json/held", "configmaps.core.json/plain", "pods.core.json/held-pod", "pods.core.json/plain-pod",
+		"secrets.core.json/creds", "widgets.example.com.json/w1", "widgets.example.com.json/w2"}
 	if strings.Join(saved, " ") != strings.Join(want, " ") {
 		t.Fatalf("backup holds %v, want %v", saved, want)
 	}

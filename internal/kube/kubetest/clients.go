@@ -71,7 +71,38 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	meta := &dryRunCollections{Interface: fakeMeta, c: c}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	dyn.PrependReactor("*", "*", c.dynamic)
-	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c}, Aggregator: aggregatorfake.NewSimpleClientset(agg...)}
+	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c},
+		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Objects: objectReader{c}}
+}
+
+// objectReader serves full reads from the store, as JSON, the way the
+// dynamic client's lists are served (logged and failed as "full list").
+type objectReader struct{ c *Cluster }
+
+func (r objectReader) EachObjectJSON(_ context.Context, gvr schema.GroupVersionResource, namespace string, _ int64,
+	fn func(raw []byte, apiVersion, kind string) error) error {
+	c := r.c
+	c.mu.Lock()
+	c.log("full list", gvr, "", namespace, "", false)
+	err := c.fail("full list", gvr, namespace, "")
+	var items [][]byte
+	for _, o := range c.list(gvr, namespace) {
+		raw, merr := o.MarshalJSON()
+		if merr != nil {
+			err = merr
+		}
+		items = append(items, raw)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, raw := range items {
+		if err := fn(raw, gvr.GroupVersion().String(), ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // discoveryLists are the served resources plus an empty list for each
