@@ -28,18 +28,20 @@ import (
 )
 
 type options struct {
-	phases     map[string]bool
-	sizes      []string
-	runs       int // 0: 5 for small and medium, 3 for large
-	out        string
-	purgeSize  string
-	purgeRuns  int
-	purgeLog   string
-	linkDelay  time.Duration // one way; 0: no link
-	linkSize   string
-	memorySize string
-	memoryRuns int
-	manyNS     int
+	phases    map[string]bool
+	sizes     []string
+	runs      int // 0: 5 for small and medium, 3 for large
+	out       string
+	purgeSize string
+	purgeRuns int
+	// purgeController: the purge phase times the namespace controller too.
+	purgeController bool
+	purgeLog        string
+	linkDelay       time.Duration // one way; 0: no link
+	linkSize        string
+	memorySize      string
+	memoryRuns      int
+	manyNS          int
 	// purge-many: namespaces per batch and runs per contender.
 	manyPurgeNS   int
 	manyPurgeRuns int
@@ -65,7 +67,8 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender of the explain phases (0: 5 for small and medium, 3 for large)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the results (markdown)")
 	flag.StringVar(&o.purgeSize, "purge-size", "medium", "fixture size for purge against the namespace controller and the floor (empty: skip)")
-	flag.IntVar(&o.purgeRuns, "purge-runs", 3, "runs of purge against the namespace controller and the floor, per link")
+	flag.IntVar(&o.purgeRuns, "purge-runs", 5, "runs of purge against the namespace controller and the floor, per link")
+	flag.BoolVar(&o.purgeController, "purge-controller", true, "time the namespace controller in the purge phase (false: purge and the floor only, for quick comparisons)")
 	flag.StringVar(&o.purgeLog, "purge-log", "", "with the purge phase: also write the -v=6 request logs of one extra, unmeasured purge --force and floor per path to this folder")
 	flag.DurationVar(&o.linkDelay, "link-delay", 25*time.Millisecond, "one-way delay of the slow link (a round trip costs twice it); 0: loopback only")
 	flag.StringVar(&o.linkSize, "link-size", "medium", "fixture size for explain over the link (empty: skip)")
@@ -254,7 +257,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 			// kubectl's discovery cache in a throwaway folder, not ~/.kube.
 			"KUBECACHEDIR="+cache)
 	}
-	b.meter = &meter{client: client, tmp: b.tmp, env: env(cp.Kubeconfig)}
+	b.meter = &meter{client: client, tmp: b.tmp, env: env(cp.Kubeconfig), servers: cp.ServerPIDs}
 	b.link, b.linkMeter = nil, nil
 	if b.o.linkDelay > 0 {
 		target, err := hostPort(cp.Server())
@@ -268,7 +271,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 		if err := linkKubeconfig(cp.Kubeconfig, kc, b.link.Addr()); err != nil {
 			return err
 		}
-		b.linkMeter = &meter{client: client, tmp: b.tmp, env: env(kc)}
+		b.linkMeter = &meter{client: client, tmp: b.tmp, env: env(kc), servers: cp.ServerPIDs}
 		logf("slow link: %s -> %s, %v each way", b.link.Addr(), target, b.o.linkDelay)
 	}
 	return nil

@@ -69,6 +69,20 @@ type ControlPlane struct {
 	controller   *process
 }
 
+// ServerPIDs are the process IDs of etcd and kube-apiserver, for a
+// benchmark that reads what they spend (0 for one not running).
+func (c *ControlPlane) ServerPIDs() []int {
+	var out []int
+	for _, p := range []*process{c.etcd, c.apiserver} {
+		pid := 0
+		if p.running() {
+			pid = p.cmd.Process.Pid
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
 // Start brings the control plane up and returns once kube-apiserver's
 // /readyz answers ok. On error everything started so far is stopped.
 func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
