@@ -25,8 +25,9 @@ type Clients struct {
 	Discovery discovery.DiscoveryInterface
 	// Aggregator reads APIServices.
 	Aggregator aggregator.Interface
-	// Objects reads objects in full, for the backup of what purge deletes.
-	Objects ObjectReader
+	// Collections reads objects in full (the backup of what purge
+	// deletes) and deletes whole collections.
+	Collections Collections
 
 	apf *apf
 }
@@ -52,7 +53,7 @@ func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	// Endpoints); their deprecation warnings are not the user's concern.
 	cfg.WarningHandler = rest.NoWarnings{}
 	c := &Clients{apf: &apf{}}
-	c.Objects = restObjects{c: c}
+	c.Collections = restCollections{c: c}
 	cfg.Wrap(c.apf.wrap)
 	c.Config = cfg
 	var err error

@@ -8,16 +8,21 @@ import (
 	"k8s.io/client-go/metadata"
 )
 
-// MetadataOps sends a deletion pass's requests (deletion.Operations)
-// through the metadata client, as upstream does, with background
-// propagation.
+// MetadataOps sends a deletion pass's requests (deletion.Operations) as
+// upstream does, with background propagation: lists and single deletes
+// through the metadata client, whole collections through Collections
+// (the same request; its answer is streamed away).
 type MetadataOps struct {
-	Client metadata.Interface
-	// List pages through large collections; nil lists in one request.
-	Lister func(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
+	Client      metadata.Interface
+	Collections Collections
 	// DryRun sends every deletion with dryRun=All: admission and RBAC
 	// answer, nothing is persisted.
 	DryRun bool
+}
+
+// NewMetadataOps sends with c's sweep clients (see SweepMetadata).
+func NewMetadataOps(c *Clients, dryRun bool) *MetadataOps {
+	return &MetadataOps{Client: c.SweepMetadata(), Collections: c.Collections, DryRun: dryRun}
 }
 
 func (m *MetadataOps) deleteOptions() metav1.DeleteOptions {
@@ -33,15 +38,12 @@ func (m *MetadataOps) deleteOptions() metav1.DeleteOptions {
 
 // DeleteCollection deletes everything of a resource in namespace.
 func (m *MetadataOps) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, namespace string) error {
-	return m.Client.Resource(gvr).Namespace(namespace).DeleteCollection(ctx, m.deleteOptions(), metav1.ListOptions{})
+	return m.Collections.DeleteCollection(ctx, gvr, namespace, m.deleteOptions())
 }
 
-// List lists a resource's items in namespace, metadata only.
+// List lists a resource's items in namespace, metadata only, page by page.
 func (m *MetadataOps) List(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
-	if m.Lister != nil {
-		return m.Lister(ctx, gvr, namespace)
-	}
-	return m.Client.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	return ListMetadata(ctx, m.Client, gvr, namespace)
 }
 
 // Delete deletes one item.

@@ -98,7 +98,7 @@ func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1
 // deletion is not sent and the pass reports why.
 func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string, each func(raw []byte) error) error {
 	n, held := 0, false
-	err := b.dyn.Objects.EachObjectJSON(ctx, gvr, ns, backupPageSize, func(raw []byte, apiVersion, kind string) error {
+	err := b.dyn.Collections.EachObjectJSON(ctx, gvr, ns, backupPageSize, func(raw []byte, apiVersion, kind string) error {
 		obj, err := backup.FromJSON(raw, apiVersion, kind)
 		if err != nil {
 			return err

@@ -203,10 +203,7 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, error) {
 	// Not held back by client-go's rate limit once the server showed it
 	// runs priority and fairness: several namespaces at once would share
 	// one bucket and wait on it, not on the server.
-	meta := r.Clients.SweepMetadata()
-	real := &kube.MetadataOps{Client: meta, Lister: func(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
-		return kube.ListMetadata(ctx, meta, gvr, namespace)
-	}}
+	real := kube.NewMetadataOps(r.Clients, false)
 	saving := &backupOps{inner: real, bk: r.bk, dyn: r.Clients, counts: counts, rc: r.rc}
 	rec := newRecorder(saving, counts.get, true, StepSent, 0)
 	rec.skipped = func(gvr schemaGVR) bool { return counts.state(gvr) == skipped }

@@ -45,7 +45,7 @@ func (r *run) plan(ctx context.Context, ns *v1.Namespace) error {
 	if server {
 		// The server answers for itself; a bypass, which a dry run cannot
 		// apply, turns its webhooks' refusals into warnings.
-		ops = &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: &kube.MetadataOps{Client: r.Clients.SweepMetadata(), DryRun: true}, r: r}, Plan: planOps}
+		ops = &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: kube.NewMetadataOps(r.Clients, true), r: r}, Plan: planOps}
 		if !r.Opts.Orphans { // a former namespace's finalize is not a request
 			nsClient = &deletion.ServerDryRunNamespaces{Server: &bypassFilterNs{NamespaceClient: r.Clients.Kube.CoreV1().Namespaces(), r: r}, Plan: planNs}
 		}

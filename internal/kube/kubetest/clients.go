@@ -72,14 +72,22 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	dyn.PrependReactor("*", "*", c.dynamic)
 	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c},
-		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Objects: objectReader{c}}
+		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Collections: collections{c: c, meta: meta}}
 }
 
-// objectReader serves full reads from the store, as JSON, the way the
-// dynamic client's lists are served (logged and failed as "full list").
-type objectReader struct{ c *Cluster }
+// collections serves full reads from the store, as JSON, the way the
+// dynamic client's lists are served (logged and failed as "full list"),
+// and deletes collections as the metadata client does.
+type collections struct {
+	c    *Cluster
+	meta metadata.Interface
+}
 
-func (r objectReader) EachObjectJSON(_ context.Context, gvr schema.GroupVersionResource, namespace string, _ int64,
+func (r collections) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, namespace string, opts metav1.DeleteOptions) error {
+	return r.meta.Resource(gvr).Namespace(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{})
+}
+
+func (r collections) EachObjectJSON(_ context.Context, gvr schema.GroupVersionResource, namespace string, _ int64,
 	fn func(raw []byte, apiVersion, kind string) error) error {
 	c := r.c
 	c.mu.Lock()
