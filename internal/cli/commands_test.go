@@ -167,3 +167,19 @@ func TestOrphansThroughTheCommands(t *testing.T) {
 		t.Errorf("none: exit %d\n%s", code, out)
 	}
 }
+
+// A refused purge of several namespaces prints a table without the missing
+// permissions: the error line names them itself.
+func TestRefusedPurgeNamesWhatIsMissing(t *testing.T) {
+	c := kubetest.New()
+	for _, ns := range []string{"a", "b"} {
+		c.AddNamespace(ns, time.Minute)
+		c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", ns, "plain"))
+	}
+	c.Allowed = func(a kubetest.ResourceAttributes) bool { return a.Verb != "deletecollection" && a.Subresource != "finalize" }
+	code, out, errOut := runFake(t, c, "purge", "a", "b", "--force", "--yes", "--backup-dir", t.TempDir())
+	if code != ExitError || !strings.Contains(errOut, "missing ") || !strings.Contains(errOut, "permission(s): deletecollection ") ||
+		!strings.Contains(errOut, "more (the report lists all); nothing was changed") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}

@@ -349,13 +349,23 @@ func purgeError(name string, res purge.Result) error {
 	case errors.Is(err, purge.ErrActive):
 		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", name)
 	case errors.Is(err, purge.ErrMissingPermissions):
-		return fmt.Errorf("missing %d permission(s), listed above; nothing was changed", len(res.Report.MissingPermissions))
+		return fmt.Errorf("missing %d permission(s): %s; nothing was changed", len(res.Report.MissingPermissions), firstOf(res.Report.MissingPermissions, 3))
 	case err != nil:
 		return err
 	case res.Report.Outcome == purge.OutcomeRemaining:
 		return &exitError{code: ExitIncomplete, msg: res.Report.Message}
 	}
 	return nil
+}
+
+// firstOf names the first n of list, and how many more there are: the
+// error line of a refused run says what is missing even where the report
+// lists none (the table of several namespaces).
+func firstOf(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (the report lists all)", strings.Join(list[:n], ", "), len(list)-n)
 }
 
 // isPreflight tells errors found before any report was worth printing.

@@ -217,7 +217,7 @@ func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
 	plugintest.Must(t, err)
 
 	r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-all-finalizers", "--backup-dir", t.TempDir(), "-o", "json")
-	if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s), listed above; nothing was changed") {
+	if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s): deletecollection ") || !strings.Contains(r.Stderr, "more (the report lists all); nothing was changed") {
 		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	var rep purge.Report
