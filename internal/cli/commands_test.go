@@ -176,7 +176,9 @@ func TestRefusedPurgeNamesWhatIsMissing(t *testing.T) {
 		c.AddNamespace(ns, time.Minute)
 		c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", ns, "plain"))
 	}
-	c.Allowed = func(a kubetest.ResourceAttributes) bool { return a.Verb != "deletecollection" && a.Subresource != "finalize" }
+	c.Allowed = func(a kubetest.ResourceAttributes) bool {
+		return a.Verb != "deletecollection" && a.Subresource != "finalize"
+	}
 	code, out, errOut := runFake(t, c, "purge", "a", "b", "--force", "--yes", "--backup-dir", t.TempDir())
 	if code != ExitError || !strings.Contains(errOut, "missing ") || !strings.Contains(errOut, "permission(s): deletecollection ") ||
 		!strings.Contains(errOut, "more (the report lists all); nothing was changed") {
