@@ -84,3 +84,26 @@ func TestSaveAppendsOneDocumentPerObject(t *testing.T) {
 		t.Errorf("data read back as %q", text)
 	}
 }
+
+// FromJSON reads what callers need of the metadata (who holds the object,
+// whether it is new) and saves the rest as it came, without what the
+// server owns.
+func TestFromJSONReadsIdentityAndKeepsTheRest(t *testing.T) {
+	raw := `{"metadata":{"name":"w","uid":"u1","creationTimestamp":"2026-11-24T01:00:00Z","deletionTimestamp":"2026-11-24T02:00:00Z",` +
+		`"finalizers":["a/b"],"labels":{"x":"<y>"},"managedFields":[{"manager":"op","fieldsV1":{"f:spec":{}}}],"resourceVersion":"7"},` +
+		`"spec":{"n":12345678901234567890,"s":"a&b"},"status":{"ok":true}}`
+	o, err := FromJSON([]byte(raw), "example.com/v1", "Widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := o.Meta
+	if m.Name != "w" || m.UID != "u1" || m.CreationTimestamp.Hour() != 1 || m.DeletionTimestamp == nil || len(m.Finalizers) != 1 ||
+		len(m.ManagedFields) != 1 || m.ManagedFields[0].Manager != "op" {
+		t.Errorf("metadata read as %+v", m)
+	}
+	want := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"finalizers":["a/b"],"labels":{"x":"<y>"},"name":"w"},` +
+		`"spec":{"n":12345678901234567890,"s":"a&b"}}` + "\n"
+	if string(o.line) != want {
+		t.Errorf("saved as\n%s\nwant\n%s", o.line, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -16,10 +17,26 @@ var serverOwned = []string{"uid", "resourceVersion", "creationTimestamp", "delet
 	"managedFields", "generation", "selfLink", "namespace", "ownerReferences"}
 
 // Object is one object ready to be saved: the line its type's file gets,
-// and its metadata as the server sent it, for the caller to read.
+// and what callers read of its metadata.
 type Object struct {
+	// Meta holds the name, uid, creation and deletion timestamps,
+	// finalizers, and the managers of managedFields; nothing else.
 	Meta metav1.ObjectMeta
 	line []byte
+}
+
+// identity is the part of an object's metadata Meta holds. Decoding only
+// these fields skips labels, annotations and the managed fields' contents,
+// which make up most of a small object.
+type identity struct {
+	Name              string       `json:"name"`
+	UID               types.UID    `json:"uid"`
+	CreationTimestamp metav1.Time  `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+	Finalizers        []string     `json:"finalizers"`
+	ManagedFields     []struct {
+		Manager string `json:"manager"`
+	} `json:"managedFields"`
 }
 
 // FromJSON prepares an object as the API server sent it. The copy is the
@@ -41,13 +58,19 @@ func FromJSON(raw []byte, apiVersion, kind string) (*Object, error) {
 		if err := utiljson.Unmarshal(m, &fields); err != nil {
 			return nil, fmt.Errorf("reading metadata: %w", err)
 		}
-		if err := utiljson.Unmarshal(m, &o.Meta); err != nil {
+		var id identity
+		if err := utiljson.Unmarshal(m, &id); err != nil {
 			return nil, fmt.Errorf("reading metadata: %w", err)
+		}
+		o.Meta = metav1.ObjectMeta{Name: id.Name, UID: id.UID, CreationTimestamp: id.CreationTimestamp,
+			DeletionTimestamp: id.DeletionTimestamp, Finalizers: id.Finalizers}
+		for _, mf := range id.ManagedFields {
+			o.Meta.ManagedFields = append(o.Meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: mf.Manager})
 		}
 		for _, f := range serverOwned {
 			delete(fields, f)
 		}
-		kept, err := json.Marshal(fields)
+		kept, err := compact(fields)
 		if err != nil {
 			return nil, err
 		}
@@ -59,14 +82,24 @@ func FromJSON(raw []byte, apiVersion, kind string) (*Object, error) {
 			top[field], _ = json.Marshal(value)
 		}
 	}
-	var line bytes.Buffer
-	enc := json.NewEncoder(&line)
-	enc.SetEscapeHTML(false) // "<" stays "<": the file is read by people too
-	if err := enc.Encode(top); err != nil {
+	line, err := compact(top)
+	if err != nil {
 		return nil, err
 	}
-	o.line = line.Bytes()
+	o.line = append(line, '\n')
 	return o, nil
+}
+
+// compact encodes v on one line, keys sorted, leaving "<", ">" and "&" as
+// they are: the files are read by people too.
+func compact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // FromUnstructured prepares an object read through the dynamic client.
