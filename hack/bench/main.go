@@ -36,12 +36,15 @@ type options struct {
 	purgeRuns int
 	// purgeController: the purge phase times the namespace controller too.
 	purgeController bool
-	purgeLog        string
-	linkDelay       time.Duration // one way; 0: no link
-	linkSize        string
-	memorySize      string
-	memoryRuns      int
-	manyNS          int
+	// purgeCompare is another build of the plugin, measured in the same
+	// runs of the purge phase as one more contender.
+	purgeCompare string
+	purgeLog     string
+	linkDelay    time.Duration // one way; 0: no link
+	linkSize     string
+	memorySize   string
+	memoryRuns   int
+	manyNS       int
 	// purge-many: namespaces per batch and runs per contender.
 	manyPurgeNS   int
 	manyPurgeRuns int
@@ -69,6 +72,7 @@ func main() {
 	flag.StringVar(&o.purgeSize, "purge-size", "medium", "fixture size for purge against the namespace controller and the floor (empty: skip)")
 	flag.IntVar(&o.purgeRuns, "purge-runs", 5, "runs of purge against the namespace controller and the floor, per link")
 	flag.BoolVar(&o.purgeController, "purge-controller", true, "time the namespace controller in the purge phase (false: purge and the floor only, for quick comparisons)")
+	flag.StringVar(&o.purgeCompare, "purge-compare", "", "another build of kubectl-ns_doctor (a path) to measure in the same runs of the purge phase, side by side with this tree's")
 	flag.StringVar(&o.purgeLog, "purge-log", "", "with the purge phase: also write the -v=6 request logs of one extra, unmeasured purge --force and floor per path to this folder")
 	flag.DurationVar(&o.linkDelay, "link-delay", 25*time.Millisecond, "one-way delay of the slow link (a round trip costs twice it); 0: loopback only")
 	flag.StringVar(&o.linkSize, "link-size", "medium", "fixture size for explain over the link (empty: skip)")
@@ -101,6 +105,11 @@ func main() {
 	for _, s := range []*string{&o.purgeSize, &o.linkSize, &o.memorySize} {
 		if _, err := sizeOf(*s); *s != "" && err != nil {
 			usage("%v", err)
+		}
+	}
+	if o.purgeCompare != "" {
+		if _, err := os.Stat(o.purgeCompare); err != nil {
+			usage("-purge-compare: %v", err)
 		}
 	}
 	if o.linkDelay < 0 {
@@ -142,6 +151,9 @@ type bench struct {
 	meter  *meter // commands on loopback, straight to the API server
 	plugin string
 	floor  string
+	// compare is the -purge-compare build, as kubectl-ns_doctor in a
+	// folder of its own ("" without it).
+	compare string
 	// The slow link to the API server (nil when -link-delay is 0) and a
 	// meter whose commands go through it; the meter's own reads of
 	// /metrics, the fixtures and waitGone stay direct.
@@ -160,6 +172,12 @@ func run(ctx context.Context, o options) error {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	b := &bench{o: o, tmp: tmp, rep: newReport(o), plugin: filepath.Join(tmp, "kubectl-ns_doctor"), floor: filepath.Join(tmp, "floor")}
+	if o.purgeCompare != "" {
+		b.compare = filepath.Join(tmp, "compare", "kubectl-ns_doctor")
+		if err := copyExecutable(o.purgeCompare, b.compare); err != nil {
+			return fmt.Errorf("-purge-compare: %w", err)
+		}
+	}
 	// Plain builds (no -ldflags -s -w): what `go install` gives users.
 	for _, pb := range [][2]string{{b.plugin, "./cmd/kubectl-ns_doctor"}, {b.floor, "./hack/bench/floor"}} {
 		logf("building %s", pb[1])
@@ -232,6 +250,18 @@ func run(ctx context.Context, o options) error {
 	}
 	b.rep.finish(time.Since(started))
 	return b.rep.write()
+}
+
+// copyExecutable copies the file at from to to, executable.
+func copyExecutable(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
 }
 
 func (b *bench) startControlPlane(ctx context.Context) error {

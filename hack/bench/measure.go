@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,6 +42,14 @@ type meter struct {
 	tmp    string
 	// servers are the PIDs of etcd and kube-apiserver.
 	servers func() []int
+}
+
+// withPath is m with dir first on PATH, where kubectl finds its plugins.
+func (m *meter) withPath(dir string) *meter {
+	c := *m
+	// The last PATH wins (os/exec keeps the last of duplicate keys).
+	c.env = append(slices.Clone(m.env), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return &c
 }
 
 // run runs argv (no shell when it is a single command, so rusage is the

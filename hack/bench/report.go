@@ -292,8 +292,14 @@ func (r *report) purgeSection(s size, delay time.Duration, crds int, runs []*pur
 	row("namespace controller", func(pr *purgeRun) []float64 { return pr.ctrl })
 	row("`kubectl ns-doctor purge --force`", func(pr *purgeRun) []float64 { return pr.pur })
 	row("purge's floor", func(pr *purgeRun) []float64 { return pr.floor })
+	if len(runs[0].cmp) > 0 {
+		row("`kubectl ns-doctor purge --force`, the -purge-compare build", func(pr *purgeRun) []float64 { return pr.cmp })
+	}
 	row("`kubectl ns-doctor purge --force`, command alone", func(pr *purgeRun) []float64 { return secs(pr.ps) })
 	row("purge's floor, command alone", func(pr *purgeRun) []float64 { return secs(pr.fs) })
+	if len(runs[0].cmp) > 0 {
+		row("the -purge-compare build, command alone", func(pr *purgeRun) []float64 { return secs(pr.cs) })
+	}
 	for _, pr := range runs {
 		fmt.Fprintf(&b, "\n%s, raw: fixtures built in %s s; controller %s; purge %s (command %s); floor %s (command %s). "+
 			"purge's requests per run: %s; max RSS KiB %s; CPU s (user + system) %s; etcd and kube-apiserver CPU s meanwhile %s. "+
@@ -308,6 +314,17 @@ func (r *report) purgeSection(s size, delay time.Duration, crds int, runs []*pur
 			fmt.Fprintf(&b, "\nRequests of purge (%s, first run): %s\n", pr.path.name, collapse(pr.ps[0].ByVerb))
 			fmt.Fprintf(&b, "\nRequests of the floor (%s, first run): %s\n", pr.path.name, collapse(pr.fs[0].ByVerb))
 		}
+	}
+	for _, pr := range runs {
+		if len(pr.cmp) == 0 {
+			continue
+		}
+		paired := pairedRatios(secs(pr.cs), secs(pr.ps))
+		fmt.Fprintf(&b, "\n%s, the -purge-compare build against this tree's purge, command alone: %.2f s vs %.2f s (medians); run by run %s, median %.2fx; "+
+			"over its floor, run by run %s. Its CPU s %s; etcd and kube-apiserver CPU s %s.\n",
+			pr.path.name, medianOf(secs(pr.cs)), medianOf(secs(pr.ps)), list(paired, "%.2f"), medianOf(paired),
+			list(pairedRatios(secs(pr.cs), secs(pr.fs)), "%.2f"),
+			list(field(pr.cs, func(s sample) float64 { return s.CPU }), "%.2f"), list(field(pr.cs, func(s sample) float64 { return s.ServerCPU }), "%.2f"))
 	}
 	// What the link costs each command, in round trips: a command whose
 	// requests all went out at once pays a few; one that waits for each

@@ -19,6 +19,8 @@ type purgeRun struct {
 	floor []float64 // purge's floor: delete to exit
 	ps    []sample  // the purge command alone
 	fs    []sample  // the floor command alone
+	cmp   []float64 // the -purge-compare build: delete to exit
+	cs    []sample  // the -purge-compare build alone
 }
 
 // purgeVsController empties the same content three times per path and
@@ -69,6 +71,17 @@ func (b *bench) purgeVsController(ctx context.Context, s size) error {
 					return err
 				},
 				func() error {
+					ns := names["compare"]
+					if ns == "" {
+						return nil
+					}
+					t, smp, err := b.timeCommand(ctx, pr.path.m.withPath(filepath.Dir(b.compare)), ns,
+						"kubectl", "ns-doctor", "purge", ns, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", ns))
+					pr.cmp, pr.cs = append(pr.cmp, t), append(pr.cs, smp)
+					logf("[%s] run %d: purge (-purge-compare) %.2fs (command %.2fs, CPU %.2fs, server CPU %.2fs, %.0f requests, %d KiB)", label, r+1, t, smp.Seconds, smp.CPU, smp.ServerCPU, smp.Requests, smp.MaxRSS)
+					return err
+				},
+				func() error {
 					ns := names["floor"]
 					t, smp, err := b.timeCommand(ctx, pr.path.m, ns, b.floor, "-purge", ns)
 					pr.floor, pr.fs = append(pr.floor, t), append(pr.fs, smp)
@@ -93,10 +106,14 @@ func (b *bench) purgeVsController(ctx context.Context, s size) error {
 // purgeContenders are who empties a fixture in each run of the purge
 // phase.
 func (b *bench) purgeContenders() []string {
-	if !b.o.purgeController {
-		return []string{"purge", "floor"}
+	out := []string{"purge", "floor"}
+	if b.o.purgeController {
+		out = append(out, "ctrl")
 	}
-	return []string{"ctrl", "purge", "floor"}
+	if b.compare != "" {
+		out = append(out, "compare")
+	}
+	return out
 }
 
 // timeController times the namespace controller: started (its informers
