@@ -36,7 +36,10 @@ func newReport(o options) *report {
 	fmt.Fprintf(&b, "the API server's own background requests (lease renewals) can add 1–2 to any count, as the\n")
 	fmt.Fprintf(&b, "`kubectl ns-doctor version` row (no API call) shows. Max RSS is the child's `rusage.ru_maxrss`, read through a\n")
 	fmt.Fprintf(&b, "small helper process (hack/bench/spawn.go). Medians, with the spread as min–max over the runs; contenders are\n")
-	fmt.Fprintf(&b, "interleaved and each run starts with a different one.\n")
+	fmt.Fprintf(&b, "interleaved and each run starts with a different one. The API server and etcd spend a fifth more or less CPU\n")
+	fmt.Fprintf(&b, "on the same work from one run to the next, and more from one bench invocation to the next: the purge phase\n")
+	fmt.Fprintf(&b, "also gives each run's purge over the same run's floor, and `-purge-compare BUILD` measures another build of\n")
+	fmt.Fprintf(&b, "the plugin in the same runs (a same-run A/B; `-purge-controller=false -phases purge` for a quick one).\n")
 	if o.linkDelay > 0 && (o.purgeSize != "" || o.linkSize != "") {
 		fmt.Fprintf(&b, "The sections over a link put a TCP proxy (hack/bench/link.go) between the commands and the API server that holds\n"+
 			"every chunk %v each way, so a round trip costs %v, to show what a slow network costs; the namespace controller keeps\n"+
