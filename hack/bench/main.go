@@ -70,7 +70,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender of the explain phases (0: 5 for small and medium, 3 for large)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the results (markdown)")
 	flag.StringVar(&o.purgeSize, "purge-size", "medium", "fixture size for purge against the namespace controller and the floor (empty: skip)")
-	flag.IntVar(&o.purgeRuns, "purge-runs", 5, "runs of purge against the namespace controller and the floor, per link")
+	flag.IntVar(&o.purgeRuns, "purge-runs", 6, "runs of purge against the namespace controller and the floor, per link (a multiple of the contenders, 2 or 3, gives each every place in the order as often)")
 	flag.BoolVar(&o.purgeController, "purge-controller", true, "time the namespace controller in the purge phase (false: purge and the floor only, for quick comparisons)")
 	flag.StringVar(&o.purgeCompare, "purge-compare", "", "another build of kubectl-ns_doctor (a path) to measure in the same runs of the purge phase, side by side with this tree's")
 	flag.StringVar(&o.purgeLog, "purge-log", "", "with the purge phase: also write the -v=6 request logs of one extra, unmeasured purge --force and floor per path to this folder")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,35 +54,29 @@ func (b *bench) purgeVsController(ctx context.Context, s size) error {
 				names[who] = ns
 			}
 			logf("[%s] run %d: %d fixtures of %d objects built in %s s", label, r+1, len(names), c.Objects, list(pr.pops[len(pr.pops)-len(names):], "%.1f"))
-			steps := []func() error{
-				func() error {
-					if names["ctrl"] == "" {
-						return nil
-					}
+			steps := map[string]func() error{
+				"ctrl": func() error {
 					t, err := b.timeController(ctx, pr.path.m, names["ctrl"])
 					pr.ctrl = append(pr.ctrl, t)
 					logf("[%s] run %d: namespace controller %.2fs", label, r+1, t)
 					return err
 				},
-				func() error {
+				"purge": func() error {
 					ns := names["purge"]
 					t, smp, err := b.timeCommand(ctx, pr.path.m, ns, "kubectl", "ns-doctor", "purge", ns, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", ns))
 					pr.pur, pr.ps = append(pr.pur, t), append(pr.ps, smp)
 					logf("[%s] run %d: purge %.2fs (command %.2fs, CPU %.2fs, server CPU %.2fs, %.0f requests, %d KiB)", label, r+1, t, smp.Seconds, smp.CPU, smp.ServerCPU, smp.Requests, smp.MaxRSS)
 					return err
 				},
-				func() error {
+				"compare": func() error {
 					ns := names["compare"]
-					if ns == "" {
-						return nil
-					}
 					t, smp, err := b.timeCommand(ctx, pr.path.m.withPath(filepath.Dir(b.compare)), ns,
 						"kubectl", "ns-doctor", "purge", ns, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", ns))
 					pr.cmp, pr.cs = append(pr.cmp, t), append(pr.cs, smp)
 					logf("[%s] run %d: purge (-purge-compare) %.2fs (command %.2fs, CPU %.2fs, server CPU %.2fs, %.0f requests, %d KiB)", label, r+1, t, smp.Seconds, smp.CPU, smp.ServerCPU, smp.Requests, smp.MaxRSS)
 					return err
 				},
-				func() error {
+				"floor": func() error {
 					ns := names["floor"]
 					t, smp, err := b.timeCommand(ctx, pr.path.m, ns, b.floor, "-purge", ns)
 					pr.floor, pr.fs = append(pr.floor, t), append(pr.fs, smp)
@@ -89,8 +84,18 @@ func (b *bench) purgeVsController(ctx context.Context, s size) error {
 					return err
 				},
 			}
-			for i := range steps {
-				if err := steps[(r+i)%len(steps)](); err != nil {
+			// Each contender takes each place in turn: the first (right
+			// after the fixtures are built), and the one right after the
+			// controller, whose run leaves the API server busier. The
+			// order rotates, and every other cycle it runs backwards, so
+			// over len(who)*2 runs every order is run once (for 3).
+			who := b.purgeContenders()
+			if (r/len(who))%2 == 1 {
+				who = slices.Clone(who)
+				slices.Reverse(who)
+			}
+			for i := range who {
+				if err := steps[who[(r+i)%len(who)]](); err != nil {
 					return err
 				}
 			}
@@ -107,11 +112,11 @@ func (b *bench) purgeVsController(ctx context.Context, s size) error {
 // phase.
 func (b *bench) purgeContenders() []string {
 	out := []string{"purge", "floor"}
-	if b.o.purgeController {
-		out = append(out, "ctrl")
-	}
 	if b.compare != "" {
 		out = append(out, "compare")
+	}
+	if b.o.purgeController {
+		out = append(out, "ctrl")
 	}
 	return out
 }
