@@ -386,7 +386,6 @@ func (b *bench) explainSize(ctx context.Context, s size) error {
 		return fmt.Errorf("floor counted %s objects in %s, want %d", got, ns, c.Objects+c.Pods)
 	}
 
-	recipe := "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n " + ns + " >/dev/null 2>&1"
 	contenders := []contender{
 		{name: "kubectl ns-doctor explain " + ns + " -o json", argv: []string{"kubectl", "ns-doctor", "explain", ns, "-o", "json"}, ok: []int{3}},
 		{name: "kubectl-ns_doctor explain " + ns + " -o json (plugin binary)", argv: []string{b.plugin, "explain", ns, "-o", "json"}, ok: []int{3}},
@@ -394,13 +393,19 @@ func (b *bench) explainSize(ctx context.Context, s size) error {
 		// kubectl's own cost of finding and exec'ing a plugin, for reading
 		// the gap between the first two rows.
 		{name: "kubectl ns-doctor version (no API call)", argv: []string{"kubectl", "ns-doctor", "version"}},
-		{name: "shell recipe", argv: []string{"bash", "-c", recipe}, ok: []int{123}, maxRuns: b.o.recipeMax},
+		{name: "shell recipe", argv: []string{"bash", "-c", shellRecipe(ns)}, ok: []int{123}, maxRuns: b.o.recipeMax},
 	}
 	if err := b.measureRuns(ctx, s.Name, contenders, b.runsFor(s)); err != nil {
 		return err
 	}
 	b.rep.explainSection(s, ns, c, crdSecs, popSecs, types, pages, contenders)
 	return nil
+}
+
+// shellRecipe is the loop users run by hand to see what a namespace
+// holds: a kubectl per listable type.
+func shellRecipe(ns string) string {
+	return "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n " + ns + " >/dev/null 2>&1"
 }
 
 // contender is one measured command and its samples.

@@ -412,6 +412,11 @@ func (r *report) explainLinkSection(s size, ns string, delay time.Duration, type
 		mark(tExS/tFlS <= 1.3), 2*delay, s.Name, tExS/tFlS, tExS, tFlS, tExL/tFlL, tExL, tFlL)
 	r.verdict("%s explain over the %v link within 1.3x of the floor through the same link (%s), plugin binary run directly like the floor: %.2fx (%.3f s vs %.3f s).",
 		mark(tPlS/tFlS <= 1.3), 2*delay, s.Name, tPlS/tFlS, tPlS, tFlS)
+	if rcL, rcS := cs[5], cs[6]; len(rcL.samples) > 0 && len(rcS.samples) > 0 {
+		tRcL, tRcS := medianOf(secs(rcL.samples)), medianOf(secs(rcS.samples))
+		r.verdict("%s the shell recipe over the %v link (%s): %.2f s (%.2f s on loopback); explain through the same link is %.0fx faster (%.0fx on loopback).",
+			infoMark, 2*delay, s.Name, tRcS, tRcL, tRcS/tExS, tRcL/tExL)
+	}
 	r.add(b.String())
 }
 

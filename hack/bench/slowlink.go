@@ -218,6 +218,11 @@ func (b *bench) explainOverLink(ctx context.Context, s size) error {
 		{name: "kubectl ns-doctor explain " + ns + " -o json [" + lp.name + "]", argv: []string{"kubectl", "ns-doctor", "explain", ns, "-o", "json"}, ok: []int{3}, m: lp.m},
 		{name: "kubectl-ns_doctor explain " + ns + " -o json (plugin binary) [" + lp.name + "]", argv: []string{b.plugin, "explain", ns, "-o", "json"}, ok: []int{3}, m: lp.m},
 		{name: "floor (discovery + metadata sweep) [" + lp.name + "]", argv: []string{b.floor, ns}, m: lp.m},
+		// The usual shell loop, once each way: over the link every kubectl
+		// it starts pays its own connection, handshake and list in round
+		// trips, which is what a user on a laptop waits for.
+		{name: "shell recipe [loopback]", argv: []string{"bash", "-c", shellRecipe(ns)}, ok: []int{123}, maxRuns: 1},
+		{name: "shell recipe [" + lp.name + "]", argv: []string{"bash", "-c", shellRecipe(ns)}, ok: []int{123}, maxRuns: 1, m: lp.m},
 	}
 	if err := b.measureRuns(ctx, "explain "+lp.short, cs, b.runsFor(s)); err != nil {
 		return err
