@@ -288,7 +288,13 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 	}
 	left, err := w.Wait(wctx, names)
 	live.Close()
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		// Ctrl-C: the reports would need the API server again; name what
+		// is left and how to see why.
+		return &exitError{code: ExitError, msg: fmt.Sprintf("interrupted after %s of --wait=%s; still there: %s (kubectl ns-doctor explain NAME says why)",
+			time.Since(started).Round(time.Second), o.Wait, strings.Join(left, ", "))}
+	case err != nil && !errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
 	return o.leftAfterWait(ctx, in, left)

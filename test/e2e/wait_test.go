@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,6 +95,31 @@ func TestWaitReturnsWhenReleased(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("explain --wait did not end after the namespace went")
+	}
+}
+
+// Ctrl-C while waiting ends explain at once with one line naming what is
+// still there, exit 1, and no report (it would need the API server).
+func TestWaitInterrupted(t *testing.T) {
+	name := heldNamespace(t)
+	t.Cleanup(func() { _ = cluster.ReleaseConfigMap(context.Background(), name, "held") })
+	cmd := exec.Command("kubectl", "ns-doctor", "explain", name, "--wait=3m")
+	cmd.Env = append(os.Environ(), "PATH="+plugin.Dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+cp.Kubeconfig)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	plugintest.Must(t, cmd.Start())
+	time.Sleep(3 * time.Second)
+	plugintest.Must(t, cmd.Process.Signal(syscall.SIGINT))
+	start := time.Now()
+	_ = cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	last := lines[len(lines)-1]
+	if code := cmd.ProcessState.ExitCode(); code != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("exit %d, %s after SIGINT\n%s", code, time.Since(start), stderr.String())
+	}
+	if !strings.HasPrefix(last, "error: interrupted after ") || !strings.Contains(last, "still there: "+name+" ") ||
+		strings.Contains(stderr.String(), "context canceled") || stdout.String() != "" {
+		t.Errorf("stdout %q\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
 
