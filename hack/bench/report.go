@@ -189,10 +189,11 @@ func (r *report) explainSection(s size, ns string, c content, crdSecs, popSecs f
 	lists := medianOf(field(ex.samples, func(s sample) float64 { return s.Lists }))
 	other := medianOf(field(ex.samples, func(s sample) float64 { return s.Requests - s.Lists }))
 	const maxHolderReads, background = 6, 2
-	perObject := lists-float64(pages) > 8 || other > 4+maxHolderReads+background
+	const bound = 4 + maxHolderReads + background
+	perObject := lists-float64(pages) > 8 || other > bound
 	r.verdict("%s explain's requests (%s) are one discovery plus one list per type and page, nothing per object: %.0f LIST for %d types / %d pages (beyond the floor's: %s), "+
 		"%.0f other requests (at most %d: /version, the namespace, discovery, %d holders' status reads, %d of the API server's own).",
-		mark(!perObject), s.Name, lists, types, pages, extraLists(ex.samples[0], floor.samples[0]), other, 4+maxHolderReads+background, maxHolderReads, background)
+		mark(!perObject), s.Name, lists, types, pages, extraLists(ex.samples[0], floor.samples[0]), other, bound, maxHolderReads, background)
 	if s.Name == "large" {
 		rssPlug := medianOf(field(plug.samples, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
 		rssEx := medianOf(field(ex.samples, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
