@@ -8,7 +8,7 @@ DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/internal/version.version=$(VERSION) -X $(PKG)/internal/version.commit=$(COMMIT) -X $(PKG)/internal/version.date=$(DATE)
 CLUSTER_DIR := $(CURDIR)/.cache/cluster
 
-.PHONY: build controlplane test test-versions lint fuzz bench demo cluster cluster-down release-check clean
+.PHONY: build controlplane test unit test-versions lint fuzz bench demo cluster cluster-down release-check clean
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-ns_doctor ./cmd/kubectl-ns_doctor
@@ -24,6 +24,11 @@ test: lint
 	@bin_dir=$$(bash hack/build-controlplane.sh) && bash hack/install-goreleaser.sh >/dev/null && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) test -count=1 -timeout 40m ./...
 	@$(MAKE) --no-print-directory fuzz
+
+# Every fast test, no control plane (under two minutes), then the unit
+# coverage floors (hack/unit.sh).
+unit:
+	@bash hack/unit.sh
 
 # The oracle tests (test/oracle) against the namespace controller of each
 # Kubernetes version the test bed builds, one after another: MINOR or

@@ -12,9 +12,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -52,8 +52,8 @@ func TestExplainThroughTheCommand(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	code, out, _ = runFake(t, c, "explain", "-n", "demo", "-o", "json")
-	var r diagnose.Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil || code != ExitStuck || r.Namespace.Name != "demo" || r.Kind != diagnose.Kind {
+	var r printer.DiagnosisDocument
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != ExitStuck || r.Namespace.Name != "demo" || r.Kind != printer.DiagnosisKind {
 		t.Fatalf("-o json: exit %d, %v, %+v", code, err, r.Namespace)
 	}
 	code, out, _ = runFake(t, c, "explain", "-o", "yaml")
@@ -77,7 +77,7 @@ func TestPurgeThroughTheCommand(t *testing.T) {
 		t.Fatalf("--force without a terminal: exit %d, %q", code, errOut)
 	}
 	code, out, errOut = runFake(t, c, "purge", "demo", "--force", "--yes", "--remove-finalizers=example.com/*", "--backup-dir", t.TempDir(), "-o", "json")
-	var r purge.Report
+	var r printer.PurgeDocument
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != ExitOK || r.Outcome != purge.OutcomeGone || c.Namespace("demo") != nil {
 		t.Fatalf("force: exit %d, %v, outcome %s\nstderr %s", code, err, r.Outcome, errOut)
 	}
@@ -147,7 +147,7 @@ func TestOrphansThroughTheCommands(t *testing.T) {
 		t.Fatalf("explain --orphans: exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	code, out, _ = runFake(t, c, "purge", "--orphans", "old", "-o", "json")
-	var r purge.Report
+	var r printer.PurgeDocument
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != ExitOK || !r.Orphans || r.Outcome != purge.OutcomePlanned {
 		t.Fatalf("purge --orphans: exit %d, %v\n%s", code, err, out)
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strings"
-	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -103,13 +102,11 @@ func apiMessage(err error) string {
 }
 
 func isTimeout(err error) bool {
-	var nerr net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &nerr) && nerr.Timeout()) || apierrors.IsTimeout(err) ||
-		strings.Contains(err.Error(), "Client.Timeout exceeded")
+		utilnet.IsTimeout(err) || apierrors.IsTimeout(err) || strings.Contains(err.Error(), "Client.Timeout exceeded")
 }
 
-func isConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+func isConnRefused(err error) bool { return utilnet.IsConnectionRefused(err) }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")

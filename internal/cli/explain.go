@@ -18,7 +18,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/ns-doctor/ns-doctor/internal/await"
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -40,9 +39,8 @@ type ExplainOptions struct {
 	DeleteNamespace bool
 	Orphans         bool
 
-	factory  Factory
-	clients  *kube.Clients
-	ordering deletion.Ordering
+	factory Factory
+	clients *kube.Clients
 }
 
 func newExplainCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -156,7 +154,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return err
 	}
 	in := prefetchDiscovery(ctx, o.clients)
-	o.ordering = o.Ordering.resolve(o.clients)
+	in.Options = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Ordering: o.Ordering.resolve(o.clients)}
 	if o.Orphans {
 		return o.orphans(ctx, in)
 	}
@@ -169,7 +167,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	}
 	var reports []diagnose.Report
 	for i := range targets {
-		report, err := o.diagnose(ctx, in, &targets[i])
+		report, err := in.Explain(ctx, &targets[i])
 		if err != nil {
 			return err
 		}
@@ -275,7 +273,7 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 	w := &await.Waiter{
 		Client: o.clients.Kube,
 		Status: func(ctx context.Context, ns *v1.Namespace) string {
-			r, err := o.diagnose(ctx, in, ns)
+			r, err := in.Explain(ctx, ns)
 			if err != nil {
 				return fmt.Sprintf("%s: %v", ns.Name, err)
 			}
@@ -313,7 +311,7 @@ func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspecto
 		if err != nil {
 			return err
 		}
-		report, err := o.diagnose(ctx, in, ns)
+		report, err := in.Explain(ctx, ns)
 		if err != nil {
 			return err
 		}
@@ -344,18 +342,6 @@ func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspecto
 		return &exitError{code: ExitStuck, msg: fmt.Sprintf("still there after --wait=%s: %s (why: above)", o.Wait, strings.Join(names, ", "))}
 	}
 	return nil
-}
-
-func (o *ExplainOptions) diagnose(ctx context.Context, in *inspect.Inspector, ns *v1.Namespace) (diagnose.Report, error) {
-	obs, err := in.Observe(ctx, ns)
-	if err != nil {
-		return diagnose.Report{}, err
-	}
-	obs.Grace, obs.IfDeleted, obs.Ordering = o.Grace, o.IfDeleted, o.ordering
-	if ns.DeletionTimestamp != nil || o.IfDeleted {
-		obs.Evidence = in.Evidence(ctx, ns, obs.Snapshot)
-	}
-	return diagnose.Diagnose(obs), nil
 }
 
 // orphans lists the leftovers of namespaces that are gone; finding some

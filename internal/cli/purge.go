@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strconv"
 	"strings"
@@ -27,25 +26,26 @@ import (
 // protectedNamespaces are refused without --allow-system-namespace.
 var protectedNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
 
-// PurgeFlags are purge's own flags; ToOptions turns them into the engine's
-// options in one place (kubectl's DeleteFlags.ToOptions).
+// PurgeFlags are purge's own flags, each under the name of the engine's
+// option it sets (purge.Options); ToOptions validates them and the
+// arguments in one place (kubectl's DeleteFlags.ToOptions).
 type PurgeFlags struct {
-	DryRun              string
-	Force               bool
-	Yes                 bool
-	Timeout             time.Duration
-	RemoveFinalizers    []string
-	RemoveAllFinalizers bool
-	FinalizeAnyway      bool
-	RemoveNSFinalizers  bool
-	DeleteNamespace     bool
-	AllowSystem         bool
-	BackupDir           string
-	ForceDeletePods     bool
-	BypassWebhooks      []string
-	Selector            string
-	AllTerminating      bool
-	Orphans             bool
+	DryRun                          string
+	Force                           bool
+	Yes                             bool
+	Timeout                         time.Duration
+	RemoveFinalizers                []string
+	RemoveAllFinalizers             bool
+	FinalizeDespiteDiscoveryFailure bool
+	RemoveNamespaceFinalizers       bool
+	ForceDeletePods                 bool
+	BypassWebhook                   []string
+	DeleteNamespace                 bool
+	AllowSystemNamespace            bool
+	BackupDir                       string
+	Selector                        string
+	AllTerminating                  bool
+	Orphans                         bool
 }
 
 // AddFlags registers the flags on cmd.
@@ -58,12 +58,12 @@ func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
 	fs.DurationVar(&f.Timeout, "timeout", 5*time.Minute, "How long --force keeps repeating the pass before giving up")
 	fs.StringSliceVar(&f.RemoveFinalizers, "remove-finalizers", nil, "Escalation: strip these finalizers (globs, e.g. 'example.com/*') from objects the pass leaves")
 	fs.BoolVar(&f.RemoveAllFinalizers, "remove-all-finalizers", false, "Escalation: strip every finalizer from objects the pass leaves")
-	fs.BoolVar(&f.FinalizeAnyway, "finalize-despite-discovery-failure", false, "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)")
-	fs.BoolVar(&f.RemoveNSFinalizers, "remove-namespace-finalizers", false, "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers")
+	fs.BoolVar(&f.FinalizeDespiteDiscoveryFailure, "finalize-despite-discovery-failure", false, "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)")
+	fs.BoolVar(&f.RemoveNamespaceFinalizers, "remove-namespace-finalizers", false, "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers")
 	fs.BoolVar(&f.ForceDeletePods, "force-delete-pods", false, "Escalation: delete with grace period 0 the namespace's pods whose grace period is over (their node is gone or its kubelet dead), as kubectl delete --force --grace-period=0 does")
-	fs.StringSliceVar(&f.BypassWebhooks, "bypass-webhook", nil, "Escalation: for the run only, exclude this namespace from the webhooks of this validating or mutating webhook configuration (repeatable); restored when the run ends")
+	fs.StringSliceVar(&f.BypassWebhook, "bypass-webhook", nil, "Escalation: for the run only, exclude this namespace from the webhooks of this validating or mutating webhook configuration (repeatable); restored when the run ends")
 	fs.BoolVar(&f.DeleteNamespace, "delete-namespace", false, "Delete the namespace first if it is Active")
-	fs.BoolVar(&f.AllowSystem, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
+	fs.BoolVar(&f.AllowSystemNamespace, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
 	fs.StringVarP(&f.Selector, "selector", "l", "", "Purge the terminating namespaces with these labels (a label selector, as kubectl's -l)")
 	fs.BoolVar(&f.AllTerminating, "all-terminating", false, "Purge every terminating namespace (system ones only with --allow-system-namespace)")
 	fs.BoolVar(&f.Orphans, "orphans", false, "Purge what namespaces that no longer exist left in storage (a finalize forced with content left; 'explain --orphans' lists them): NAME... are the former namespaces")
@@ -71,10 +71,10 @@ func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"client", "server", "none"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// ToOptions validates the flags and builds purge's options (the
-// namespaces are chosen apart). dryRunSet tells whether --dry-run was
-// given (it conflicts with --force unless it says none).
-func (f *PurgeFlags) ToOptions(dryRunSet bool, progress io.Writer) (purge.Options, error) {
+// ToOptions validates the flags and the namespaces named, and builds
+// purge's options. dryRunSet tells whether --dry-run was given (it
+// conflicts with --force unless it says none).
+func (f *PurgeFlags) ToOptions(names []string, dryRunSet bool) (purge.Options, error) {
 	mode, err := purge.ParseDryRun(f.DryRun)
 	if err != nil {
 		return purge.Options{}, usageErrorf("%v", err)
@@ -85,41 +85,64 @@ func (f *PurgeFlags) ToOptions(dryRunSet bool, progress io.Writer) (purge.Option
 		}
 		mode = purge.DryRunNone
 	}
+	if err := f.validate(names); err != nil {
+		return purge.Options{}, err
+	}
+	return purge.Options{
+		DryRun: mode, RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
+		FinalizeDespiteDiscoveryFailure: f.FinalizeDespiteDiscoveryFailure, RemoveNamespaceFinalizers: f.RemoveNamespaceFinalizers,
+		ForceDeletePods: f.ForceDeletePods, BypassWebhook: f.BypassWebhook, DeleteNamespace: f.DeleteNamespace,
+		BackupDir: f.BackupDir, Timeout: f.Timeout, Orphans: f.Orphans, Workers: purgeWorkers,
+	}, nil
+}
+
+// validate rejects bad input before anything is sent.
+func (f *PurgeFlags) validate(names []string) error {
+	for _, name := range names {
+		if err := validateNamespaceName(name); err != nil {
+			return err
+		}
+		if protectedNamespaces[name] && !f.AllowSystemNamespace {
+			return usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
+		}
+	}
 	if f.RemoveAllFinalizers && len(f.RemoveFinalizers) > 0 {
-		return purge.Options{}, usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
+		return usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
 	}
 	for _, pattern := range f.RemoveFinalizers {
 		if _, err := path.Match(pattern, ""); err != nil {
-			return purge.Options{}, usageErrorf("invalid --remove-finalizers pattern %q: %v", pattern, err)
+			return usageErrorf("invalid --remove-finalizers pattern %q: %v", pattern, err)
 		}
 	}
 	if f.Timeout <= 0 {
-		return purge.Options{}, usageErrorf("--timeout must be positive, got %s", f.Timeout)
+		return usageErrorf("--timeout must be positive, got %s", f.Timeout)
 	}
-	for _, name := range f.BypassWebhooks {
+	for _, name := range f.BypassWebhook {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return purge.Options{}, usageErrorf("invalid --bypass-webhook %q: %s", name, errs[0])
+			return usageErrorf("invalid --bypass-webhook %q: %s", name, errs[0])
 		}
 	}
 	if _, err := labels.Parse(f.Selector); err != nil {
-		return purge.Options{}, usageErrorf("invalid --selector %q: %v", f.Selector, err)
+		return usageErrorf("invalid --selector %q: %v", f.Selector, err)
 	}
-	return purge.Options{
-		DryRun: mode, Timeout: f.Timeout, DeleteNamespace: f.DeleteNamespace, BackupDir: f.BackupDir, Orphans: f.Orphans,
-		Escalations: purge.Escalations{
-			RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
-			FinalizeDespiteDiscoveryFailure: f.FinalizeAnyway, RemoveNamespaceFinalizers: f.RemoveNSFinalizers,
-			ForceDeletePods: f.ForceDeletePods, BypassWebhooks: f.BypassWebhooks,
-		},
-		Workers: purgeWorkers, Progress: progress,
-	}, nil
+	switch {
+	case len(names) == 0 && f.Selector == "" && !f.AllTerminating:
+		return usageErrorf("purge needs namespaces: NAME..., -l SELECTOR or --all-terminating (see 'kubectl ns-doctor purge --help')")
+	case len(names) > 0 && (f.Selector != "" || f.AllTerminating):
+		return usageErrorf("give namespace NAMEs, or choose them with -l / --all-terminating, not both")
+	case f.Orphans && len(names) == 0:
+		return usageErrorf("--orphans needs the former namespaces' NAMEs (list them with 'kubectl ns-doctor explain --orphans')")
+	case f.Orphans && f.DeleteNamespace:
+		return usageErrorf("--orphans conflicts with --delete-namespace: a former namespace is gone already")
+	}
+	return nil
 }
 
 // purgeWorkers bounds the resource types a pass deletes at once, as
 // explain's sweep bounds its lists (the same 48).
 const purgeWorkers = 48
 
-// PurgeOptions holds purge's state (Complete/Validate/Run).
+// PurgeOptions holds purge's state (Complete/Run).
 type PurgeOptions struct {
 	genericiooptions.IOStreams
 	Flags      PurgeFlags
@@ -130,8 +153,6 @@ type PurgeOptions struct {
 	Names   []string
 	Purge   purge.Options
 	factory Factory
-	context string
-	cluster string
 }
 
 func newPurgeCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -173,9 +194,6 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
 			if err := o.Complete(f, flags, cmd, args); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -185,41 +203,22 @@ Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not 
 	return cmd
 }
 
-// Complete builds the engine's options from the flags and arguments.
+// Complete validates the flags and arguments (ToOptions) and builds the
+// engine's options; nothing is sent before it succeeds.
 func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, cmd *cobra.Command, args []string) error {
 	o.Names, o.factory = args, f
-	for _, name := range o.Names {
-		if err := validateNamespaceName(name); err != nil {
-			return err
-		}
-		if protectedNamespaces[name] && !o.Flags.AllowSystem {
-			return usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
-		}
-	}
-	var err error
-	if o.Purge, err = o.Flags.ToOptions(cmd.Flags().Changed("dry-run"), o.ErrOut); err != nil {
-		return err
-	}
-	o.context, o.cluster = target(f, flags)
-	return nil
-}
-
-// Validate rejects bad input before anything is sent.
-func (o *PurgeOptions) Validate() error {
-	switch {
-	case len(o.Names) == 0 && o.Flags.Selector == "" && !o.Flags.AllTerminating:
-		return usageErrorf("purge needs namespaces: NAME..., -l SELECTOR or --all-terminating (see 'kubectl ns-doctor purge --help')")
-	case len(o.Names) > 0 && (o.Flags.Selector != "" || o.Flags.AllTerminating):
-		return usageErrorf("give namespace NAMEs, or choose them with -l / --all-terminating, not both")
-	case o.Flags.Orphans && len(o.Names) == 0:
-		return usageErrorf("--orphans needs the former namespaces' NAMEs (list them with 'kubectl ns-doctor explain --orphans')")
-	case o.Flags.Orphans && o.Flags.DeleteNamespace:
-		return usageErrorf("--orphans conflicts with --delete-namespace: a former namespace is gone already")
-	}
 	if err := o.Ordering.validate(); err != nil {
 		return err
 	}
-	return o.PrintFlags.validate()
+	if err := o.PrintFlags.validate(); err != nil {
+		return err
+	}
+	var err error
+	if o.Purge, err = o.Flags.ToOptions(args, cmd.Flags().Changed("dry-run")); err != nil {
+		return err
+	}
+	o.Purge.Context, o.Purge.Cluster = target(f, flags)
+	return nil
 }
 
 // Run plans or purges and prints the report.
@@ -243,46 +242,44 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 		}
 	}
 	in := prefetchDiscovery(ctx, clients)
-	o.Purge.Ordering = o.Ordering.resolve(clients)
-	live := o.liveProgress()
+	o.Purge.OrderedDeletion = o.Ordering.resolve(clients)
+	stop := o.showProgress(len(o.Names) != 1)
 	p := &purge.Purger{Clients: clients, Opts: o.Purge, Inspector: in}
 	var results []purge.Result
 	if len(o.Names) == 1 {
-		p.Opts.Namespace = o.Names[0]
-		report, runErr := p.Run(ctx)
+		report, runErr := p.Run(ctx, o.Names[0])
 		results = []purge.Result{{Report: report, Err: runErr}}
 	} else {
 		results = p.RunMany(ctx, names)
 	}
-	if live != nil {
-		live.Close() // before the report, on the same terminal
-	}
+	stop() // before the report, on the same terminal
 	return o.finish(results, names, len(o.Names) != 1)
 }
 
-// liveProgress shows a force run's progress in place on a terminal
-// (stderr), instead of a line per pass; nothing changes with -o json|yaml
-// or without a terminal.
-func (o *PurgeOptions) liveProgress() *printer.Live {
-	if o.Purge.DryRun != purge.DryRunNone || !isTerminal(o.ErrOut) {
-		return nil
+// showProgress shows a force run's events on stderr, as they come: in
+// place on a terminal, a line per pass otherwise; nothing with -o json|yaml
+// on a terminal (as kubectl, the report holds what the lines would say),
+// nor for a plan. It returns what ends the display.
+func (o *PurgeOptions) showProgress(many bool) func() {
+	terminal := isTerminal(o.ErrOut)
+	if o.Purge.DryRun != purge.DryRunNone || (terminal && o.PrintFlags.machine()) {
+		return func() {}
 	}
-	if o.PrintFlags.machine() {
-		// -o json|yaml on a terminal prints the report and nothing else,
-		// as kubectl does; the report holds what the lines would say.
-		o.Purge.Progress = nil
-		return nil
-	}
-	live := printer.NewLive(o.ErrOut, true)
-	o.Purge.Progress = nil
-	o.Purge.Observer = func(p purge.Progress) {
-		if p.Done {
-			live.Done(p.Namespace, printer.ProgressLine(p, time.Now()))
-			return
+	events := make(chan purge.Event, 64)
+	done := make(chan struct{})
+	progress := printer.NewProgress(o.ErrOut, terminal, many)
+	go func() {
+		defer close(done)
+		for e := range events {
+			progress.Show(e)
 		}
-		live.Set(p.Namespace, printer.ProgressLine(p, time.Now()))
+		progress.Close()
+	}()
+	o.Purge.Events = events
+	return func() {
+		close(events)
+		<-done
 	}
-	return live
 }
 
 // chosen lists the terminating namespaces -l or --all-terminating choose,
@@ -294,7 +291,7 @@ func (o *PurgeOptions) chosen(ctx context.Context, clients *kube.Clients) ([]str
 	}
 	var out []string
 	for _, ns := range list {
-		if protectedNamespaces[ns.Name] && !o.Flags.AllowSystem {
+		if protectedNamespaces[ns.Name] && !o.Flags.AllowSystemNamespace {
 			_, _ = fmt.Fprintf(o.ErrOut, "skipping the system namespace %s (add --allow-system-namespace if you really mean it)\n", ns.Name)
 			continue
 		}
@@ -308,10 +305,6 @@ func (o *PurgeOptions) finish(results []purge.Result, names []string, many bool)
 	var reports []*purge.Report
 	var errs []error
 	for i, res := range results {
-		if res.Report != nil {
-			res.Report.Context, res.Report.Cluster = o.context, o.cluster
-			printer.PurgeWords(res.Report) // the message below is its words
-		}
 		err := purgeError(names[i], res)
 		if err == nil || res.Report != nil && !isPreflight(err) {
 			reports = append(reports, res.Report)
@@ -349,11 +342,11 @@ func purgeError(name string, res purge.Result) error {
 	case errors.Is(err, purge.ErrActive):
 		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", name)
 	case errors.Is(err, purge.ErrMissingPermissions):
-		return fmt.Errorf("missing %d permission(s): %s; nothing was changed", len(res.Report.MissingPermissions), firstOf(res.Report.MissingPermissions, 3))
+		return fmt.Errorf("missing %d permission(s): %s; nothing was changed", len(res.Report.MissingPermissions), firstOf(printer.PermissionsWords(res.Report.MissingPermissions), 3))
 	case err != nil:
 		return err
 	case res.Report.Outcome == purge.OutcomeRemaining:
-		return &exitError{code: ExitIncomplete, msg: res.Report.Message}
+		return &exitError{code: ExitIncomplete, msg: printer.PurgeMessage(res.Report)}
 	}
 	return nil
 }
@@ -407,7 +400,8 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
-	esc := o.Purge.Escalations
+	esc := o.Purge
+	kubeContext, cluster := o.Purge.Context, o.Purge.Cluster
 	want := ""
 	switch {
 	case o.Flags.Orphans:
@@ -415,13 +409,13 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 		if len(names) > 1 {
 			want = strconv.Itoa(len(names))
 		}
-		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on what former namespace(s) %s left in storage\n  context %q, cluster %q\n", strings.Join(names, ", "), o.context, o.cluster)
+		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on what former namespace(s) %s left in storage\n  context %q, cluster %q\n", strings.Join(names, ", "), kubeContext, cluster)
 	case len(names) == 1:
 		want = names[0]
-		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, o.context, o.cluster)
+		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, kubeContext, cluster)
 	default:
 		want = strconv.Itoa(len(names))
-		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), o.context, o.cluster)
+		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), kubeContext, cluster)
 	}
 	switch {
 	case esc.RemoveAllFinalizers:
@@ -435,8 +429,8 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	if esc.ForceDeletePods {
 		_, _ = fmt.Fprintf(o.ErrOut, "  and force-delete (grace period 0) its pods whose grace period is over\n")
 	}
-	if len(esc.BypassWebhooks) > 0 {
-		_, _ = fmt.Fprintf(o.ErrOut, "  and, until it ends, exclude the namespace from webhook configuration(s) %s\n", strings.Join(esc.BypassWebhooks, ", "))
+	if len(esc.BypassWebhook) > 0 {
+		_, _ = fmt.Fprintf(o.ErrOut, "  and, until it ends, exclude the namespace from webhook configuration(s) %s\n", strings.Join(esc.BypassWebhook, ", "))
 	}
 	switch {
 	case len(names) == 1:

@@ -105,7 +105,7 @@ func TestDelete(t *testing.T) {
 			d := &NamespacedResourcesDeleter{
 				NsClient: tc.ns, Ops: ops, Pods: &fakePods{}, FinalizerToken: FinalizerToken, OrderedDeletion: true,
 				DiscoverResourcesFn: discovered(testResourceLists(nil), tc.discoveryErr), Now: func() time.Time { return now },
-				FinalizeDespiteDiscoveryFailure: tc.despite, RemoveAllSpecFinalizers: tc.all,
+				FinalizeDespiteDiscoveryFailure: tc.despite, RemoveNamespaceFinalizers: tc.all,
 			}
 			res, err := d.Delete(context.Background(), testNS)
 			if res.Stage != tc.wantStage {

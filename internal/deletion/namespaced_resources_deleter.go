@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // This file mirrors namespaced_resources_deleter.go (v1.36.3): function
@@ -60,9 +61,9 @@ type NamespacedResourcesDeleter struct {
 	// FinalizeDespiteDiscoveryFailure finalizes when the pass's only error
 	// is a partial discovery failure.
 	FinalizeDespiteDiscoveryFailure bool
-	// RemoveAllSpecFinalizers drops every spec.finalizers token, not only
-	// FinalizerToken.
-	RemoveAllSpecFinalizers bool
+	// RemoveNamespaceFinalizers drops every spec.finalizers token, not
+	// only FinalizerToken (purge --remove-namespace-finalizers).
+	RemoveNamespaceFinalizers bool
 
 	opCache operationNotSupportedCache
 }
@@ -105,8 +106,9 @@ type ContentResult struct {
 	PodsBlocked bool
 	// Failed are the resources whose deletion returned an error (not
 	// counted in Totals: upstream counts only what it could list after
-	// deleting), sorted.
-	Failed []schema.GroupVersionResource
+	// deleting), sorted, and FailedErrs each one's error.
+	Failed     []schema.GroupVersionResource
+	FailedErrs map[schema.GroupVersionResource]error
 }
 
 // Delete deletes all resources in the given namespace.
@@ -314,10 +316,10 @@ func (d *NamespacedResourcesDeleter) finalizeNamespace(ctx context.Context, nsCl
 }
 
 // dropSet is the tokens finalizeNamespace removes: upstream's own token,
-// or with RemoveAllSpecFinalizers all of them.
+// or with RemoveNamespaceFinalizers all of them.
 func (d *NamespacedResourcesDeleter) dropSet(ns *v1.Namespace) map[v1.FinalizerName]bool {
 	drop := map[v1.FinalizerName]bool{d.FinalizerToken: true}
-	if d.RemoveAllSpecFinalizers {
+	if d.RemoveNamespaceFinalizers {
 		for _, f := range ns.Spec.Finalizers {
 			drop[f] = true
 		}
@@ -550,13 +552,14 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 
 	numRemainingTotals := NewContentTotals()
 	var failed []schema.GroupVersionResource
+	failedErrs := map[schema.GroupVersionResource]error{}
 	if _, hasPods := groupVersionResources[PodsGVR]; hasPods && d.OrderedDeletion {
 		// Ensure all pods in the namespace are deleted first
 		gvrDeletionMetadata, err := d.deleteAllContentForGroupVersionResource(ctx, PodsGVR, namespace, namespaceDeletedAt)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to delete pods for namespace: %s, err: %w", namespace, err))
 			conditionUpdater.ProcessDeleteContentErr(err)
-			failed = append(failed, PodsGVR)
+			failed, failedErrs[PodsGVR] = append(failed, PodsGVR), err
 		}
 		estimate = max(estimate, gvrDeletionMetadata.finalizerEstimateSeconds)
 		numRemainingTotals.add(PodsGVR, gvrDeletionMetadata)
@@ -564,7 +567,7 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 		// Check if any pods remain before proceeding to delete other resources
 		if numRemainingTotals.GVRToNumRemaining[PodsGVR] > 0 {
 			return ContentResult{Estimate: estimate, Err: utilerrors.NewAggregate(errs), Conditions: conditionUpdater.Conditions(),
-				Totals: numRemainingTotals, PodsBlocked: true, Failed: failed}
+				Totals: numRemainingTotals, PodsBlocked: true, Failed: failed, FailedErrs: failedErrs}
 		}
 	}
 
@@ -582,7 +585,7 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 			// groupVersionResources.
 			errs = append(errs, r.err)
 			conditionUpdater.ProcessDeleteContentErr(r.err)
-			failed = append(failed, r.gvr)
+			failed, failedErrs[r.gvr] = append(failed, r.gvr), r.err
 		}
 		estimate = max(estimate, r.meta.finalizerEstimateSeconds)
 		numRemainingTotals.add(r.gvr, r.meta)
@@ -590,7 +593,8 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 	conditionUpdater.ProcessContentTotals(numRemainingTotals)
 
 	// if len(errs)==0, NewAggregate returns nil.
-	return ContentResult{Estimate: estimate, Err: utilerrors.NewAggregate(errs), Conditions: conditionUpdater.Conditions(), Totals: numRemainingTotals, Failed: failed}
+	return ContentResult{Estimate: estimate, Err: utilerrors.NewAggregate(errs), Conditions: conditionUpdater.Conditions(), Totals: numRemainingTotals,
+		Failed: failed, FailedErrs: failedErrs}
 }
 
 type gvrOutcome struct {
@@ -606,17 +610,12 @@ type gvrOutcome struct {
 func (d *NamespacedResourcesDeleter) deleteEach(ctx context.Context, gvrs []schema.GroupVersionResource, namespace string, deletedAt metav1.Time) []gvrOutcome {
 	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
 	out := make([]gvrOutcome, len(gvrs))
-	sem := make(chan struct{}, max(d.Workers, 1))
-	var wg sync.WaitGroup
-	for i, gvr := range gvrs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			meta, err := d.deleteAllContentForGroupVersionResource(ctx, gvr, namespace, deletedAt)
-			out[i] = gvrOutcome{gvr: gvr, meta: meta, err: err}
-		})
-	}
-	wg.Wait()
+	// Every piece runs, whatever the context: a cancelled one fails its
+	// requests, as upstream's would.
+	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), max(d.Workers, 1), len(gvrs), func(i int) {
+		meta, err := d.deleteAllContentForGroupVersionResource(ctx, gvrs[i], namespace, deletedAt)
+		out[i] = gvrOutcome{gvr: gvrs[i], meta: meta, err: err}
+	})
 	return out
 }
 

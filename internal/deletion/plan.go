@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -151,17 +152,32 @@ func (p *PlanOps) List(_ context.Context, gvr schema.GroupVersionResource, _ str
 	return &metav1.PartialObjectMetadataList{Items: slices.Clone(p.items[gvr])}, nil
 }
 
-// ListPods returns the snapshot's pods that are still there.
+// ListPods returns the snapshot's pods that are still there, with the
+// deletion the plan has played on them.
 func (p *PlanOps) ListPods(context.Context, string) ([]v1.Pod, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []v1.Pod
 	for _, item := range p.items[PodsGVR] {
 		if pod := p.pods[item.Name]; pod != nil {
-			out = append(out, *pod)
+			next := *pod.DeepCopy()
+			next.DeletionTimestamp, next.DeletionGracePeriodSeconds = item.DeletionTimestamp, item.DeletionGracePeriodSeconds
+			out = append(out, next)
 		}
 	}
 	return out, nil
+}
+
+// Get returns one item as the plan holds it, or NotFound.
+func (p *PlanOps) Get(gvr schema.GroupVersionResource, name string) (*metav1.PartialObjectMetadata, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.items[gvr] {
+		if p.items[gvr][i].Name == name {
+			return p.items[gvr][i].DeepCopy(), nil
+		}
+	}
+	return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 }
 
 // RemoveFinalizers plays a patch that strips finalizers from one item: an
@@ -232,10 +248,30 @@ func (p *PlanOps) afterDelete(gvr schema.GroupVersionResource, item *metav1.Part
 		return nil
 	}
 	if out.DeletionTimestamp == nil {
-		now := metav1.Now()
-		out.DeletionTimestamp = &now
+		// The API server sets a graceful deletion's timestamp to when its
+		// grace period ends.
+		at, grace := metav1.Now(), p.gracePeriod(gvr, out.Name)
+		if grace > 0 {
+			at = metav1.NewTime(at.Add(time.Duration(grace) * time.Second))
+			out.DeletionGracePeriodSeconds = &grace
+		}
+		out.DeletionTimestamp = &at
 	}
 	return out
+}
+
+// gracePeriod is a pod's termination grace period as the API server
+// applies it on DELETE (the spec's, 30 s by default), 0 for what is not a
+// pod terminating on a node.
+func (p *PlanOps) gracePeriod(gvr schema.GroupVersionResource, name string) int64 {
+	pod := p.pods[name]
+	if gvr.GroupResource() != PodsGVR.GroupResource() || pod == nil || p.snap.PodSpecsUnknown || !p.terminatesGracefully(gvr, &metav1.PartialObjectMetadata{ObjectMeta: pod.ObjectMeta}) {
+		return 0
+	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return *g
+	}
+	return 30
 }
 
 // terminatesGracefully tells whether a deleted pod stays until its kubelet

@@ -1,4 +1,4 @@
-package diagnose
+package diagnose_test
 
 import (
 	"errors"
@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	. "github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
 var (
@@ -93,9 +95,9 @@ func TestBlockers(t *testing.T) {
 	tests := []struct {
 		name                    string
 		obs                     func() Observation
-		kind                    string
+		kind                    BlockerKind
 		summary, evidence, next string
-		state                   string
+		state                   State
 	}{
 		{
 			name: "aggregated API down",
@@ -256,7 +258,8 @@ func TestBlockers(t *testing.T) {
 				t.Errorf("verdict %+v, want %s", r.Verdict, tc.state)
 			}
 			for _, b := range r.Blockers {
-				if b.Kind == tc.kind && strings.Contains(b.Summary, tc.summary) && strings.Contains(strings.Join(b.Evidence, "\n"), tc.evidence) && strings.Contains(b.NextStep, tc.next) {
+				w := printer.WordsOf(b)
+				if b.Kind == tc.kind && strings.Contains(w.Summary, tc.summary) && strings.Contains(strings.Join(w.Evidence, "\n"), tc.evidence) && strings.Contains(w.NextStep, tc.next) {
 					return
 				}
 			}
@@ -268,7 +271,8 @@ func TestBlockers(t *testing.T) {
 func dump(blockers []Blocker) string {
 	var out []string
 	for _, b := range blockers {
-		out = append(out, b.Kind+": "+b.Summary+"\n  evidence: "+strings.Join(b.Evidence, " | ")+"\n  next: "+b.NextStep)
+		w := printer.WordsOf(b)
+		out = append(out, string(b.Kind)+": "+w.Summary+"\n  evidence: "+strings.Join(w.Evidence, " | ")+"\n  next: "+w.NextStep)
 	}
 	return strings.Join(out, "\n")
 }
@@ -289,12 +293,12 @@ func TestNotStuck(t *testing.T) {
 	obs = with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: []string{"example.com/x"}}})
 	obs.Namespace.DeletionTimestamp = nil
 	r := Diagnose(obs)
-	if r.Verdict.State != StateActive || len(r.Blockers) != 0 || !strings.Contains(r.Verdict.Summary, "--if-deleted") {
+	if r.Verdict.State != StateActive || len(r.Blockers) != 0 || !strings.Contains(printer.VerdictSummary(r), "--if-deleted") {
 		t.Errorf("active: %+v %s", r.Verdict, dump(r.Blockers))
 	}
 	obs.IfDeleted = true
 	r = Diagnose(obs)
-	if r.Verdict.State != StateActive || len(r.Blockers) != 1 || r.Blockers[0].Kind != BlockerFinalizers || !strings.Contains(r.Verdict.Summary, "held by 1 blocker(s)") {
+	if r.Verdict.State != StateActive || len(r.Blockers) != 1 || r.Blockers[0].Kind != BlockerFinalizers || !strings.Contains(printer.VerdictSummary(r), "held by 1 blocker(s)") {
 		t.Errorf("--if-deleted: %+v %s", r.Verdict, dump(r.Blockers))
 	}
 }
@@ -333,7 +337,7 @@ func TestOtherOrderingRecognised(t *testing.T) {
 		obs.Ordering.Ordered = ordered
 		return obs
 	}
-	unordered := predictPass(build(false)).Conditions
+	unordered := PredictPass(build(false)).Conditions
 	for _, ordered := range []bool{true, false} {
 		obs := build(ordered)
 		obs.Namespace.Status.Conditions = unordered

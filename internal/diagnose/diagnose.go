@@ -2,10 +2,8 @@ package diagnose
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -51,24 +49,24 @@ type Observation struct {
 	Ordering deletion.Ordering
 	// Evidence is read for namespaces being deleted (or --if-deleted).
 	Evidence Evidence
-	// Unchecked names what could not be read (webhooks, CRDs, backends).
-	Unchecked []string
+	// Unchecked is what could not be read (webhooks, CRDs, backends).
+	Unchecked []Unchecked
 }
 
 // Diagnose builds the report for one namespace.
 func Diagnose(obs Observation) Report {
 	ns := obs.Namespace
 	r := Report{
-		APIVersion: APIVersion, Kind: Kind, ObservedAt: obs.Now.UTC(),
-		Namespace: namespaceOf(ns),
-		Discovery: discoveryOf(obs),
-		Ordering:  Ordering{Ordering: obs.Ordering},
-		Content:   contentOf(obs.Snapshot),
-		Blockers:  []Blocker{},
-		Unchecked: append(slices.Clone(obs.Unchecked), obs.Evidence.Unchecked...),
-		Holders:   obs.Evidence.Holders,
-		Events:    obs.Evidence.Events,
-		Notes:     notesOf(obs),
+		ObservedAt: obs.Now.UTC(),
+		Namespace:  namespaceOf(ns),
+		Discovery:  discoveryOf(obs),
+		Ordering:   Ordering{Ordering: obs.Ordering},
+		Content:    contentOf(obs.Snapshot),
+		Blockers:   []Blocker{},
+		Unchecked:  append(slices.Clone(obs.Unchecked), obs.Evidence.Unchecked...),
+		Holders:    obs.Evidence.Holders,
+		Events:     obs.Evidence.Events,
+		Notes:      notesOf(obs),
 	}
 	r.Finalizers = finalizersOf(r.Content, obs.Evidence.Owners)
 	if ns.DeletionTimestamp == nil {
@@ -86,9 +84,8 @@ func Diagnose(obs Observation) Report {
 // diagnoseActive reports an Active namespace; with IfDeleted, it lists
 // what would block its deletion if it were deleted now.
 func diagnoseActive(obs Observation, r Report) Report {
-	name := obs.Namespace.Name
 	r.Conditions = compareConditions(obs.Namespace.Status.Conditions, nil)
-	r.Verdict = Verdict{State: StateActive, Summary: fmt.Sprintf("namespace %s is Active: it is not being deleted (--if-deleted shows what would block it)", name)}
+	r.Verdict = Verdict{State: StateActive, IfDeleted: obs.IfDeleted}
 	if !obs.IfDeleted {
 		return r
 	}
@@ -99,7 +96,6 @@ func diagnoseActive(obs Observation, r Report) Report {
 	result := predictPass(obs)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
-	r.Verdict.Summary = fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s", name, len(r.Blocking()), kindList(r.Blocking()))
 	return r
 }
 
@@ -284,33 +280,10 @@ func valueOf(c *v1.NamespaceCondition, withTime bool) *ConditionValue {
 }
 
 func verdictOf(r Report) Verdict {
-	blocking := r.Blocking()
-	unseen := len(r.Blockers) - len(blocking)
-	note := ""
-	if unseen > 0 {
-		note = fmt.Sprintf("; %d resource type(s) could not be listed", unseen)
+	if len(r.Blocking()) == 0 {
+		return Verdict{State: StateTerminating}
 	}
-	if len(blocking) == 0 {
-		return Verdict{State: StateTerminating, Summary: fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet%s", r.Namespace.Name, note)}
-	}
-	return Verdict{State: StateStuck, Summary: fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s",
-		r.Namespace.Name, len(blocking), kindList(blocking), note)}
-}
-
-// kindList renders ": KindA, KindB" for the distinct kinds, in order.
-func kindList(blockers []Blocker) string {
-	seen := map[string]bool{}
-	var names []string
-	for _, b := range blockers {
-		if !seen[b.Kind] {
-			seen[b.Kind] = true
-			names = append(names, b.Kind)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return ": " + strings.Join(names, ", ")
+	return Verdict{State: StateStuck}
 }
 
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
@@ -331,10 +304,8 @@ func finalizersOf(content []Content, owners map[string]OwnerState) []FinalizerIn
 			info.Known, info.Owner, info.Project, info.Guards, info.Leak, info.Source = true, e.Owner, e.Project, e.Guards, e.Leak, e.Source
 		}
 		if info.OwnerState.State == "" {
-			info.OwnerState = OwnerState{State: OwnerUnknown, Evidence: "not checked"}
-			if !info.Known {
-				info.OwnerState.Evidence = "unknown owner: not in ns-doctor's catalogue"
-			}
+			// No evidence was read: an Active namespace.
+			info.OwnerState = OwnerState{State: OwnerUnknown, Owner: info.Owner, NotChecked: info.Known}
 		}
 		out = append(out, info)
 	}
@@ -345,8 +316,8 @@ func finalizersOf(content []Content, owners map[string]OwnerState) []FinalizerIn
 // it in storage, and a namespace of the same name brought it back.
 func notesOf(obs Observation) []Note {
 	created := obs.Namespace.CreationTimestamp.Time
-	var older []string
-	n := 0
+	note := Note{Kind: NoteOlderContent, Namespace: obs.Namespace.Name, Created: created.UTC(),
+		Actions: []Action{{Kind: ActionExplainOrphans, Namespace: obs.Namespace.Name}}}
 	for _, gvr := range obs.Snapshot.SortedGVRs() {
 		list := obs.Snapshot.Lists[gvr]
 		if list == nil {
@@ -354,21 +325,15 @@ func notesOf(obs Observation) []Note {
 		}
 		for _, item := range list.Items {
 			if item.CreationTimestamp.Time.Before(created) {
-				n++
-				if len(older) < MaxExamples {
-					older = append(older, fmt.Sprintf("%s/%s created %s, the namespace %s", resourceName(gvr), item.Name,
-						item.CreationTimestamp.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339)))
+				note.Older++
+				if len(note.Examples) < MaxExamples {
+					note.Examples = append(note.Examples, OlderObject{Resource: resourceName(gvr), Name: item.Name, Created: item.CreationTimestamp.UTC()})
 				}
 			}
 		}
 	}
-	if n == 0 {
+	if note.Older == 0 {
 		return nil
 	}
-	return []Note{{
-		Kind:     NoteOlderContent,
-		Summary:  fmt.Sprintf("%d object(s) are older than the namespace: an earlier namespace of this name was force-deleted with content left in storage, which came back with this one", n),
-		Evidence: older,
-		NextStep: fmt.Sprintf("check they are wanted here; kubectl ns-doctor explain --orphans lists such leftovers of namespaces that are gone (namespace %s is not)", obs.Namespace.Name),
-	}}
+	return []Note{note}
 }

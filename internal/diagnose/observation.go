@@ -60,6 +60,6 @@ type Evidence struct {
 	Owners  map[string]OwnerState
 	Holders []Holder
 	Events  []Event
-	// Unchecked names what of it could not be read.
-	Unchecked []string
+	// Unchecked is what of it could not be read.
+	Unchecked []Unchecked
 }

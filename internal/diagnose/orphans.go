@@ -8,20 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// OrphanKind is the kind of the report on leftovers of forced deletions.
-const OrphanKind = "OrphanedContent"
-
 // OrphanReport lists objects whose namespace no longer exists: a
 // namespace finalized with content left (PUT .../finalize by hand) leaves
 // them in storage, and a namespace of the same name brings them back.
 type OrphanReport struct {
-	APIVersion string    `json:"apiVersion"`
-	Kind       string    `json:"kind"`
-	ObservedAt time.Time `json:"observedAt"`
+	ObservedAt time.Time
 	// Namespaces are the former namespaces, by name.
-	Namespaces []FormerNamespace `json:"namespaces"`
-	// Unchecked names the types that could not be listed.
-	Unchecked []string `json:"unchecked,omitempty"`
+	Namespaces []FormerNamespace
+	// Unchecked are the types that could not be listed.
+	Unchecked []Unchecked
 }
 
 // FormerNamespace is what one namespace that is gone left behind.
@@ -35,13 +30,13 @@ type FormerNamespace struct {
 // namespaces that no longer exist: per type, their objects.
 type OrphanObservation struct {
 	Lists     map[schema.GroupVersionResource][]metav1.PartialObjectMetadata
-	Unchecked []string
+	Unchecked []Unchecked
 	Now       time.Time
 }
 
 // Orphans groups the leftovers per former namespace and type.
 func Orphans(obs OrphanObservation) OrphanReport {
-	r := OrphanReport{APIVersion: APIVersion, Kind: OrphanKind, ObservedAt: obs.Now.UTC(), Namespaces: []FormerNamespace{}, Unchecked: obs.Unchecked}
+	r := OrphanReport{ObservedAt: obs.Now.UTC(), Namespaces: []FormerNamespace{}, Unchecked: obs.Unchecked}
 	byNS := map[string]map[schema.GroupVersionResource][]metav1.PartialObjectMetadata{}
 	for gvr, items := range obs.Lists {
 		for _, item := range items {

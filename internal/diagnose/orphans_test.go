@@ -18,7 +18,7 @@ func TestOrphansGroupsPerFormerNamespaceAndType(t *testing.T) {
 		cms:     {obj("b", "x"), obj("a", "y", "example.com/hold"), obj("a", "z")},
 		gadgets: {obj("a", "g")},
 	}})
-	if r.Kind != OrphanKind || len(r.Namespaces) != 2 || r.Namespaces[0].Name != "a" || r.Namespaces[1].Name != "b" {
+	if len(r.Namespaces) != 2 || r.Namespaces[0].Name != "a" || r.Namespaces[1].Name != "b" {
 		t.Fatalf("%+v", r.Namespaces)
 	}
 	a := r.Namespaces[0]

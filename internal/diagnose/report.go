@@ -1,7 +1,8 @@
 // Package diagnose turns what was observed of a namespace into a report:
 // the namespace, the controller's conditions beside ns-doctor's own, the
-// remaining content and the blockers with their next steps. It is pure:
-// no clients, no printing.
+// remaining content and the blockers, each with the facts it rests on and
+// the next steps as typed actions. It is pure (no clients, no printing) and
+// speaks data only: internal/printer words every report.
 package diagnose
 
 import (
@@ -10,61 +11,58 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
-// APIVersion and kinds of the machine-readable report (docs/schema.md).
-const (
-	APIVersion = "ns-doctor.dev/v1alpha1"
-	Kind       = "NamespaceDiagnosis"
-)
+// State is a diagnosis' verdict.
+type State string
 
 // Verdict states.
 const (
-	StateStuck       = "Stuck"       // terminating, and blockers were found
-	StateTerminating = "Terminating" // terminating, nothing blocks it yet
-	StateActive      = "Active"      // not being deleted
+	StateStuck       State = "Stuck"       // terminating, and blockers were found
+	StateTerminating State = "Terminating" // terminating, nothing blocks it yet
+	StateActive      State = "Active"      // not being deleted
 )
 
-// Report is one namespace's diagnosis; the table and JSON/YAML render it.
+// Report is one namespace's diagnosis; the table and the JSON both render
+// it (internal/printer).
 type Report struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	ObservedAt time.Time    `json:"observedAt"`
-	Verdict    Verdict      `json:"verdict"`
-	Namespace  Namespace    `json:"namespace"`
-	Conditions []Condition  `json:"conditions"`
-	Discovery  Discovery    `json:"discovery"`
-	Ordering   Ordering     `json:"ordering"`
-	Content    []Content    `json:"content"`
-	Blockers   []Blocker    `json:"blockers"`
-	Pods       *PodsSummary `json:"pods,omitempty"`
+	ObservedAt time.Time
+	Verdict    Verdict
+	Namespace  Namespace
+	Conditions []Condition
+	Discovery  Discovery
+	Ordering   Ordering
+	Content    []Content
+	Blockers   []Blocker
+	Pods       *PodsSummary
 	// Finalizers are the finalizers holding content, with their owner
 	// from the catalogue and whether it appears to run.
-	Finalizers []FinalizerInfo `json:"finalizers,omitempty"`
+	Finalizers []FinalizerInfo
 	// Holders are what the objects holding the namespace say in their
 	// status: the latest message of each condition that is not ready.
-	Holders []Holder `json:"holders,omitempty"`
+	Holders []Holder
 	// Events are the namespace's Warning events, latest first.
-	Events []Event `json:"events,omitempty"`
+	Events []Event
 	// Notes are findings that hold nothing but deserve a look.
-	Notes []Note `json:"notes,omitempty"`
-	// Unchecked names what could not be read, so the blockers depending on
+	Notes []Note
+	// Unchecked is what could not be read, so the blockers depending on
 	// it could not be looked for (e.g. webhooks without permission to list
 	// them).
-	Unchecked []string `json:"unchecked,omitempty"`
+	Unchecked []Unchecked
 }
 
 // Ordering is the deletion order ns-doctor assumed of the cluster's
 // namespace controller, and whether its conditions say otherwise.
 type Ordering struct {
 	deletion.Ordering
-	// OtherOrderingMatches: the controller's conditions disagree with the
+	// OtherMatches: the controller's conditions disagree with the
 	// prediction but match the other deletion order (--ordered-deletion).
 	OtherMatches bool `json:"otherOrderingMatches,omitempty"`
 }
 
 // Verdict is the one-line answer.
 type Verdict struct {
-	State   string `json:"state"`
-	Summary string `json:"summary"`
+	State State
+	// IfDeleted: an Active namespace diagnosed as if it were deleted now.
+	IfDeleted bool
 }
 
 // Namespace is the namespace object's deletion-relevant state.
@@ -133,8 +131,17 @@ type Content struct {
 	OldestDeletion *time.Time     `json:"oldestDeletion,omitempty"`
 	Finalizers     map[string]int `json:"finalizers,omitempty"`
 	Examples       []string       `json:"examples,omitempty"`
-	// Error is why the resource could not be listed (forbidden, unavailable).
+	// Error is why the resource could not be listed (forbidden,
+	// unavailable), as the API server said it.
 	Error string `json:"error,omitempty"`
+}
+
+// Name is the resource as kubectl accepts it: widgets.example.com.
+func (c Content) Name() string {
+	if c.Group == "" {
+		return c.Resource
+	}
+	return c.Resource + "." + c.Group
 }
 
 // PodsSummary explains the ordered deletion of pods.
@@ -159,14 +166,37 @@ type FinalizerInfo struct {
 	Leak    string `json:"leak,omitempty"`
 	Source  string `json:"source,omitempty"`
 	// OwnerState is whether the owner appears to run.
-	OwnerState OwnerState `json:"ownerState"`
+	OwnerState OwnerState `json:"-"`
 }
 
 // OwnerState is what was found of a finalizer's owner.
 type OwnerState struct {
-	State OwnerRunning `json:"state"`
-	// Evidence names what was found (or looked for).
-	Evidence string `json:"evidence,omitempty"`
+	State OwnerRunning
+	// Owner is the catalogue's owner (empty: unknown owner).
+	Owner string
+	// Found is the workload found (or that could not be read); Looked are
+	// the workloads looked for, when none was found.
+	Found  *WorkloadState
+	Looked []WorkloadRef
+	// Error is why the workload could not be read.
+	Error string
+	// NotChecked: no evidence was read (Active namespace, or the owner is
+	// not looked for).
+	NotChecked bool
+}
+
+// WorkloadRef names one of an owner's usual workloads.
+type WorkloadRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// WorkloadState is a workload found, with its readiness.
+type WorkloadState struct {
+	WorkloadRef
+	Ready int32 `json:"ready"`
+	Want  int32 `json:"want"`
 }
 
 // OwnerRunning says whether an owner appears to run.
@@ -207,63 +237,37 @@ type Event struct {
 	Last    time.Time `json:"last"`
 }
 
-// Note is a finding that holds nothing.
-type Note struct {
-	Kind     string   `json:"kind"`
-	Summary  string   `json:"summary"`
-	Evidence []string `json:"evidence,omitempty"`
-	NextStep string   `json:"nextStep,omitempty"`
-}
+// NoteKind names a finding that holds nothing.
+type NoteKind string
 
 // Note kinds.
 const (
 	// NoteOlderContent: the namespace was re-created, and content older
 	// than it, left by a forced deletion, sits in it again.
-	NoteOlderContent = "ContentOlderThanNamespace"
+	NoteOlderContent NoteKind = "ContentOlderThanNamespace"
 )
 
-// Blocker kinds (docs/blockers/<kind>.md explains each).
-const (
-	BlockerAPIServiceUnavailable = "APIServiceUnavailable"
-	BlockerSelfHostedAPIService  = "SelfHostedAPIService"
-	BlockerFinalizers            = "FinalizersRemaining"
-	BlockerPods                  = "PodsNotTerminating"
-	BlockerNamespaceFinalizer    = "NamespaceFinalizer"
-	BlockerControllerNotRunning  = "ControllerNotRunning"
-	BlockerForbidden             = "ListForbidden"
-	BlockerListFailed            = "ListFailed"
-	BlockerWebhook               = "BlockingWebhook"
-	BlockerSelfHostedWebhook     = "SelfHostedWebhook"
-	BlockerCRDDeleting           = "CRDBeingDeleted"
-	BlockerConversionWebhook     = "ConversionWebhookDown"
-)
+// Note is a finding that holds nothing.
+type Note struct {
+	Kind NoteKind
+	// Older counts the objects older than the namespace; Examples names
+	// the first of them.
+	Older     int
+	Examples  []OlderObject
+	Namespace string
+	Created   time.Time
+	Actions   []Action
+}
 
-// Blocker is one reason the namespace cannot go, with the evidence and the
-// next step to take.
-type Blocker struct {
-	Kind     string   `json:"kind"`
-	Summary  string   `json:"summary"`
-	Evidence []string `json:"evidence"`
-	NextStep string   `json:"nextStep"`
+// OlderObject is an object created before its namespace.
+type OlderObject struct {
+	Resource string
+	Name     string
+	Created  time.Time
 }
 
 // ListKind is the kind of the report over every terminating namespace.
 const ListKind = "NamespaceDiagnosisList"
-
-// ReportList is explain's answer with no name: every terminating namespace.
-type ReportList struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Items      []Report `json:"items"`
-}
-
-// NewReportList wraps reports.
-func NewReportList(items []Report) ReportList {
-	if items == nil {
-		items = []Report{}
-	}
-	return ReportList{APIVersion: APIVersion, Kind: ListKind, Items: items}
-}
 
 // Blocking are the blockers that hold the namespace; not being allowed to
 // list a resource type is reported but holds nothing.
@@ -284,4 +288,32 @@ func (r Report) Remaining() int {
 		n += c.Count
 	}
 	return n
+}
+
+// Unseen counts the resource types that could not be listed for lack of
+// permission: they hold nothing, but hide what they hold.
+func (r Report) Unseen() int { return len(r.Blockers) - len(r.Blocking()) }
+
+// UncheckedSubject names what could not be read.
+type UncheckedSubject string
+
+// What evidence may be missing.
+const (
+	UncheckedAPIServices        UncheckedSubject = "APIServices"
+	UncheckedMutatingWebhooks   UncheckedSubject = "MutatingWebhooks"
+	UncheckedValidatingWebhooks UncheckedSubject = "ValidatingWebhooks"
+	UncheckedCRDs               UncheckedSubject = "CustomResourceDefinitions"
+	UncheckedService            UncheckedSubject = "Service"
+	UncheckedEndpointSlices     UncheckedSubject = "EndpointSlices"
+	UncheckedHolderStatus       UncheckedSubject = "HolderStatus"
+	UncheckedEvents             UncheckedSubject = "Events"
+	UncheckedResource           UncheckedSubject = "Resource"
+)
+
+// Unchecked is one read that failed: what, which one (a Service's
+// namespace/name, an object's resource/name), and the API server's error.
+type Unchecked struct {
+	Subject UncheckedSubject
+	Name    string
+	Error   string
 }

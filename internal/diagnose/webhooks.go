@@ -160,44 +160,28 @@ func webhookBlockers(obs Observation, r Report) []Blocker {
 	return out
 }
 
-func webhookBlocker(wh Webhook, state ServiceState, caught []string, namespace string) Blocker {
-	kind := strings.ToLower(wh.Type) + "webhookconfiguration"
+func webhookBlocker(wh Webhook, state ServiceState, caught []Caught, namespace string) Blocker {
+	target := strings.ToLower(wh.Type) + "webhookconfiguration/" + wh.Configuration
 	b := Blocker{
-		Kind: BlockerWebhook,
-		Summary: fmt.Sprintf("%s webhook %q fails closed and its service %s is down: it rejects deleting or un-finalizing %s",
-			wh.Type, wh.Name, wh.Service.Key(), strings.Join(caught, ", ")),
-		Evidence: []string{
-			fmt.Sprintf("%s/%s webhook %s: failurePolicy=Fail", kind, wh.Configuration, wh.Name),
-			fmt.Sprintf("service %s: %s", wh.Service.Key(), describeService(state)),
+		Kind: BlockerWebhook, Subject: wh.Configuration,
+		Facts: &WebhookFacts{Webhook: wh, Service: state, Caught: caught},
+		Actions: []Action{
+			{Kind: ActionRestoreService, Namespace: namespace, Target: wh.Service.Key(), Of: target},
+			PurgeAction(namespace, FlagBypassWebhook, wh.Configuration),
+			{Kind: ActionDeleteWebhookConfiguration, Namespace: namespace, Target: target},
 		},
-		NextStep: fmt.Sprintf("restore service %s; or for this namespace only, for the run: kubectl ns-doctor purge %s --bypass-webhook=%s; if its webhook is gone for good: kubectl delete %s %s", wh.Service.Key(), namespace, wh.Configuration, kind, wh.Configuration),
 	}
 	if wh.Service.Namespace == namespace {
 		b.Kind = BlockerSelfHostedWebhook
-		b.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s",
-			wh.Type, wh.Name, strings.Join(caught, ", "))
-		b.NextStep = fmt.Sprintf("kubectl ns-doctor purge %s --bypass-webhook=%s  # for the run only; or, its backend going away with the namespace: kubectl delete %s %s", namespace, wh.Configuration, kind, wh.Configuration)
+		b.Actions = b.Actions[1:]
 	}
 	return b
 }
 
-func describeService(s ServiceState) string {
-	switch {
-	case s.Unknown:
-		return "could not be read"
-	case !s.Exists:
-		return "not found"
-	case s.ExternalName != "":
-		return "ExternalName " + s.ExternalName
-	default:
-		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints)
-	}
-}
-
 // caughtResources lists the remaining resource types the webhook's rules
 // catch for DELETE or UPDATE, honouring its objectSelector.
-func caughtResources(wh Webhook, obs Observation) []string {
-	var out []string
+func caughtResources(wh Webhook, obs Observation) []Caught {
+	var out []Caught
 	for gvr, list := range obs.Snapshot.Lists {
 		if list == nil || len(list.Items) == 0 {
 			continue
@@ -209,10 +193,10 @@ func caughtResources(wh Webhook, obs Observation) []string {
 			}
 		}
 		if len(caught) > 0 {
-			out = append(out, fmt.Sprintf("%s (%s)", resourceName(gvr), strings.Join(caught, ",")))
+			out = append(out, Caught{Resource: resourceName(gvr), Operations: caught})
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
 }
 

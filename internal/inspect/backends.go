@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"fmt"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
@@ -38,7 +37,7 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 			}
 		}
 	} else {
-		i.uncheck("mutating webhooks", err)
+		i.uncheck(diagnose.UncheckedMutatingWebhooks, "", err)
 	}
 	<-listed
 	if list, err := validating, validatingErr; err == nil {
@@ -48,7 +47,7 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 			}
 		}
 	} else {
-		i.uncheck("validating webhooks", err)
+		i.uncheck(diagnose.UncheckedValidatingWebhooks, "", err)
 	}
 	return out
 }
@@ -77,7 +76,7 @@ func webhookOf(cfg, typ, name string, policy *admissionregv1.FailurePolicyType, 
 func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 	list, err := i.Clients.Dynamic.Resource(crdGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		i.uncheck("CustomResourceDefinitions", err)
+		i.uncheck(diagnose.UncheckedCRDs, "", err)
 		return nil
 	}
 	var out []diagnose.CRD
@@ -105,7 +104,7 @@ func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) d
 	case apierrors.IsNotFound(err):
 		return diagnose.ServiceState{}
 	case err != nil:
-		i.uncheck("service "+ref.Key(), err)
+		i.uncheck(diagnose.UncheckedService, ref.Key(), err)
 		return diagnose.ServiceState{Unknown: true}
 	}
 	if svc.Spec.Type == v1.ServiceTypeExternalName {
@@ -117,7 +116,7 @@ func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) d
 		LabelSelector: discoveryv1.LabelServiceName + "=" + ref.Name,
 	})
 	if err != nil {
-		i.uncheck("endpointslices of service "+ref.Key(), err)
+		i.uncheck(diagnose.UncheckedEndpointSlices, ref.Key(), err)
 		state.Unknown = true
 		return state
 	}
@@ -140,8 +139,8 @@ func deref(s *string) string {
 
 // uncheck records what could not be read, so the report says which
 // blockers could not be looked for instead of silently missing them.
-func (i *Inspector) uncheck(what string, err error) {
+func (i *Inspector) uncheck(what diagnose.UncheckedSubject, name string, err error) {
 	i.uncheckedMu.Lock()
 	defer i.uncheckedMu.Unlock()
-	i.unchecked = append(i.unchecked, fmt.Sprintf("%s: %v", what, err))
+	i.unchecked = append(i.unchecked, diagnose.Unchecked{Subject: what, Name: name, Error: err.Error()})
 }

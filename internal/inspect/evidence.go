@@ -2,13 +2,13 @@ package inspect
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,22 +43,36 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 	// Every read goes at once (bounded): over a slow link, a namespace
 	// whose 150 types each hold a few finalized objects would otherwise
 	// cost hundreds of round trips.
-	ev := &evidence{Evidence: diagnose.Evidence{Owners: map[string]diagnose.OwnerState{}}, sem: make(chan struct{}, evidenceConcurrency)}
-	var wg sync.WaitGroup
+	ev := &evidence{Evidence: diagnose.Evidence{Owners: map[string]diagnose.OwnerState{}}}
+	var g errgroup.Group
+	g.SetLimit(evidenceConcurrency)
 	for _, f := range holdingFinalizers(snap) {
-		wg.Go(func() {
-			ev.sem <- struct{}{}
-			defer func() { <-ev.sem }()
+		g.Go(func() error {
 			state := i.owner(ctx, f)
 			ev.mu.Lock()
 			ev.Owners[f] = state
 			ev.mu.Unlock()
+			return nil
 		})
 	}
-	wg.Go(func() { ev.Holders = i.holders(ctx, ns.Name, snap, ev) })
-	wg.Go(func() { ev.Events = i.events(ctx, ns.Name, ev) })
-	wg.Wait()
-	slices.Sort(ev.Unchecked)
+	targets := holderTargets(snap)
+	found := make([]*diagnose.Holder, len(targets))
+	for k, t := range targets {
+		g.Go(func() error {
+			found[k] = i.holder(ctx, ns.Name, t, ev)
+			return nil
+		})
+	}
+	g.Go(func() error {
+		ev.Events = i.events(ctx, ns.Name, ev)
+		return nil
+	})
+	_ = g.Wait() // the reads report their own failures, as unchecked
+	for _, h := range found {
+		if h != nil {
+			ev.Holders = append(ev.Holders, *h)
+		}
+	}
 	return ev.Evidence
 }
 
@@ -69,14 +83,13 @@ const evidenceConcurrency = 48
 // evidence is the Evidence being gathered by concurrent reads.
 type evidence struct {
 	diagnose.Evidence
-	mu  sync.Mutex
-	sem chan struct{}
+	mu sync.Mutex
 }
 
-func (ev *evidence) unchecked(format string, args ...any) {
+func (ev *evidence) unchecked(what diagnose.UncheckedSubject, name string, err error) {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
-	ev.Unchecked = append(ev.Unchecked, fmt.Sprintf(format, args...))
+	ev.Unchecked = append(ev.Unchecked, diagnose.Unchecked{Subject: what, Name: name, Error: err.Error()})
 }
 
 func holdingFinalizers(snap *deletion.Snapshot) []string {
@@ -123,31 +136,29 @@ func (i *Inspector) findOwner(ctx context.Context, finalizer string) diagnose.Ow
 	e := finalizers.Lookup(finalizer)
 	switch {
 	case e == nil:
-		return diagnose.OwnerState{State: diagnose.OwnerUnknown, Evidence: "unknown owner: not in ns-doctor's catalogue"}
+		return diagnose.OwnerState{State: diagnose.OwnerUnknown}
 	case e.Detect.Builtin:
-		return diagnose.OwnerState{State: diagnose.OwnerControlPlane, Evidence: e.Owner + " (part of the control plane)"}
+		return diagnose.OwnerState{State: diagnose.OwnerControlPlane, Owner: e.Owner}
 	case len(e.Detect.Workloads) == 0:
-		return diagnose.OwnerState{State: diagnose.OwnerNotChecked, Evidence: "the catalogue names no workload to look for"}
+		return diagnose.OwnerState{State: diagnose.OwnerNotChecked, Owner: e.Owner}
 	}
-	var looked []string
-	best := diagnose.OwnerState{State: diagnose.OwnerNotFound}
+	best := diagnose.OwnerState{State: diagnose.OwnerNotFound, Owner: e.Owner}
 	for _, w := range e.Detect.Workloads {
-		looked = append(looked, fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name))
+		ref := diagnose.WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}
+		best.Looked = append(best.Looked, ref)
 		found, err := i.workloads(ctx, w)
 		if err != nil {
-			return diagnose.OwnerState{State: diagnose.OwnerUnknown, Evidence: fmt.Sprintf("%s could not be read: %v", looked[len(looked)-1], err)}
+			return diagnose.OwnerState{State: diagnose.OwnerUnknown, Owner: e.Owner, Found: &diagnose.WorkloadState{WorkloadRef: ref}, Error: err.Error()}
 		}
 		for _, f := range found {
+			seen := &diagnose.WorkloadState{WorkloadRef: diagnose.WorkloadRef{Kind: w.Kind, Namespace: f.namespace, Name: w.Name}, Ready: f.ready, Want: f.want}
 			switch {
 			case f.ready > 0:
-				return diagnose.OwnerState{State: diagnose.OwnerRunningReady, Evidence: fmt.Sprintf("%s %s/%s: %d/%d ready", strings.ToLower(w.Kind), f.namespace, w.Name, f.ready, f.want)}
+				return diagnose.OwnerState{State: diagnose.OwnerRunningReady, Owner: e.Owner, Found: seen}
 			case best.State == diagnose.OwnerNotFound:
-				best = diagnose.OwnerState{State: diagnose.OwnerNotReady, Evidence: fmt.Sprintf("%s %s/%s: 0/%d ready", strings.ToLower(w.Kind), f.namespace, w.Name, f.want)}
+				best = diagnose.OwnerState{State: diagnose.OwnerNotReady, Owner: e.Owner, Found: seen}
 			}
 		}
-	}
-	if best.State == diagnose.OwnerNotFound {
-		best.Evidence = "none of its usual workloads found: " + strings.Join(looked, ", ")
 	}
 	return best
 }
@@ -213,24 +224,25 @@ func boolRank(b bool) int {
 // their data is what users keep secret.
 var neverReadInFull = map[schema.GroupResource]bool{{Resource: "secrets"}: true, {Resource: "configmaps"}: true}
 
-// holders reads the status conditions of a few objects per type that
-// finalizers hold, at most maxHolderReads in all, in the order of the
-// snapshot.
-func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletion.Snapshot, ev *evidence) []diagnose.Holder {
-	type target struct {
-		gvr  schema.GroupVersionResource
-		name string
-	}
-	var perType [][]target
+// holderTarget is an object holding the namespace whose status is read.
+type holderTarget struct {
+	gvr  schema.GroupVersionResource
+	name string
+}
+
+// holderTargets are a few objects per type that finalizers hold, at most
+// maxHolderReads in all, one per type first, in the order of the snapshot.
+func holderTargets(snap *deletion.Snapshot) []holderTarget {
+	var perType [][]holderTarget
 	for _, gvr := range snap.SortedGVRs() {
 		list := snap.Lists[gvr]
 		if list == nil || neverReadInFull[gvr.GroupResource()] || gvr == deletion.PodsGVR {
 			continue
 		}
-		var held []target
+		var held []holderTarget
 		for _, item := range list.Items {
 			if len(item.Finalizers) > 0 && len(held) < holdersPerType {
-				held = append(held, target{gvr, item.Name})
+				held = append(held, holderTarget{gvr, item.Name})
 			}
 		}
 		if len(held) > 0 {
@@ -242,33 +254,24 @@ func (i *Inspector) holders(ctx context.Context, namespace string, snap *deletio
 	for k, held := range perType {
 		order[held[0].gvr] = k
 	}
-	slices.SortStableFunc(targets, func(a, b target) int { return order[a.gvr] - order[b.gvr] })
-	found := make([]*diagnose.Holder, len(targets))
-	var wg sync.WaitGroup
-	for k, t := range targets {
-		wg.Go(func() {
-			ev.sem <- struct{}{}
-			defer func() { <-ev.sem }()
-			obj, err := i.Clients.Dynamic.Resource(t.gvr).Namespace(namespace).Get(ctx, t.name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				ev.unchecked("status of %s/%s: %v", deletion.ResourceName(t.gvr), t.name, err)
-			default:
-				if conds := notReady(obj); len(conds) > 0 {
-					found[k] = &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	var out []diagnose.Holder
-	for _, h := range found {
-		if h != nil {
-			out = append(out, *h)
+	slices.SortStableFunc(targets, func(a, b holderTarget) int { return order[a.gvr] - order[b.gvr] })
+	return targets
+}
+
+// holder reads one holder's status conditions that say something is
+// wrong; nil when none does, or it is gone.
+func (i *Inspector) holder(ctx context.Context, namespace string, t holderTarget, ev *evidence) *diagnose.Holder {
+	obj, err := i.Clients.Dynamic.Resource(t.gvr).Namespace(namespace).Get(ctx, t.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		ev.unchecked(diagnose.UncheckedHolderStatus, deletion.ResourceName(t.gvr)+"/"+t.name, err)
+	default:
+		if conds := notReady(obj); len(conds) > 0 {
+			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds}
 		}
 	}
-	return out
+	return nil
 }
 
 // roundRobin takes the first of each group, then the second, and so on,
@@ -328,7 +331,7 @@ func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 func (i *Inspector) events(ctx context.Context, namespace string, ev *evidence) []diagnose.Event {
 	list, err := i.Clients.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", v1.EventTypeWarning).String()})
 	if err != nil {
-		ev.unchecked("events: %v", err)
+		ev.unchecked(diagnose.UncheckedEvents, "", err)
 		return nil
 	}
 	var out []diagnose.Event

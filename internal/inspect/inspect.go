@@ -39,15 +39,41 @@ type Inspector struct {
 	webhooks    []diagnose.Webhook
 	crds        []diagnose.CRD
 	services    map[string]diagnose.ServiceState
-	unchecked   []string
+	unchecked   []diagnose.Unchecked
 	// uncheckedMu guards unchecked while concurrent reads add to it.
 	uncheckedMu sync.Mutex
 	// owners caches each finalizer's owner state.
 	owners map[string]diagnose.OwnerState
+	// Options apply to every observation.
+	Options Options
 }
 
 // New returns an inspector over clients.
 func New(c *kube.Clients) *Inspector { return &Inspector{Clients: c} }
+
+// Options are what a command asks of each diagnosis.
+type Options struct {
+	// Grace is how long a step may take before it is called stuck.
+	Grace time.Duration
+	// IfDeleted diagnoses an Active namespace as if it were deleted now.
+	IfDeleted bool
+	// Ordering is the deletion order of the cluster's controller.
+	Ordering deletion.Ordering
+}
+
+// Explain is explain's engine in one call: the namespace's content read,
+// the evidence of who holds it (when it is being deleted, or IfDeleted),
+// and the diagnosis. explain, purge and watch all diagnose through it.
+func (i *Inspector) Explain(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
+	obs, err := i.Observe(ctx, ns)
+	if err != nil {
+		return diagnose.Report{}, err
+	}
+	if ns.DeletionTimestamp != nil || i.Options.IfDeleted {
+		obs.Evidence = i.Evidence(ctx, ns, obs.Snapshot)
+	}
+	return diagnose.Diagnose(obs), nil
+}
 
 // Namespace gets one namespace; a NotFound error is returned as is.
 func (i *Inspector) Namespace(ctx context.Context, name string) (*v1.Namespace, error) {
@@ -123,7 +149,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	return diagnose.Observation{
 		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
 		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: maps.Clone(i.services), Unchecked: slices.Clone(i.unchecked),
-		Now: time.Now(),
+		Now: time.Now(), Grace: i.Options.Grace, IfDeleted: i.Options.IfDeleted, Ordering: i.Options.Ordering,
 	}, nil
 }
 
@@ -148,7 +174,6 @@ func (i *Inspector) discover(ctx context.Context) error {
 		return err
 	}
 	i.disc, i.webhooks, i.crds = d, webhooks, crds
-	slices.Sort(i.unchecked)
 	if len(d.Failed) > 0 {
 		i.listAPIServices(ctx)
 	}
@@ -163,7 +188,7 @@ func (i *Inspector) listAPIServices(ctx context.Context) {
 	i.apisvcsRead = true
 	list, err := i.Clients.Aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		i.uncheck("APIServices", err)
+		i.uncheck(diagnose.UncheckedAPIServices, "", err)
 		return
 	}
 	i.apisvcs = list.Items

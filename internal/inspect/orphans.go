@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,10 +59,9 @@ func (i *Inspector) Orphans(ctx context.Context, only string) (diagnose.OrphanOb
 	}
 	for gvr, err := range lists.Errs {
 		if !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
-			obs.Unchecked = append(obs.Unchecked, fmt.Sprintf("%s: %v", deletion.ResourceName(gvr), err))
+			obs.Unchecked = append(obs.Unchecked, diagnose.Unchecked{Subject: diagnose.UncheckedResource, Name: deletion.ResourceName(gvr), Error: err.Error()})
 		}
 	}
-	slices.Sort(obs.Unchecked)
 	gone := i.stillGone(ctx, lists)
 	for gvr, list := range lists.Items {
 		for _, item := range list.Items {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // sweepConcurrency bounds parallel list requests: 150 resource types in
@@ -65,33 +66,29 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 		Omitted: map[schema.GroupVersionResource]int{},
 	}
 	var mu sync.Mutex
-	sem := make(chan struct{}, sweepConcurrency)
-	var wg sync.WaitGroup
-	for _, gvr := range gvrs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			keep := keepAll
-			switch {
-			case opts.Keep != nil:
-				keep = opts.Keep
-			case opts.Compact && !opts.Whole[gvr]:
-				keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
-			}
-			list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				snap.Errs[gvr] = err
-				return
-			}
-			snap.Items[gvr] = list
-			if omitted > 0 {
-				snap.Omitted[gvr] = omitted
-			}
-		})
-	}
-	wg.Wait()
+	// Every type is asked, whatever the context: a cancelled one fails its
+	// list, and says so in Errs.
+	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), sweepConcurrency, len(gvrs), func(i int) {
+		gvr := gvrs[i]
+		keep := keepAll
+		switch {
+		case opts.Keep != nil:
+			keep = opts.Keep
+		case opts.Compact && !opts.Whole[gvr]:
+			keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
+		}
+		list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			snap.Errs[gvr] = err
+			return
+		}
+		snap.Items[gvr] = list
+		if omitted > 0 {
+			snap.Omitted[gvr] = omitted
+		}
+	})
 	return snap
 }
 

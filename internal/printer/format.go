@@ -46,29 +46,27 @@ func ValidateFormat(format string) error {
 type Machine struct{ Format string }
 
 // Diagnosis prints one diagnosis.
-func (m Machine) Diagnosis(w io.Writer, r diagnose.Report) error { return Print(w, m.Format, r) }
+func (m Machine) Diagnosis(w io.Writer, r diagnose.Report) error {
+	return Print(w, m.Format, Diagnosis(r))
+}
 
 // Diagnoses prints the list of every terminating namespace's diagnosis.
 func (m Machine) Diagnoses(w io.Writer, rs []diagnose.Report) error {
-	return Print(w, m.Format, diagnose.NewReportList(rs))
+	return Print(w, m.Format, DiagnosisList(rs))
 }
 
-// Purge prints a purge report, words included.
-func (m Machine) Purge(w io.Writer, r *purge.Report) error {
-	PurgeWords(r)
-	return Print(w, m.Format, r)
-}
+// Purge prints a purge report's document.
+func (m Machine) Purge(w io.Writer, r *purge.Report) error { return Print(w, m.Format, Purge(r)) }
 
 // Purges prints several namespaces' purge reports as a list.
 func (m Machine) Purges(w io.Writer, rs []*purge.Report) error {
-	for _, r := range rs {
-		PurgeWords(r)
-	}
-	return Print(w, m.Format, purge.NewReportList(rs))
+	return Print(w, m.Format, PurgeList(rs))
 }
 
 // Orphans prints the leftovers of namespaces that are gone.
-func (m Machine) Orphans(w io.Writer, r diagnose.OrphanReport) error { return Print(w, m.Format, r) }
+func (m Machine) Orphans(w io.Writer, r diagnose.OrphanReport) error {
+	return Print(w, m.Format, Orphans(r))
+}
 
 // Version prints the build's version.
 func (m Machine) Version(w io.Writer, v version.Info) error { return Print(w, m.Format, v) }

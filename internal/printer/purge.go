@@ -14,7 +14,6 @@ import (
 
 // Purge renders a purge plan or result.
 func (h Human) Purge(w io.Writer, r *purge.Report) error {
-	PurgeWords(r)
 	p := &errWriter{w: w}
 	h.purgeHeadline(p, r)
 	h.purgeSteps(p, r)
@@ -47,7 +46,7 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 	if r.Orphans {
 		what = "the leftovers of former namespace"
 	}
-	p.printf("%s %s %s%s: %s\n", h.paint(style...)(label), what, r.Namespace, where, r.Message)
+	p.printf("%s %s %s%s: %s\n", h.paint(style...)(label), what, r.Namespace, where, PurgeMessage(r))
 	p.printf("  %s\n", orderingWords(r.Ordering))
 	if r.Passes > 1 {
 		p.printf("  %d passes\n", r.Passes)
@@ -74,7 +73,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 		if s.Name != "" {
 			request += " " + s.Name
 		}
-		rows = append(rows, []string{fmt.Sprint(s.Pass), request, s.Resource, fmt.Sprint(s.Objects), s.Result})
+		rows = append(rows, []string{fmt.Sprint(s.Pass), request, s.Resource, fmt.Sprint(s.Objects), StepResult(s)})
 	}
 	title := "Deletion pass"
 	if len(passes) > 1 {
@@ -116,7 +115,7 @@ func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
 	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers to remove (escalation)"))
 	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
 	for _, s := range r.Strips {
-		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), truncate(s.Result, 50))
+		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), truncate(StripResult(s), 50))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -137,7 +136,7 @@ func (h Human) purgeForcedPods(p *errWriter, r *purge.Report) {
 	p.printf("\n%s\n", h.paint(color.Bold)("Pods to delete with grace period 0 (escalation)"))
 	t := newTable(p, "POD", "NODE", "NODE STATE", "TERMINATING", "RESULT")
 	for _, f := range r.ForcedPods {
-		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), truncate(f.Result, 50))
+		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), truncate(ForcedResult(f), 50))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -151,7 +150,7 @@ func (h Human) purgeBypassed(p *errWriter, r *purge.Report) {
 	p.printf("\n%s\n", h.paint(color.Bold)("Webhooks bypassed for this namespace during the run (escalation)"))
 	t := newTable(p, "CONFIGURATION", "CATCHES", "RESULT")
 	for _, b := range r.Bypassed {
-		_ = t.Append(strings.ToLower(b.Kind)+"/"+b.Name, truncate(strings.Join(b.Catches, ", "), 50), truncate(b.Result, 60))
+		_ = t.Append(strings.ToLower(b.Kind)+"/"+b.Name, truncate(strings.Join(b.Catches, ", "), 50), truncate(BypassResult(b), 60))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -222,7 +221,7 @@ func (h Human) purgeFinalize(p *errWriter, r *purge.Report) {
 		case f.Done || f.Would:
 			p.printf("\n%s none %s\n", h.paint(color.Bold)("Leftovers:"), map[bool]string{true: "remain", false: "would remain"}[f.Done])
 		default:
-			p.printf("\n%s some remain: %s\n", h.paint(color.Bold)("Leftovers:"), f.Reason)
+			p.printf("\n%s some remain: %s\n", h.paint(color.Bold)("Leftovers:"), FinalizeReason(f))
 		}
 		return
 	}
@@ -230,9 +229,9 @@ func (h Human) purgeFinalize(p *errWriter, r *purge.Report) {
 	case f.Done:
 		p.printf("\n%s finalized (removed %s)\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "))
 	case f.Would && r.Outcome == purge.OutcomePlanned:
-		p.printf("\n%s would finalize, removing %s: %s\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "), f.Reason)
+		p.printf("\n%s would finalize, removing %s: %s\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "), FinalizeReason(f))
 	default:
-		p.printf("\n%s not %s: %s\n", h.paint(color.Bold)("Finalize:"), map[bool]string{true: "yet", false: "possible"}[r.Outcome != purge.OutcomePlanned], f.Reason)
+		p.printf("\n%s not %s: %s\n", h.paint(color.Bold)("Finalize:"), map[bool]string{true: "yet", false: "possible"}[r.Outcome != purge.OutcomePlanned], FinalizeReason(f))
 	}
 }
 
@@ -246,11 +245,11 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 			p.printf("  - %s\n", wrap(s, width-4, "    "))
 		}
 	}
-	section("Missing permissions (nothing was changed)", r.MissingPermissions, color.FgRed, color.Bold)
-	section("Errors from the API server", r.Errors, color.FgRed, color.Bold)
-	section("Warnings", r.Warnings, color.FgYellow, color.Bold)
+	section("Missing permissions (nothing was changed)", PermissionsWords(r.MissingPermissions), color.FgRed, color.Bold)
+	section("Errors from the API server", failuresWords(r), color.FgRed, color.Bold)
+	section("Warnings", warningsWords(r), color.FgYellow, color.Bold)
 	if r.Mode == purge.DryRunNone && r.Outcome != purge.OutcomeRefused {
-		changes := r.Changes
+		changes := changesWords(r)
 		if len(changes) == 0 {
 			changes = []string{"none besides the deletion pass's requests above"}
 		}
@@ -272,7 +271,6 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 	}
 	counts := map[purge.Outcome]int{}
 	for _, r := range rs {
-		PurgeWords(r)
 		counts[r.Outcome]++
 	}
 	label, what := "PLAN", fmt.Sprintf("dry run (%s): nothing was changed", rs[0].Mode)
@@ -308,17 +306,17 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 	}
 	for _, r := range rs {
 		fine := r.Outcome == purge.OutcomeGone || (r.Outcome == purge.OutcomePlanned && r.Finalize.Would)
-		if fine && len(r.Errors) == 0 && len(r.Warnings) == 0 {
+		if fine && len(r.Failures) == 0 && len(r.Warnings) == 0 {
 			continue
 		}
-		p.printf("\n%s %s\n", h.paint(color.Bold)(r.Namespace+":"), wrap(r.Message, width-len(r.Namespace)-2, "  "))
-		if !r.Finalize.Done && r.Finalize.Reason != "" {
-			p.printf("  finalize: %s\n", wrap(r.Finalize.Reason, width-12, "    "))
+		p.printf("\n%s %s\n", h.paint(color.Bold)(r.Namespace+":"), wrap(PurgeMessage(r), width-len(r.Namespace)-2, "  "))
+		if reason := FinalizeReason(r.Finalize); !r.Finalize.Done && reason != "" {
+			p.printf("  finalize: %s\n", wrap(reason, width-12, "    "))
 		}
-		for _, e := range r.Errors {
+		for _, e := range failuresWords(r) {
 			p.printf("  - error: %s\n", wrap(e, width-11, "    "))
 		}
-		for _, e := range r.Warnings {
+		for _, e := range warningsWords(r) {
 			p.printf("  - warning: %s\n", wrap(e, width-13, "    "))
 		}
 		if r.BackupDir != "" {

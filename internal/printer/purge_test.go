@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
-	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -13,7 +12,7 @@ import (
 // back, with a finalizer a live controller put back.
 func incompleteReport() *purge.Report {
 	return &purge.Report{
-		APIVersion: diagnose.APIVersion, Kind: purge.Kind, Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.DryRunNone,
+		Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.DryRunNone,
 		Ordering: deletion.Ordering{ServerVersion: "v1.33.13", Ordered: true, Source: deletion.FromServerVersion},
 		Outcome:  purge.OutcomeRemaining, Passes: 4,
 		Stop: &purge.Stop{Reason: purge.StopRecreated, Recreated: []string{"gadgets.example.com"}, CreatedBy: []string{"gadget-operator"}},
@@ -34,12 +33,15 @@ func incompleteReport() *purge.Report {
 		Conditions: []purge.Condition{},
 		Finalize:   purge.Finalize{Cause: purge.FinalizeContentRemains, Estimate: 15},
 		BackupDir:  "/home/u/.cache/ns-doctor/backups/team-a-20261122T120000Z", BackedUp: 7,
-		Changes: []string{"deletecollection gadgets.example.com: 2 objects, saved first", "removed finalizers [example.com/operator] from gadgets.example.com/g2"},
-		Warnings: []string{
-			"gadgets.example.com/g1 was created anew while the namespace was terminating: a controller still creates it",
-			"gadgets.example.com/g2: finalizer example.com/operator was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
+		Changes: []purge.Change{
+			{Kind: purge.ChangeDeletedContent, Verb: "deletecollection", Resource: "gadgets.example.com", Objects: 2},
+			{Kind: purge.ChangeStrippedFinalizers, Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}},
 		},
-		Errors: []string{"sprocket backend is down"},
+		Warnings: []purge.Warning{
+			{Kind: purge.WarnRecreated, Resource: "gadgets.example.com", Name: "g1"},
+			{Kind: purge.WarnPutBack, Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}},
+		},
+		Failures: []purge.Failure{{Verb: "deletecollection", Resource: "sprockets.example.com", Error: "sprocket backend is down", Count: 1}},
 	}
 }
 

@@ -36,7 +36,7 @@ func (h Human) paint(attrs ...color.Attribute) func(string) string {
 // Diagnosis renders one diagnosis: the verdict first, then the sections.
 func (h Human) Diagnosis(w io.Writer, r diagnose.Report) error {
 	p := &errWriter{w: w}
-	h.verdict(p, r.Verdict)
+	h.verdict(p, r)
 	h.namespace(p, r)
 	h.blockers(p, r.Blockers)
 	h.notes(p, r.Notes)
@@ -48,21 +48,21 @@ func (h Human) Diagnosis(w io.Writer, r diagnose.Report) error {
 	h.content(p, r)
 	if len(r.Unchecked) > 0 {
 		p.printf("\n%s\n", h.paint(color.FgYellow, color.Bold)("Not checked (could not be read)"))
-		for _, u := range r.Unchecked {
+		for _, u := range UncheckedWords(r.Unchecked) {
 			p.printf("  - %s\n", wrap(u, width-4, "    "))
 		}
 	}
 	return p.err
 }
 
-func (h Human) verdict(p *errWriter, v diagnose.Verdict) {
-	style := map[string][]color.Attribute{
+func (h Human) verdict(p *errWriter, r diagnose.Report) {
+	style := map[diagnose.State][]color.Attribute{
 		diagnose.StateStuck:       {color.FgRed, color.Bold},
 		diagnose.StateTerminating: {color.FgYellow, color.Bold},
 		diagnose.StateActive:      {color.FgGreen, color.Bold},
-	}[v.State]
-	label := strings.ToUpper(v.State)
-	p.printf("%s %s\n", h.paint(style...)(label), wrap(v.Summary, width-len(label)-1, strings.Repeat(" ", len(label)+1)))
+	}[r.Verdict.State]
+	label := strings.ToUpper(string(r.Verdict.State))
+	p.printf("%s %s\n", h.paint(style...)(label), wrap(VerdictSummary(r), width-len(label)-1, strings.Repeat(" ", len(label)+1)))
 }
 
 func (h Human) namespace(p *errWriter, r diagnose.Report) {
@@ -86,23 +86,25 @@ func (h Human) blockers(p *errWriter, blockers []diagnose.Blocker) {
 	bold, red := h.paint(color.Bold), h.paint(color.FgRed, color.Bold)
 	p.printf("\n%s\n", bold("Blockers"))
 	for i, b := range blockers {
-		p.printf("%d. %s %s\n", i+1, red(b.Kind), wrap(b.Summary, width-len(b.Kind)-4, "   "))
-		for _, e := range b.Evidence {
+		w := WordsOf(b)
+		p.printf("%d. %s %s\n", i+1, red(string(b.Kind)), wrap(w.Summary, width-len(b.Kind)-4, "   "))
+		for _, e := range w.Evidence {
 			p.printf("   - %s\n", wrap(e, width-5, "     "))
 		}
 		// Never wrapped: a command must survive copy and paste.
-		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), b.NextStep)
+		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), w.NextStep)
 	}
 }
 
 func (h Human) notes(p *errWriter, notes []diagnose.Note) {
 	for _, n := range notes {
-		p.printf("\n%s %s\n", h.paint(color.FgYellow, color.Bold)("Note: "+n.Kind), wrap(n.Summary, width-len(n.Kind)-7, "  "))
-		for _, e := range n.Evidence {
+		w := NoteWords(n)
+		p.printf("\n%s %s\n", h.paint(color.FgYellow, color.Bold)("Note: "+string(n.Kind)), wrap(w.Summary, width-len(n.Kind)-7, "  "))
+		for _, e := range w.Evidence {
 			p.printf("   - %s\n", wrap(e, width-5, "     "))
 		}
-		if n.NextStep != "" {
-			p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), n.NextStep)
+		if w.NextStep != "" {
+			p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), w.NextStep)
 		}
 	}
 }
@@ -126,7 +128,7 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 		p.fail(err)
 	}
 	for _, f := range infos {
-		p.printf("  %s: %s\n", f.Name, wrap(f.OwnerState.Evidence, width-len(f.Name)-4, "    "))
+		p.printf("  %s: %s\n", f.Name, wrap(OwnerEvidence(f.OwnerState), width-len(f.Name)-4, "    "))
 		if f.Known {
 			p.printf("    guards: %s\n", wrap(f.Guards, width-12, "      "))
 			p.printf("    stripping it leaks: %s\n", wrap(f.Leak, width-24, "      "))
@@ -373,10 +375,10 @@ func (h Human) Diagnoses(w io.Writer, reports []diagnose.Report) error {
 			deleted = h.ago(*r.Namespace.DeletionTimestamp)
 		}
 		if b := r.Blocking(); len(b) > 0 {
-			top = truncate(b[0].Kind+": "+b[0].Summary, 60)
+			top = truncate(string(b[0].Kind)+": "+WordsOf(b[0]).Summary, 60)
 		}
-		state := r.Verdict.State
-		if state == diagnose.StateStuck {
+		state := string(r.Verdict.State)
+		if r.Verdict.State == diagnose.StateStuck {
 			state = h.paint(color.FgRed, color.Bold)(state)
 		}
 		_ = t.Append(r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blocking())), top)
@@ -410,9 +412,9 @@ func StatusLine(r diagnose.Report) string {
 		}
 		left = fmt.Sprintf("%d objects left (%s)", n, strings.Join(parts, ", "))
 	}
-	line := fmt.Sprintf("%s: %s, %s", r.Namespace.Name, strings.ToLower(r.Verdict.State), left)
+	line := fmt.Sprintf("%s: %s, %s", r.Namespace.Name, strings.ToLower(string(r.Verdict.State)), left)
 	if b := r.Blocking(); len(b) > 0 {
-		line += "; " + b[0].Kind + ": " + b[0].Summary
+		line += "; " + string(b[0].Kind) + ": " + WordsOf(b[0]).Summary
 	}
 	return truncate(line, width+40)
 }
@@ -449,7 +451,7 @@ func (h Human) Orphans(w io.Writer, r diagnose.OrphanReport) error {
 	}
 	if len(r.Unchecked) > 0 {
 		p.printf("\n%s\n", h.paint(color.FgYellow, color.Bold)("Not checked (could not be listed)"))
-		for _, u := range r.Unchecked {
+		for _, u := range UncheckedWords(r.Unchecked) {
 			p.printf("  - %s\n", wrap(u, width-4, "    "))
 		}
 	}

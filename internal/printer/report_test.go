@@ -30,9 +30,16 @@ func stuckReport() diagnose.Report {
 		c.LastTransitionTime = nil
 		return diagnose.Condition{Type: typ, Controller: v, Computed: &c, Agree: true}
 	}
+	metrics := diagnose.DiscoveryFailure{
+		GroupVersion: "metrics.k8s.io/v1beta1", Error: "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
+		APIService: &diagnose.APIService{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Available: "False",
+			Reason: "ServiceNotFound", Message: `service/metrics-server in "kube-system" is not present`, Backend: &diagnose.ServiceState{}},
+	}
+	widgets := diagnose.Content{Group: "example.com", Version: "v1", Resource: "widgets", Count: 1, Terminating: 1, OldestDeletion: at(2 * time.Minute),
+		Finalizers: map[string]int{"example.com/cleanup": 1}, Examples: []string{"stuck-widget"}}
 	return diagnose.Report{
-		APIVersion: diagnose.APIVersion, Kind: diagnose.Kind, ObservedAt: now,
-		Verdict: diagnose.Verdict{State: diagnose.StateStuck, Summary: "namespace demo is stuck in Terminating: 2 blocker(s): APIServiceUnavailable, FinalizersRemaining"},
+		ObservedAt: now,
+		Verdict:    diagnose.Verdict{State: diagnose.StateStuck},
 		Namespace: diagnose.Namespace{Name: "demo", UID: "0d5c3d4e-1111-2222-3333-444455556666", Phase: "Terminating",
 			CreationTimestamp: *at(3 * time.Hour), DeletionTimestamp: at(2 * time.Minute),
 			SpecFinalizers: []string{"kubernetes"}, MetadataFinalizers: []string{}},
@@ -45,32 +52,32 @@ func stuckReport() diagnose.Report {
 				Controller: &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some finalizers are remaining: example.com/cleanup in 1 resource instances", LastTransitionTime: at(time.Minute)},
 				Computed:   &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 resource instances"}},
 		},
-		Ordering: diagnose.Ordering{Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromServerVersion}},
-		Discovery: diagnose.Discovery{Resources: 34, Failures: []diagnose.DiscoveryFailure{{
-			GroupVersion: "metrics.k8s.io/v1beta1", Error: "stale GroupVersion discovery: metrics.k8s.io/v1beta1",
-			APIService: &diagnose.APIService{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Available: "False",
-				Reason: "ServiceNotFound", Message: `service/metrics-server in "kube-system" is not present`, Backend: &diagnose.ServiceState{}},
-		}}},
+		Ordering:  diagnose.Ordering{Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromServerVersion}},
+		Discovery: diagnose.Discovery{Resources: 34, Failures: []diagnose.DiscoveryFailure{metrics}},
 		Content: []diagnose.Content{
-			{Group: "example.com", Version: "v1", Resource: "widgets", Count: 1, Terminating: 1, OldestDeletion: at(2 * time.Minute),
-				Finalizers: map[string]int{"example.com/cleanup": 1}, Examples: []string{"stuck-widget"}},
+			widgets,
 			{Version: "v1", Resource: "secrets", Error: `secrets is forbidden: User "viewer" cannot list resource "secrets" in API group "" in the namespace "demo"`},
 		},
-		Finalizers: []diagnose.FinalizerInfo{{Name: "example.com/cleanup", Objects: 1, OwnerState: diagnose.OwnerState{State: diagnose.OwnerUnknown, Evidence: "unknown owner: not in ns-doctor's catalogue"}},
+		Finalizers: []diagnose.FinalizerInfo{{Name: "example.com/cleanup", Objects: 1, OwnerState: diagnose.OwnerState{State: diagnose.OwnerUnknown}},
 			{Name: "resources-finalizer.argocd.argoproj.io", Objects: 2, Known: true, Owner: "Argo CD application controller", Project: "Argo CD",
 				Guards: "the Application's child resources are deleted first", Leak: "the Application's resources stay in the destination cluster",
-				Source:     "https://github.com/argoproj/argo-cd/blob/v2.14.0/common/common.go",
-				OwnerState: diagnose.OwnerState{State: diagnose.OwnerNotFound, Evidence: "none of its usual workloads found: statefulset argocd/argocd-application-controller"}}},
+				Source: "https://github.com/argoproj/argo-cd/blob/v2.14.0/common/common.go",
+				OwnerState: diagnose.OwnerState{State: diagnose.OwnerNotFound, Owner: "Argo CD application controller",
+					Looked: []diagnose.WorkloadRef{{Kind: "StatefulSet", Namespace: "argocd", Name: "argocd-application-controller"}}}}},
 		Holders: []diagnose.Holder{{Resource: "widgets.example.com", Name: "stuck-widget", Conditions: []diagnose.HolderCondition{
 			{Type: "Ready", Status: "False", Reason: "DeleteFailed", Message: "cannot delete bucket: access denied", LastTransitionTime: at(time.Minute)}}}},
 		Events: []diagnose.Event{{Reason: "FailedDelete", Message: "bucket still has objects", Object: "widget/stuck-widget", Count: 3, Last: *at(30 * time.Second)}},
 		Blockers: []diagnose.Blocker{
-			{Kind: diagnose.BlockerAPIServiceUnavailable, Summary: "API group metrics.k8s.io/v1beta1 cannot be discovered, so the namespace controller will not finalize any namespace",
-				Evidence: []string{"discovery: stale GroupVersion discovery: metrics.k8s.io/v1beta1", "service kube-system/metrics-server: not found"},
-				NextStep: "kubectl delete apiservice v1beta1.metrics.k8s.io"},
-			{Kind: diagnose.BlockerFinalizers, Summary: "1 widgets.example.com wait for finalizer(s) example.com/cleanup; owner: the controller that added it",
-				Evidence: []string{"example.com/cleanup on 1 of 1 widgets.example.com", "e.g. stuck-widget"},
-				NextStep: "kubectl ns-doctor purge demo --remove-finalizers=example.com/cleanup"},
+			{Kind: diagnose.BlockerAPIServiceUnavailable, Subject: "metrics.k8s.io/v1beta1",
+				Facts: &diagnose.APIServiceFacts{Failure: metrics, ReadOnly: true},
+				Actions: []diagnose.Action{
+					{Kind: diagnose.ActionRestoreService, Namespace: "demo", Target: "kube-system/metrics-server", Of: "apiservice/v1beta1.metrics.k8s.io"},
+					{Kind: diagnose.ActionDeleteAPIService, Namespace: "demo", Target: "v1beta1.metrics.k8s.io"},
+				}},
+			{Kind: diagnose.BlockerFinalizers, Subject: "example.com/cleanup",
+				Facts: &diagnose.FinalizerFacts{Content: widgets, Owners: map[string]diagnose.OwnerState{}},
+				Actions: []diagnose.Action{{Kind: diagnose.ActionCheckOwner, Namespace: "demo", Target: "example.com/cleanup"},
+					diagnose.PurgeAction("demo", diagnose.FlagRemoveFinalizers, "example.com/cleanup")}},
 		},
 	}
 }
@@ -114,7 +121,7 @@ func TestColourOnlyWhenAsked(t *testing.T) {
 		t.Errorf("no red verdict with Color:\n%q", coloured.String()[:80])
 	}
 	var js bytes.Buffer
-	if err := Print(&js, "json", stuckReport()); err != nil || strings.Contains(js.String(), "\x1b[") {
+	if err := Print(&js, "json", Diagnosis(stuckReport())); err != nil || strings.Contains(js.String(), "\x1b[") {
 		t.Errorf("json: %v, escapes present: %v", err, strings.Contains(js.String(), "\x1b["))
 	}
 }

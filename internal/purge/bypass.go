@@ -2,20 +2,20 @@ package purge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -51,17 +51,11 @@ func gvrOfKind(kind string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{}
 }
 
-// UsageError is bad input found only by reading the cluster (a webhook
-// configuration that does not exist); nothing was changed.
-type UsageError struct{ msg string }
-
-func (e *UsageError) Error() string { return e.msg }
-
 // resolveBypass finds each configuration --bypass-webhook names and what it
 // catches of purge's writes in the namespace. A name that is no
 // configuration, or one that catches nothing there, is a usage error.
 func (r *run) resolveBypass(ctx context.Context, obs diagnose.Observation) error {
-	for _, name := range r.Opts.Escalations.BypassWebhooks {
+	for _, name := range r.Opts.BypassWebhook {
 		found := false
 		for _, k := range webhookKinds {
 			cfg, err := r.Clients.Dynamic.Resource(k.gvr).Get(ctx, name, metav1.GetOptions{})
@@ -74,7 +68,7 @@ func (r *run) resolveBypass(ctx context.Context, obs diagnose.Observation) error
 			found = true
 			b := Bypass{Kind: k.kind, Name: name, Webhooks: webhookNames(cfg), Catches: diagnose.WebhookCatches(obs, name), Status: BypassPlanned}
 			if len(b.Catches) == 0 {
-				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, r.Opts.Namespace)}
+				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, r.ns())}
 			}
 			r.report.Bypassed = append(r.report.Bypassed, b)
 		}
@@ -116,9 +110,9 @@ func (r *run) bypassedError(err error) bool {
 	return false
 }
 
-// applyBypass saves each named configuration, then excludes the namespace
-// from its webhooks. It returns the restore to run when the run ends,
-// whatever ends it.
+// applyBypass excludes the namespace from the webhooks of each named
+// configuration, each saved first. It returns the restore to run when the
+// run ends, whatever ends it.
 func (r *run) applyBypass(ctx context.Context) (func(), error) {
 	var applied []int
 	restore := func() {
@@ -127,7 +121,7 @@ func (r *run) applyBypass(ctx context.Context) (func(), error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		for _, i := range applied {
-			r.restoreBypass(ctx, &r.report.Bypassed[i], BypassRestored)
+			r.restoreBypass(ctx, &r.report.Bypassed[i], done(r, BypassRestored, BypassPlanned))
 		}
 	}
 	for i := range r.report.Bypassed {
@@ -135,22 +129,15 @@ func (r *run) applyBypass(ctx context.Context) (func(), error) {
 		if b.Status != BypassPlanned {
 			continue // a leftover, already restored
 		}
-		gvr := gvrOfKind(b.Kind)
-		cfg, err := r.Clients.Dynamic.Resource(gvr).Get(ctx, b.Name, metav1.GetOptions{})
-		if err == nil {
-			var path string
-			if path, err = r.bk.SaveCluster(gvr, cfg); err == nil {
-				b.RestoreCommand = "kubectl replace -f " + path
-				err = r.patchConfig(ctx, gvr, b.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, r.Opts.Namespace) })
-			}
-		}
+		saved, err := r.patchConfig(ctx, gvrOfKind(b.Kind), b.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, r.ns()) })
 		if err != nil {
 			b.Status, b.Error = BypassFailed, err.Error()
 			restore()
-			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", r.Opts.Namespace, strings.ToLower(b.Kind), b.Name, err)
+			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", r.ns(), strings.ToLower(b.Kind), b.Name, err)
 		}
+		b.RestorePath = saved
 		applied = append(applied, i)
-		r.change("excluded namespace %s from the webhooks of %s %s for this run (saved first)", r.Opts.Namespace, strings.ToLower(b.Kind), b.Name)
+		r.changed(Change{Kind: ChangeExcludedFromWebhook, Resource: b.Kind, Name: b.Name})
 	}
 	return restore, nil
 }
@@ -158,92 +145,117 @@ func (r *run) applyBypass(ctx context.Context) (func(), error) {
 // restoreBypass undoes this namespace's exclusion: it removes exactly the
 // expressions and the annotation a bypass added, so a change someone else
 // made meanwhile is kept.
-func (r *run) restoreBypass(ctx context.Context, b *Bypass, done BypassStatus) {
-	err := r.patchConfig(ctx, gvrOfKind(b.Kind), b.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, r.Opts.Namespace) })
+func (r *run) restoreBypass(ctx context.Context, b *Bypass, status BypassStatus) {
+	_, err := r.patchConfig(ctx, gvrOfKind(b.Kind), b.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, r.ns()) })
 	if err != nil && !apierrors.IsNotFound(err) {
 		b.Status, b.Error = BypassRestoreFailed, err.Error()
-		msg := fmt.Sprintf("%s %s still excludes namespace %s: restore it with: %s", strings.ToLower(b.Kind), b.Name, r.Opts.Namespace, b.RestoreCommand)
-		if b.RestoreCommand == "" {
-			msg = fmt.Sprintf("%s %s still excludes namespace %s: re-run purge --force on it, which restores it first", strings.ToLower(b.Kind), b.Name, r.Opts.Namespace)
-		}
-		r.report.Errors = appendNew(r.report.Errors, msg)
+		r.fail(Failure{Verb: "restore", Resource: b.Kind, Name: b.Name, Error: err.Error(), Path: b.RestorePath})
 		return
 	}
-	b.Status = done
-	r.change("restored %s %s (namespace %s no longer excluded)", strings.ToLower(b.Kind), b.Name, r.Opts.Namespace)
+	b.Status = status
+	r.changed(Change{Kind: ChangeRestoredWebhook, Resource: b.Kind, Name: b.Name})
 }
 
-// restoreLeftovers undoes the bypasses of this namespace an earlier run
-// left behind (it was killed before restoring), before anything else.
-func (r *run) restoreLeftovers(ctx context.Context) error {
+// leftovers undoes the bypasses of this namespace an earlier run left
+// behind (it was killed before restoring), before anything else; a plan
+// says it would.
+func (r *run) leftovers(ctx context.Context) error {
 	// Both kinds are listed at once: over a slow link each round trip counts.
 	lists := make([]*unstructured.UnstructuredList, len(webhookKinds))
-	errs := make([]error, len(webhookKinds))
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i, k := range webhookKinds {
-		wg.Go(func() { lists[i], errs[i] = r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{}) })
-	}
-	wg.Wait()
-	for i, k := range webhookKinds {
-		if err := errs[i]; err != nil {
-			if apierrors.IsForbidden(err) && len(r.Opts.Escalations.BypassWebhooks) == 0 {
-				continue // without the escalation, no run of this user could have left one
+		g.Go(func() error {
+			var err error
+			lists[i], err = r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
+			switch {
+			case err != nil && r.Opts.DryRun != DryRunNone:
+				return nil // a plan only notes them
+			case apierrors.IsForbidden(err) && len(r.Opts.BypassWebhook) == 0:
+				return nil // without the escalation, no run of this user could have left one
+			case err != nil:
+				return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
 			}
-			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, k := range webhookKinds {
+		if lists[i] == nil {
+			continue
 		}
 		for _, cfg := range lists[i].Items {
-			if _, ok := cfg.GetAnnotations()[bypassAnnotation+r.Opts.Namespace]; !ok {
-				continue
+			if _, ok := cfg.GetAnnotations()[bypassAnnotation+r.ns()]; ok {
+				if err := r.leftover(ctx, k.kind, &cfg); err != nil {
+					return err
+				}
 			}
-			b := Bypass{Kind: k.kind, Name: cfg.GetName(), Webhooks: webhookNames(&cfg)}
-			r.restoreBypass(ctx, &b, BypassLeftover)
-			if b.Status == BypassRestoreFailed {
-				return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(k.kind), b.Name, b.Error)
-			}
-			r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("%s %s still excluded namespace %s after an earlier run was killed: restored first", strings.ToLower(k.kind), b.Name, r.Opts.Namespace))
-			r.report.Bypassed = append(r.report.Bypassed, b)
 		}
 	}
 	return nil
 }
 
-// patchConfig changes a configuration's webhooks and annotations with a
-// merge patch guarded by the resourceVersion it read, retried after a
-// concurrent change.
-func (r *run) patchConfig(ctx context.Context, gvr schema.GroupVersionResource, name string, change func(*unstructured.Unstructured) error) error {
-	for range conflictRetries {
-		cfg, err := r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		before := cfg.GetAnnotations()
-		if err := change(cfg); err != nil {
-			if errors.Is(err, errUnchanged) {
-				return nil
-			}
-			return err
-		}
-		// A merge patch removes an annotation by setting it to null.
-		annotations := map[string]any{}
-		for k := range before {
-			annotations[k] = nil
-		}
-		for k, v := range cfg.GetAnnotations() {
-			annotations[k] = v
-		}
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": cfg.GetResourceVersion(), "annotations": annotations},
-			"webhooks": cfg.Object["webhooks"],
-		})
-		if err != nil {
-			return err
-		}
-		_, err = r.Clients.Dynamic.Resource(gvr).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if !apierrors.IsConflict(err) {
-			return err
-		}
+// leftover restores one configuration a killed run left bypassed (a plan
+// only says so).
+func (r *run) leftover(ctx context.Context, kind string, cfg *unstructured.Unstructured) error {
+	if r.Opts.DryRun != DryRunNone {
+		r.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
+		return nil
 	}
-	return fmt.Errorf("%s kept changing (%d conflicts)", name, conflictRetries)
+	b := Bypass{Kind: kind, Name: cfg.GetName(), Webhooks: webhookNames(cfg)}
+	r.restoreBypass(ctx, &b, BypassLeftover)
+	if b.Status == BypassRestoreFailed {
+		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), b.Name, b.Error)
+	}
+	r.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: b.Name, Restored: true})
+	r.report.Bypassed = append(r.report.Bypassed, b)
+	return nil
+}
+
+// patchConfig changes a configuration's webhooks and annotations with a
+// merge patch guarded by the resourceVersion it read (saved first),
+// retried after a concurrent change. It returns where it was saved.
+func (r *run) patchConfig(ctx context.Context, gvr schema.GroupVersionResource, name string, change func(*unstructured.Unstructured) error) (string, error) {
+	saved := ""
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg, err := r.readConfig(ctx, gvr, name)
+		if err != nil {
+			return err
+		}
+		after := cfg.DeepCopy()
+		if err := change(after); err != nil {
+			return err
+		}
+		patch, err := guardedPatch(cfg, after)
+		if err != nil {
+			return err
+		}
+		saved, err = r.sendConfig(ctx, Write{Verb: "patch", Resource: gvr, Name: name, Patch: patch, Save: cfg})
+		return err
+	})
+	if errors.Is(err, errUnchanged) {
+		return saved, nil
+	}
+	return saved, err
+}
+
+// readConfig and sendConfig read and patch a webhook configuration:
+// through the writer once the run has one; before, while a force run
+// restores a killed run's leftovers, directly: that removes only what
+// purge itself added, and needs no backup.
+func (r *run) readConfig(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
+	if r.w != nil {
+		return r.w.read(ctx, gvr, "", name)
+	}
+	return r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (r *run) sendConfig(ctx context.Context, wr Write) (string, error) {
+	if r.w != nil {
+		return r.w.send(ctx, wr)
+	}
+	return "", sender{clients: r.Clients}.send(ctx, wr)
 }
 
 var errUnchanged = errors.New("unchanged")
@@ -328,23 +340,6 @@ func webhookNames(cfg *unstructured.Unstructured) []string {
 	return out
 }
 
-// noteLeftovers warns, in a plan, of the bypasses of this namespace an
-// earlier run left behind: a force run restores them first.
-func (r *run) noteLeftovers(ctx context.Context) {
-	for _, k := range webhookKinds {
-		list, err := r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		for _, cfg := range list.Items {
-			if _, ok := cfg.GetAnnotations()[bypassAnnotation+r.Opts.Namespace]; ok {
-				r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("%s %s still excludes namespace %s: an earlier run was killed before restoring it; purge --force restores it first",
-					strings.ToLower(k.kind), cfg.GetName(), r.Opts.Namespace))
-			}
-		}
-	}
-}
-
 // unlessBypassed turns a server dry run's refusal by a webhook of a
 // bypassed configuration into a warning: during the run that webhook
 // would not be called.
@@ -352,7 +347,7 @@ func (r *run) unlessBypassed(err error, what string) error {
 	if !r.bypassedError(err) {
 		return err
 	}
-	r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("%s: refused now by a webhook --bypass-webhook excludes the namespace from during the run (%v)", what, err))
+	r.warn(Warning{Kind: WarnBypassedRefusal, Request: what, Text: err.Error()})
 	return nil
 }
 
@@ -360,26 +355,26 @@ func (r *run) unlessBypassed(err error, what string) error {
 // refusals of bypassed webhooks as a run with the bypass would be.
 type bypassFilter struct {
 	deletion.Operations
-	r *run
+	filter func(err error, what string) error
 }
 
 func (f *bypassFilter) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, ns string) error {
-	return f.r.unlessBypassed(f.Operations.DeleteCollection(ctx, gvr, ns), "deletecollection "+deletion.ResourceName(gvr))
+	return f.filter(f.Operations.DeleteCollection(ctx, gvr, ns), "deletecollection "+deletion.ResourceName(gvr))
 }
 
 func (f *bypassFilter) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
-	return f.r.unlessBypassed(f.Operations.Delete(ctx, gvr, ns, name), "delete "+deletion.ResourceName(gvr)+"/"+name)
+	return f.filter(f.Operations.Delete(ctx, gvr, ns, name), "delete "+deletion.ResourceName(gvr)+"/"+name)
 }
 
 // bypassFilterNs does the same for the finalize call.
 type bypassFilterNs struct {
 	deletion.NamespaceClient
-	r *run
+	filter func(err error, what string) error
 }
 
 func (f *bypassFilterNs) Finalize(ctx context.Context, ns *v1.Namespace, opts metav1.UpdateOptions) (*v1.Namespace, error) {
 	out, err := f.NamespaceClient.Finalize(ctx, ns, opts)
-	if err = f.r.unlessBypassed(err, "finalize"); err == nil && out == nil {
+	if err = f.filter(err, "finalize"); err == nil && out == nil {
 		out = ns
 	}
 	return out, err

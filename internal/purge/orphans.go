@@ -2,7 +2,6 @@ package purge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,10 +11,6 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
-
-// ErrNamespaceExists: --orphans names a namespace that exists; its content
-// is not orphaned, and purging it is an ordinary purge.
-var ErrNamespaceExists = errors.New("the namespace exists")
 
 // formerNamespace stands for a namespace that is gone, so the controller's
 // pass runs over what it left in storage (a finalize forced by hand): it
@@ -30,16 +25,6 @@ func formerNamespace(name string, now time.Time) *v1.Namespace {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelMetadataName: name}, DeletionTimestamp: &at},
 		Spec:       v1.NamespaceSpec{Finalizers: []v1.FinalizerName{v1.FinalizerKubernetes}},
 	}
-}
-
-// namespaceClient is the run's view of the namespace: the API server's, or
-// for a former namespace an in-memory one whose finalize only ends the
-// passes (there is nothing to finalize).
-func (r *run) namespaceClient(ns *v1.Namespace) deletion.NamespaceClient {
-	if r.Opts.Orphans {
-		return deletion.NewPlanNamespaces(ns)
-	}
-	return r.Clients.Kube.CoreV1().Namespaces()
 }
 
 // savedNamespace is the namespace.yaml of the backup: as it was, or for a
@@ -60,11 +45,13 @@ const revivedLabel = "ns-doctor.dev/revived-for-orphans"
 // API server refuses every change but deletion to content of a namespace
 // that does not exist (NamespaceLifecycle admission), so finalizers can be
 // removed only through a namespace of that name. Once terminating, it is
-// an ordinary purge: the passes go on with the real namespace.
+// an ordinary purge: the passes go on with the real namespace. A plan
+// plays it, and says so.
 func (r *run) revive(ctx context.Context) error {
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Opts.Namespace, Labels: map[string]string{revivedLabel: "true"}}}
-	nsc := r.Clients.Kube.CoreV1().Namespaces()
-	_, err := nsc.Create(ctx, ns, metav1.CreateOptions{})
+	r.revived = true
+	r.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns()})
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns(), Labels: map[string]string{revivedLabel: "true"}}}
+	_, err := r.w.send(ctx, Write{Verb: "create", Resource: namespacesGVR, Name: ns.Name, Object: ns})
 	if apierrors.IsAlreadyExists(err) {
 		// Someone created it since purge looked: what is left is theirs now.
 		return fmt.Errorf("namespace %s was created meanwhile, so its content is no longer orphaned: purge stops (purge it without --orphans if it should go)", ns.Name)
@@ -72,25 +59,75 @@ func (r *run) revive(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("re-creating namespace %s to remove its leftovers' finalizers: %w", ns.Name, err)
 	}
-	r.change("created namespace %s: the API server accepts finalizer removals only in a namespace that exists", ns.Name)
-	if err := nsc.Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+	r.changed(Change{Kind: ChangeCreatedNamespace, Resource: "namespaces", Name: ns.Name})
+	if _, err := r.w.send(ctx, Write{Verb: "delete", Resource: namespacesGVR, Name: ns.Name}); err != nil {
 		return fmt.Errorf("deleting namespace %s again: %w", ns.Name, err)
 	}
-	r.change("deleted namespace %s again: purge finishes its deletion", ns.Name)
-	r.revived = true
-	r.deleter.NsClient = nsc
+	r.changed(Change{Kind: ChangeDeletedNamespaceAgain, Resource: "namespaces", Name: ns.Name})
 	return nil
 }
 
 // needsRevival tells whether a pass over a former namespace left objects
 // whose finalizers the escalations strip.
 func (r *run) needsRevival(content *deletion.ContentResult) bool {
-	if !r.Opts.Orphans || r.revived || !r.Opts.Escalations.strips() {
+	if !r.Opts.Orphans || r.revived || !r.Opts.strips() {
 		return false
 	}
 	held := make([]string, 0, len(content.Totals.FinalizersToNumRemaining))
 	for f := range content.Totals.FinalizersToNumRemaining {
 		held = append(held, f)
 	}
-	return len(r.Opts.Escalations.match(held)) > 0
+	return len(r.Opts.match(held)) > 0
+}
+
+// namespaceFinalizers handles a finalized namespace that still exists: its
+// own metadata.finalizers hold it, which only their owner removes, or
+// --remove-namespace-finalizers. It returns whether it removed them.
+func (r *run) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (int, error) {
+	if len(ns.Finalizers) == 0 {
+		return 0, nil // the API server is about to delete it
+	}
+	if !r.Opts.RemoveNamespaceFinalizers {
+		r.report.Finalize.Cause, r.report.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers
+		return 0, stopIfPlan(r, fmt.Errorf("namespace metadata.finalizers holds %v: their owner must remove them, or use --remove-namespace-finalizers", ns.Finalizers))
+	}
+	before, err := toUnstructured(ns, "v1", "Namespace")
+	if err != nil {
+		return 0, err
+	}
+	after := before.DeepCopy()
+	after.SetFinalizers(nil)
+	patch, err := guardedPatch(before, after)
+	if err != nil {
+		return 0, err
+	}
+	step := Step{Verb: "patch", Resource: "namespaces", Name: ns.Name, Objects: 1, Status: done(r, StepSent, StepPlanned)}
+	_, err = r.w.send(ctx, Write{Verb: "patch", Resource: namespacesGVR, Name: ns.Name, Patch: patch,
+		Play: func(_ *deletion.PlanOps, p *deletion.PlanNamespaces) { p.RemoveMetadataFinalizers() }})
+	if err != nil {
+		step.Status, step.Error = StepFailed, err.Error()
+		r.report.Steps = append(r.report.Steps, step)
+		r.fail(Failure{Verb: "patch", Resource: "namespaces", Name: ns.Name, Error: err.Error()})
+		return 0, stopIfPlan(r, fmt.Errorf("removing metadata.finalizers of namespace %s: %w", ns.Name, err))
+	}
+	r.report.Steps = append(r.report.Steps, step)
+	r.changed(Change{Kind: ChangeRemovedNamespaceFinalizers, Resource: "namespaces", Name: ns.Name, Finalizers: ns.Finalizers})
+	return 1, nil
+}
+
+// deleteNamespace sends the DELETE of an Active namespace
+// (--delete-namespace); the namespace itself is in the backup already.
+func (r *run) deleteNamespace(ctx context.Context, ns *v1.Namespace) error {
+	step := Step{Verb: "delete", Resource: "namespaces", Name: ns.Name, Objects: 1, Status: done(r, StepSent, StepPlanned)}
+	_, err := r.w.send(ctx, Write{Verb: "delete", Resource: namespacesGVR, Name: ns.Name})
+	if err != nil {
+		step.Status, step.Error = StepFailed, err.Error()
+		r.fail(Failure{Verb: "delete", Resource: "namespaces", Name: ns.Name, Error: err.Error()})
+	}
+	r.report.Steps = append(r.report.Steps, step)
+	if err != nil && r.w.real() {
+		return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+	}
+	r.changed(Change{Kind: ChangeDeletedActiveNamespace, Resource: "namespaces", Name: ns.Name})
+	return nil
 }

@@ -23,7 +23,7 @@ func leftovers() *kubetest.Cluster {
 // says a namespace is needed for the strips.
 func TestOrphansPlan(t *testing.T) {
 	c := leftovers()
-	r, err := purger(c, Options{Namespace: "old", Orphans: true, Escalations: Escalations{RemoveFinalizers: []string{"example.com/*"}}}).Run(context.Background())
+	r, err := purgerIn(c, "old", Options{Orphans: true, RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +33,8 @@ func TestOrphansPlan(t *testing.T) {
 	if !r.Orphans || r.Outcome != OutcomePlanned || !r.Finalize.Would || len(r.Strips) != 1 {
 		t.Errorf("orphans %v, outcome %s, finalize %+v, strips %+v", r.Orphans, r.Outcome, r.Finalize, r.Strips)
 	}
-	if !strings.Contains(strings.Join(r.Warnings, " "), "creates namespace old") {
-		t.Errorf("warnings %q", r.Warnings)
+	if !hasWarning(r, WarnRevivalNeeded) {
+		t.Errorf("warnings %+v", r.Warnings)
 	}
 }
 
@@ -42,7 +42,7 @@ func TestOrphansPlan(t *testing.T) {
 // none is finalized.
 func TestOrphansForceWithoutStrips(t *testing.T) {
 	c := leftovers()
-	r, err := purger(c, Options{Namespace: "old", Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 3 * time.Second}).Run(context.Background())
+	r, err := purgerIn(c, "old", Options{Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 3 * time.Second}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +67,9 @@ func TestOrphansOfALiveNamespaceAreRefused(t *testing.T) {
 // none of them left, the run deletes what it can and creates nothing.
 func TestOrphansRevivalOnlyForMatchingFinalizers(t *testing.T) {
 	c := leftovers()
-	opts := Options{Namespace: "old", Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
-		Escalations: Escalations{RemoveFinalizers: []string{"other.io/*"}}}
-	r, err := purger(c, opts).Run(context.Background())
+	opts := Options{Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
+		RemoveFinalizers: []string{"other.io/*"}}
+	r, err := purgerIn(c, "old", opts).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	authv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,42 +17,20 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// permission is one verb on one resource that the plan needs.
-type permission struct {
-	verb, group, resource, subresource, namespace, name string
-}
-
-func (p permission) String() string {
-	res := p.resource
-	if p.group != "" {
-		res += "." + p.group
-	}
-	if p.subresource != "" {
-		res += "/" + p.subresource
-	}
-	if p.name != "" {
-		res += " " + p.name
-	}
-	if p.namespace != "" {
-		return fmt.Sprintf("%s %s in namespace %s", p.verb, res, p.namespace)
-	}
-	return fmt.Sprintf("%s %s", p.verb, res)
-}
-
 // missingPermissions asks the API server about every permission the force
 // run needs, and returns all that are missing, before anything is changed.
 // One SelfSubjectRulesReview of the namespace settles most of them; what
 // it does not grant (it may be incomplete: webhook authorizers), and every
 // cluster-scoped permission, is asked one by one (SelfSubjectAccessReview,
 // 16 at a time): a 150-type namespace costs a few requests, not 300.
-func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) ([]string, error) {
+func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) ([]Permission, error) {
 	namespaced := r.neededPermissions(ns, disc, snap)
-	var cluster []permission
-	namespaced = slices.DeleteFunc(namespaced, func(p permission) bool {
-		if p.namespace == "" {
+	var cluster []Permission
+	namespaced = slices.DeleteFunc(namespaced, func(p Permission) bool {
+		if p.Namespace == "" {
 			cluster = append(cluster, p)
 		}
-		return p.namespace == ""
+		return p.Namespace == ""
 	})
 	// The rules review and the cluster-scoped questions go at once: over a
 	// slow link each round trip counts.
@@ -65,78 +44,80 @@ func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *ku
 	missing, err := r.ask(ctx, cluster)
 	<-reviewed
 	if rulesErr == nil {
-		namespaced = slices.DeleteFunc(namespaced, func(p permission) bool { return grants(rules, p) })
+		namespaced = slices.DeleteFunc(namespaced, func(p Permission) bool { return grants(rules, p) })
 	}
 	more, err2 := r.ask(ctx, namespaced)
 	missing = append(missing, more...)
-	sort.Strings(missing)
+	sort.Slice(missing, func(i, j int) bool { return permissionKey(missing[i]) < permissionKey(missing[j]) })
 	return missing, cmp.Or(err, err2)
+}
+
+// permissionKey orders permissions as their words do: verb, then resource.
+func permissionKey(p Permission) string {
+	return p.Verb + " " + p.Resource + "." + p.Group + "/" + p.Subresource + " " + p.Name + " " + p.Namespace
 }
 
 // ask puts each permission to a SelfSubjectAccessReview, 16 at a time,
 // and returns those denied.
-func (r *run) ask(ctx context.Context, perms []permission) ([]string, error) {
+func (r *run) ask(ctx context.Context, perms []Permission) ([]Permission, error) {
 	var (
-		mu       sync.Mutex
-		missing  []string
-		firstErr error
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, 16)
+		mu      sync.Mutex
+		missing []Permission
+		g       errgroup.Group
 	)
+	g.SetLimit(16)
 	for _, perm := range perms {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			allowed, err := r.allowed(ctx, perm)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil && firstErr == nil:
-				firstErr = fmt.Errorf("checking permissions (SelfSubjectAccessReview): %w", err)
-			case err == nil && !allowed:
-				missing = append(missing, perm.String())
+			if err != nil {
+				return fmt.Errorf("checking permissions (SelfSubjectAccessReview): %w", err)
 			}
+			if !allowed {
+				mu.Lock()
+				missing = append(missing, perm)
+				mu.Unlock()
+			}
+			return nil
 		})
 	}
-	wg.Wait()
-	return missing, firstErr
+	err := g.Wait()
+	return missing, err
 }
 
-func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) []permission {
-	var out []permission
+func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) []Permission {
+	var out []Permission
 	switch {
 	case !r.Opts.Orphans:
-		out = append(out, permission{verb: "update", resource: "namespaces", subresource: "finalize"})
-	case r.Opts.Escalations.strips():
+		out = append(out, Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
+	case r.Opts.strips():
 		// Strips over a former namespace go through one re-created.
-		out = append(out, permission{verb: "create", resource: "namespaces"}, permission{verb: "delete", resource: "namespaces"},
-			permission{verb: "update", resource: "namespaces", subresource: "finalize"})
+		out = append(out, Permission{Verb: "create", Resource: "namespaces"}, Permission{Verb: "delete", Resource: "namespaces"},
+			Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
 	}
 	if ns.DeletionTimestamp == nil {
-		out = append(out, permission{verb: "delete", resource: "namespaces"})
+		out = append(out, Permission{Verb: "delete", Resource: "namespaces"})
 	}
-	if r.Opts.Escalations.RemoveNamespaceFinalizers && len(ns.Finalizers) > 0 {
-		out = append(out, permission{verb: "patch", resource: "namespaces"})
+	if r.Opts.RemoveNamespaceFinalizers && len(ns.Finalizers) > 0 {
+		out = append(out, Permission{Verb: "patch", Resource: "namespaces"})
 	}
-	esc := r.Opts.Escalations
-	if esc.ForceDeletePods {
-		out = append(out, permission{verb: "delete", resource: "pods", namespace: ns.Name})
+	if r.Opts.ForceDeletePods {
+		out = append(out, Permission{Verb: "delete", Resource: "pods", Namespace: ns.Name})
 	}
 	for _, b := range r.report.Bypassed {
 		if b.Status != BypassPlanned {
 			continue
 		}
 		gvr := gvrOfKind(b.Kind)
-		out = append(out, permission{verb: "list", group: gvr.Group, resource: gvr.Resource},
-			permission{verb: "get", group: gvr.Group, resource: gvr.Resource, name: b.Name},
-			permission{verb: "patch", group: gvr.Group, resource: gvr.Resource, name: b.Name})
+		out = append(out, Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource},
+			Permission{Verb: "get", Group: gvr.Group, Resource: gvr.Resource, Name: b.Name},
+			Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Name: b.Name})
 	}
 	for gvr, res := range disc.DeletableResources() {
 		verbs := map[string]bool{}
 		for _, v := range res.Verbs {
 			verbs[v] = true
 		}
-		base := permission{group: gvr.Group, resource: gvr.Resource, namespace: ns.Name}
+		base := Permission{Group: gvr.Group, Resource: gvr.Resource, Namespace: ns.Name}
 		if verbs["list"] {
 			out = append(out, with(base, "list"))
 		}
@@ -146,15 +127,15 @@ func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *de
 			// Deleting item by item, each is read in full for the backup.
 			out = append(out, with(base, "delete"), with(base, "get"))
 		}
-		if r.Opts.Escalations.strips() && hasFinalizers(snap, gvr) {
+		if r.Opts.strips() && hasFinalizers(snap, gvr) {
 			out = append(out, with(base, "get"), with(base, "patch"))
 		}
 	}
 	return out
 }
 
-func with(p permission, verb string) permission {
-	p.verb = verb
+func with(p Permission, verb string) Permission {
+	p.Verb = verb
 	return p
 }
 
@@ -185,14 +166,14 @@ func (r *run) namespaceRules(ctx context.Context, namespace string) ([]authv1.Re
 
 // grants tells whether a rule allows the permission, RBAC's way: "*"
 // matches any verb, group or resource; resourceNames restrict.
-func grants(rules []authv1.ResourceRule, p permission) bool {
-	resource := p.resource
-	if p.subresource != "" {
-		resource += "/" + p.subresource
+func grants(rules []authv1.ResourceRule, p Permission) bool {
+	resource := p.Resource
+	if p.Subresource != "" {
+		resource += "/" + p.Subresource
 	}
 	for _, rule := range rules {
-		if hasOrStar(rule.Verbs, p.verb) && hasOrStar(rule.APIGroups, p.group) && hasOrStar(rule.Resources, resource) &&
-			(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, p.name)) {
+		if hasOrStar(rule.Verbs, p.Verb) && hasOrStar(rule.APIGroups, p.Group) && hasOrStar(rule.Resources, resource) &&
+			(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, p.Name)) {
 			return true
 		}
 	}
@@ -203,9 +184,9 @@ func hasOrStar(list []string, v string) bool {
 	return slices.Contains(list, "*") || slices.Contains(list, v)
 }
 
-func (r *run) allowed(ctx context.Context, perm permission) (bool, error) {
+func (r *run) allowed(ctx context.Context, perm Permission) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-		Namespace: perm.namespace, Verb: perm.verb, Group: perm.group, Resource: perm.resource, Subresource: perm.subresource, Name: perm.name,
+		Namespace: perm.Namespace, Verb: perm.Verb, Group: perm.Group, Resource: perm.Resource, Subresource: perm.Subresource, Name: perm.Name,
 	}}}
 	res, err := r.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {

@@ -2,103 +2,67 @@ package purge
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
 // forceDeletePods deletes with grace period 0 the pods being deleted whose
-// grace period is over: their kubelet never confirmed (a lost node, a dead
-// kubelet). Each is saved first. It returns how many it deleted.
+// grace period is over (--force-delete-pods): their kubelet never
+// confirmed (a lost node, a dead kubelet). Each is saved first. A plan
+// plays the pods whose grace period is not over yet too, saying when. It
+// returns how many it deleted (or would).
 func (r *run) forceDeletePods(ctx context.Context) int {
-	list, err := r.Clients.Kube.CoreV1().Pods(r.Opts.Namespace).List(ctx, metav1.ListOptions{})
+	pods, err := r.w.listPods(ctx, r.ns())
 	if err != nil {
-		r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("listing pods to force-delete: %v", err))
+		r.fail(Failure{Verb: "list", Resource: "pods", Error: err.Error()})
 		return 0
 	}
 	deleted := 0
-	for i := range list.Items {
-		pod := &list.Items[i]
-		if pod.DeletionTimestamp == nil || r.now().Before(pod.DeletionTimestamp.Time) {
-			continue // not deleted yet, or still within its grace period
+	for i := range pods {
+		pod := &pods[i]
+		if pod.DeletionTimestamp == nil {
+			continue // not deleted yet
+		}
+		wait, now := r.w.until(pod.DeletionTimestamp.Time)
+		if !now {
+			continue // still within its grace period
 		}
 		fp := r.forcedPod(ctx, pod)
-		if err := r.savePod(pod); err != nil {
-			fp.Status, fp.Error = ForceFailed, err.Error()
-		} else {
-			err = r.Clients.Kube.CoreV1().Pods(r.Opts.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-			switch {
-			case apierrors.IsNotFound(err):
-				fp.Status = ForceGone
-			case err != nil:
-				fp.Status, fp.Error = ForceFailed, err.Error()
-			default:
-				fp.Status = ForceDeleted
-				deleted++
-				r.change("force-deleted pod %s (grace period 0; node %s: %s), saved first", pod.Name, orNone(fp.Node), fp.NodeState)
-			}
+		if wait > 0 {
+			fp.AfterSeconds = int64(wait.Round(time.Second).Seconds())
 		}
-		if fp.Status == ForceFailed {
-			r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("force-deleting pod %s: %s", pod.Name, fp.Error))
+		fp.Status, fp.Error = r.forceDelete(ctx, pod, fp)
+		if fp.Status == ForceDeleted || fp.Status == ForcePlanned {
+			deleted++
 		}
 		r.report.ForcedPods = appendForced(r.report.ForcedPods, fp)
 	}
 	return deleted
 }
 
-// planForcePods plays the force-deletion of the pods a plan's pass leaves
-// terminating: sent as dry runs in server mode, refused in a client plan
-// when a fail-closed webhook catches it. It returns how many it played.
-func (r *run) planForcePods(ctx context.Context, planOps *deletion.PlanOps, pods map[string]*v1.Pod, server bool) int {
-	left, err := planOps.List(ctx, deletion.PodsGVR, r.Opts.Namespace)
-	if err != nil {
-		return 0
+// forceDelete sends one pod's DELETE with grace period 0 and its UID as a
+// precondition, the pod saved first.
+func (r *run) forceDelete(ctx context.Context, pod *v1.Pod, fp ForcedPod) (ForceStatus, string) {
+	saved, err := toUnstructured(pod, "v1", "Pod")
+	if err == nil {
+		_, err = r.w.send(ctx, Write{Verb: "delete", Resource: deletion.PodsGVR, Namespace: r.ns(), Name: pod.Name, GracePeriod: ptr.To(int64(0)), UID: pod.UID,
+			Op: "DELETE", Save: saved, Play: func(p *deletion.PlanOps, _ *deletion.PlanNamespaces) { p.ForceDelete(deletion.PodsGVR, pod.Name) }})
 	}
-	played := 0
-	for _, item := range left.Items {
-		pod := pods[item.Name]
-		if item.DeletionTimestamp == nil || pod == nil || r.refused["pods/"+item.Name] {
-			continue
-		}
-		fp := r.forcedPod(ctx, pod)
-		fp.Status = ForcePlanned
-		if pod.DeletionTimestamp == nil {
-			// Deleted by this plan's first pass: its grace period starts now.
-			fp.AfterSeconds = ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30)
-		} else if wait := pod.DeletionTimestamp.Sub(r.now()); wait > 0 {
-			fp.AfterSeconds = int64(wait.Round(time.Second).Seconds())
-		}
-		if err := r.forceDeleteDryRun(ctx, pod.Name, server); err != nil {
-			fp.Status, fp.Error = ForceFailed, err.Error()
-			r.refused["pods/"+item.Name] = true
-			r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("force-delete pod %s: %v", pod.Name, err))
-		} else {
-			planOps.ForceDelete(deletion.PodsGVR, item.Name)
-			played++
-		}
-		r.report.ForcedPods = appendForced(r.report.ForcedPods, fp)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ForceGone, ""
+	case err != nil:
+		r.fail(Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name, Error: err.Error()})
+		return ForceFailed, err.Error()
 	}
-	return played
-}
-
-// forceDeleteDryRun asks the server (server mode) or the prediction
-// (client mode) whether a force-delete would be accepted.
-func (r *run) forceDeleteDryRun(ctx context.Context, name string, server bool) error {
-	if !server {
-		return r.rejections.Delete[deletion.PodsGVR]
-	}
-	err := r.Clients.Kube.CoreV1().Pods(r.Opts.Namespace).Delete(ctx, name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr.To(int64(0)), DryRun: []string{metav1.DryRunAll}})
-	return r.unlessBypassed(err, "force-delete pod "+name)
+	r.changed(Change{Kind: ChangeForceDeletedPod, Resource: "pods", Name: pod.Name, Node: fp.Node, NodeState: fp.NodeState})
+	return done(r, ForceDeleted, ForcePlanned), ""
 }
 
 // forcedPod describes a pod to force-delete: its node and how long it has
@@ -111,7 +75,7 @@ func (r *run) forcedPod(ctx context.Context, pod *v1.Pod) ForcedPod {
 	}
 	if fp.NodeState == NodeReady {
 		// kubectl's own warning for --force --grace-period=0.
-		r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("pod %s is on node %s, which is Ready: force deletion does not wait for confirmation that its containers stopped; they may continue to run on the node", pod.Name, fp.Node))
+		r.warn(Warning{Kind: WarnNodeReady, Resource: "pods", Name: pod.Name, Node: fp.Node})
 	}
 	return fp
 }
@@ -144,17 +108,6 @@ func (r *run) nodeState(ctx context.Context, name string) NodeState {
 	return state
 }
 
-func (r *run) savePod(pod *v1.Pod) error {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetAPIVersion("v1")
-	u.SetKind("Pod")
-	return r.bk.Save(deletion.PodsGVR, u)
-}
-
 // appendForced adds fp unless the same pod with the same status is there.
 func appendForced(list []ForcedPod, fp ForcedPod) []ForcedPod {
 	for _, x := range list {
@@ -163,11 +116,4 @@ func appendForced(list []ForcedPod, fp ForcedPod) []ForcedPod {
 		}
 	}
 	return append(list, fp)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

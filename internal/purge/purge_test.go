@@ -36,15 +36,30 @@ func stuck() *kubetest.Cluster {
 	return c
 }
 
-func purger(c *kubetest.Cluster, opts Options) *Purger {
-	if opts.Namespace == "" {
-		opts.Namespace = "ns"
-	}
+// testPurger runs one namespace's purge.
+type testPurger struct {
+	*Purger
+	name string
+}
+
+func (p testPurger) Run(ctx context.Context) (*Report, error) { return p.Purger.Run(ctx, p.name) }
+
+func purger(c *kubetest.Cluster, opts Options) testPurger { return purgerIn(c, "ns", opts) }
+
+func purgerIn(c *kubetest.Cluster, name string, opts Options) testPurger {
 	if opts.Timeout == 0 {
 		opts.Timeout = time.Minute
 	}
-	opts.Ordering = deletion.Ordering{Ordered: true}
-	return &Purger{Clients: c.Clients(), Opts: opts}
+	opts.OrderedDeletion = deletion.Ordering{Ordered: true}
+	return testPurger{Purger: &Purger{Clients: c.Clients(), Opts: opts}, name: name}
+}
+
+func hasFailure(r *Report, verb, resource, name string) bool {
+	return slices.ContainsFunc(r.Failures, func(f Failure) bool { return f.Verb == verb && f.Resource == resource && f.Name == name })
+}
+
+func hasWarning(r *Report, kind WarningKind) bool {
+	return slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == kind })
 }
 
 // writes are the requests that would change the cluster.
@@ -89,7 +104,7 @@ func TestPlanPredictsThePassAndChangesNothing(t *testing.T) {
 // then a pass that finalizes.
 func TestPlanPlaysEscalationsToTheEnd(t *testing.T) {
 	c := stuck()
-	r, err := purger(c, Options{Escalations: Escalations{RemoveFinalizers: []string{"example.com/*"}}}).Run(context.Background())
+	r, err := purger(c, Options{RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +136,7 @@ func TestServerDryRunReportsRefusals(t *testing.T) {
 		}
 		return nil
 	}
-	r, err := purger(c, Options{DryRun: DryRunServer, Escalations: Escalations{RemoveAllFinalizers: true}}).Run(context.Background())
+	r, err := purger(c, Options{DryRun: DryRunServer, RemoveAllFinalizers: true}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,15 +150,15 @@ func TestServerDryRunReportsRefusals(t *testing.T) {
 	for _, s := range r.Strips {
 		failed = failed || (s.Name == "w1" && s.Status == StripFailed && strings.Contains(s.Error, "deny.example.com"))
 	}
-	if !failed || r.Finalize.Would || !strings.Contains(strings.Join(r.Errors, "\n"), "strip widgets.example.com/w1") {
-		t.Errorf("strips %+v, finalize %+v, errors %v", r.Strips, r.Finalize, r.Errors)
+	if !failed || r.Finalize.Would || !hasFailure(r, "strip", "widgets.example.com", "w1") {
+		t.Errorf("strips %+v, finalize %+v, failures %v", r.Strips, r.Finalize, r.Failures)
 	}
 }
 
 func TestForceStripsSavesAndFinishes(t *testing.T) {
 	c := stuck()
 	dir := filepath.Join(t.TempDir(), "backup")
-	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: dir, Escalations: Escalations{RemoveFinalizers: []string{"example.com/*"}}}).Run(context.Background())
+	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: dir, RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +172,12 @@ func TestForceStripsSavesAndFinishes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "namespace.yaml")); err != nil {
 		t.Errorf("namespace not saved: %v", err)
 	}
-	for _, want := range []string{"removed finalizers [example.com/hold] from configmaps/held", "finalized namespace ns (removed spec.finalizers [kubernetes])"} {
-		if !slices.Contains(r.Changes, want) {
-			t.Errorf("changes %v lack %q", r.Changes, want)
+	for _, want := range []Change{
+		{Kind: ChangeStrippedFinalizers, Resource: "configmaps", Name: "held", Finalizers: []string{"example.com/hold"}},
+		{Kind: ChangeFinalized, Name: "ns", Finalizers: []string{"kubernetes"}},
+	} {
+		if !slices.ContainsFunc(r.Changes, func(c Change) bool { return reflect.DeepEqual(c, want) }) {
+			t.Errorf("changes %+v lack %+v", r.Changes, want)
 		}
 	}
 }
@@ -212,7 +230,7 @@ func TestForceRefusesWithoutPermissions(t *testing.T) {
 		return a.Verb != "deletecollection" || a.Resource != "secrets"
 	}
 	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: t.TempDir()}).Run(context.Background())
-	if !errors.Is(err, ErrMissingPermissions) || r.Outcome != OutcomeRefused || !reflect.DeepEqual(r.MissingPermissions, []string{"deletecollection secrets in namespace ns"}) {
+	if !errors.Is(err, ErrMissingPermissions) || r.Outcome != OutcomeRefused || !reflect.DeepEqual(r.MissingPermissions, []Permission{{Verb: "deletecollection", Resource: "secrets", Namespace: "ns"}}) {
 		t.Fatalf("err %v, outcome %s, missing %v", err, r.Outcome, r.MissingPermissions)
 	}
 	if w := writes(c); len(w) != 0 {
@@ -227,7 +245,7 @@ func TestDiscoveryFailureAndItsEscalation(t *testing.T) {
 		c.FailedGroups = map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("stale GroupVersion discovery: metrics.k8s.io/v1beta1")}
 		for _, mode := range []DryRun{DryRunClient, DryRunNone} {
 			r, err := purger(c, Options{DryRun: mode, BackupDir: t.TempDir(), Timeout: 300 * time.Millisecond,
-				Escalations: Escalations{FinalizeDespiteDiscoveryFailure: despite}}).Run(context.Background())
+				FinalizeDespiteDiscoveryFailure: despite}).Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +274,7 @@ func TestNamespaceFinalizers(t *testing.T) {
 		wantErr   string
 		wantGone  bool
 	}{
-		{"plan, kept", false, DryRunClient, FinalizeNothingRemains, "", false},
+		{"plan, kept", false, DryRunClient, FinalizeOtherTokens, "", false},
 		{"plan, removed", true, DryRunClient, FinalizeNothingRemains, "", false},
 		{"force, kept", false, DryRunNone, FinalizeOtherTokens, "only their owner removes", false},
 		{"force, removed", true, DryRunNone, FinalizeNothingRemains, "", true},
@@ -264,14 +282,14 @@ func TestNamespaceFinalizers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := kubetest.New()
 			c.AddNamespace("ns", time.Minute, "kubernetes", "example.com/other")
-			r, err := purger(c, Options{DryRun: tc.mode, BackupDir: t.TempDir(), Escalations: Escalations{RemoveNamespaceFinalizers: tc.escalate}}).Run(context.Background())
+			r, err := purger(c, Options{DryRun: tc.mode, BackupDir: t.TempDir(), RemoveNamespaceFinalizers: tc.escalate}).Run(context.Background())
 			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err %v, want %q", err, tc.wantErr)
 			}
 			if r.Finalize.Cause != tc.wantCause || (c.Namespace("ns") == nil) != tc.wantGone {
 				t.Errorf("finalize %+v, namespace %+v", r.Finalize, c.Namespace("ns"))
 			}
-			if tc.mode == DryRunClient && !tc.escalate && !strings.Contains(strings.Join(r.Warnings, "\n"), "--remove-namespace-finalizers") {
+			if tc.mode == DryRunClient && !tc.escalate && !hasWarning(r, WarnTokensKept) {
 				t.Errorf("the plan does not warn about the kept token: %v", r.Warnings)
 			}
 		})
@@ -284,7 +302,7 @@ func TestActiveAndMissingNamespaces(t *testing.T) {
 	if _, err := purger(c, Options{}).Run(context.Background()); !errors.Is(err, ErrActive) {
 		t.Errorf("active: %v", err)
 	}
-	if _, err := purger(c, Options{Namespace: "missing"}).Run(context.Background()); !errors.Is(err, ErrNotFound) {
+	if _, err := purgerIn(c, "missing", Options{}).Run(context.Background()); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing: %v", err)
 	}
 	r, err := purger(c, Options{DeleteNamespace: true}).Run(context.Background())
@@ -292,7 +310,7 @@ func TestActiveAndMissingNamespaces(t *testing.T) {
 		t.Fatalf("plan of an active namespace: %v, steps %+v, finalize %+v", err, r.Steps, r.Finalize)
 	}
 	r, err = purger(c, Options{DryRun: DryRunNone, DeleteNamespace: true, BackupDir: t.TempDir()}).Run(context.Background())
-	if err != nil || r.Outcome != OutcomeGone || r.Changes[0] != "deleted namespace ns (it was Active)" {
+	if err != nil || r.Outcome != OutcomeGone || r.Changes[0].Kind != ChangeDeletedActiveNamespace {
 		t.Fatalf("force on an active namespace: %v, outcome %s, changes %v", err, r.Outcome, r.Changes)
 	}
 }
@@ -350,13 +368,13 @@ func TestParseDryRun(t *testing.T) {
 
 func TestEscalationsMatch(t *testing.T) {
 	fins := []string{"example.com/a", "example.com/b", "other.io/c"}
-	if got := (Escalations{RemoveFinalizers: []string{"example.com/*"}}).match(fins); !reflect.DeepEqual(got, fins[:2]) {
+	if got := (Options{RemoveFinalizers: []string{"example.com/*"}}).match(fins); !reflect.DeepEqual(got, fins[:2]) {
 		t.Errorf("glob: %v", got)
 	}
-	if got := (Escalations{RemoveAllFinalizers: true}).match(fins); !reflect.DeepEqual(got, fins) {
+	if got := (Options{RemoveAllFinalizers: true}).match(fins); !reflect.DeepEqual(got, fins) {
 		t.Errorf("all: %v", got)
 	}
-	if got := (Escalations{}).match(fins); len(got) != 0 {
+	if got := (Options{}).match(fins); len(got) != 0 {
 		t.Errorf("none asked: %v", got)
 	}
 }

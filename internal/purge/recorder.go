@@ -2,6 +2,7 @@ package purge
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 
@@ -10,39 +11,44 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
-// recorder wraps one pass's operations to report every request, how many
-// objects it reached and the server's answer, and the finalizers of what
-// the recount found. A pass may send requests concurrently.
+// recorder wraps the writer's content operations to report every request
+// of a pass, how many objects it reached and the server's answer, and the
+// finalizers of what the recount found. A pass may send requests
+// concurrently. It is built once per run; startPass begins a pass.
 type recorder struct {
-	inner deletion.Operations
-	// count tells how many objects a request reaches; countAfter asks it
-	// once the request is done (a force run counts what it saved first).
-	count      func(gvr schemaGVR) int
-	countAfter bool
-	status     StepStatus // Planned or Sent, when the request succeeds
-	pass       int
-	// skipped tells whether the inner operations spared a request.
-	skipped func(gvr schemaGVR) bool
+	w writer
 	// onStep is told of each request recorded.
 	onStep func(Step)
 
 	mu         sync.Mutex
+	pass       int
 	steps      []Step
 	finalizers map[schemaGVR]map[string]int
+	// refused are this pass's refused requests; listErrs its failed
+	// recounts.
+	refused  []Failure
+	listErrs map[schemaGVR]Failure
 }
 
-func newRecorder(inner deletion.Operations, count func(schemaGVR) int, countAfter bool, status StepStatus, pass int) *recorder {
-	return &recorder{inner: inner, count: count, countAfter: countAfter, status: status, pass: pass, finalizers: map[schemaGVR]map[string]int{}}
+func newRecorder(w writer, onStep func(Step)) *recorder {
+	return &recorder{w: w, onStep: onStep}
 }
 
 var _ deletion.Operations = (*recorder)(nil)
 
+func (r *recorder) startPass(pass int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pass, r.steps, r.finalizers, r.refused, r.listErrs = pass, nil, map[schemaGVR]map[string]int{}, nil, map[schemaGVR]Failure{}
+}
+
 func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, status StepStatus, err error) {
+	r.mu.Lock()
 	s := Step{Pass: r.pass, Verb: verb, Resource: deletion.ResourceName(gvr), Name: name, Objects: n, Status: status}
 	if err != nil {
 		s.Status, s.Error = StepFailed, err.Error()
+		r.refused = append(r.refused, Failure{Verb: verb, Resource: s.Resource, Name: name, Error: s.Error})
 	}
-	r.mu.Lock()
 	r.steps = append(r.steps, s)
 	r.mu.Unlock()
 	if r.onStep != nil {
@@ -50,18 +56,26 @@ func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, status
 	}
 }
 
+// status is what an accepted request became: sent for real, or planned.
+func (r *recorder) status() StepStatus {
+	if r.w.real() {
+		return StepSent
+	}
+	return StepPlanned
+}
+
 // DeleteCollection records a deletecollection.
 func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
 	n := 0
-	if !r.countAfter {
-		n = r.count(gvr)
+	if !r.w.reachedAfter() {
+		n = r.w.reached(gvr)
 	}
-	err := r.inner.DeleteCollection(ctx, gvr, ns)
-	if r.countAfter {
-		n = r.count(gvr)
+	err := r.w.ops().DeleteCollection(ctx, gvr, ns)
+	if r.w.reachedAfter() {
+		n = r.w.reached(gvr)
 	}
-	status := r.status
-	if r.skipped != nil && r.skipped(gvr) {
+	status := r.status()
+	if r.w.spared(gvr) {
 		status = StepSkipped
 	}
 	r.record("deletecollection", gvr, "", n, status, err)
@@ -70,24 +84,27 @@ func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns strin
 
 // Delete records the deletion of one item.
 func (r *recorder) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
-	err := r.inner.Delete(ctx, gvr, ns, name)
-	r.record("delete", gvr, name, 1, r.status, err)
+	err := r.w.ops().Delete(ctx, gvr, ns, name)
+	r.record("delete", gvr, name, 1, r.status(), err)
 	return err
 }
 
-// List keeps the finalizers of what the list found.
+// List keeps the finalizers of what the list found, and a failed list.
 func (r *recorder) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.PartialObjectMetadataList, error) {
-	list, err := r.inner.List(ctx, gvr, ns)
-	if err == nil && list != nil {
+	list, err := r.w.ops().List(ctx, gvr, ns)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err != nil:
+		r.listErrs[gvr] = Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error()}
+	case list != nil:
 		counts := map[string]int{}
 		for _, item := range list.Items {
 			for _, f := range item.Finalizers {
 				counts[f]++
 			}
 		}
-		r.mu.Lock()
 		r.finalizers[gvr] = counts
-		r.mu.Unlock()
 	}
 	return list, err
 }
@@ -116,4 +133,26 @@ func (r *recorder) finalizersOf(gvr schemaGVR) map[string]int {
 		return nil
 	}
 	return r.finalizers[gvr]
+}
+
+// failed tells whether a request of this pass failed for gvr.
+func (r *recorder) failed(gvr schemaGVR) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, listed := r.listErrs[gvr]
+	name := deletion.ResourceName(gvr)
+	return listed || slices.ContainsFunc(r.refused, func(f Failure) bool { return f.Resource == name })
+}
+
+// failures are this pass's refused requests, failed recounts included, by
+// resource.
+func (r *recorder) failures() []Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.refused)
+	for _, f := range r.listErrs {
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
 }

@@ -1,80 +1,61 @@
 package purge
 
 import (
+	"time"
+
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
-// Kinds of purge reports; the apiVersion is the diagnosis's.
-const (
-	Kind     = "PurgeReport"
-	ListKind = "PurgeReportList"
-)
-
-// ReportList is purge's answer for several namespaces.
-type ReportList struct {
-	APIVersion string    `json:"apiVersion"`
-	Kind       string    `json:"kind"`
-	Items      []*Report `json:"items"`
-}
-
-// NewReportList wraps reports.
-func NewReportList(items []*Report) ReportList {
-	if items == nil {
-		items = []*Report{}
-	}
-	return ReportList{APIVersion: diagnose.APIVersion, Kind: ListKind, Items: items}
-}
-
-// Report is what purge planned or did; the table and JSON render it. The
-// string fields marked "words" are filled by internal/printer from the
-// typed fields beside them, for people and for older consumers.
+// Report is what purge planned or did, as data: internal/printer says it,
+// in a table or as the PurgeReport document (docs/schema.md).
 type Report struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
+	Namespace string
 	// Orphans: the run was over what a namespace that no longer exists
 	// left in storage (purge --orphans).
-	Orphans bool   `json:"orphans,omitempty"`
-	Context string `json:"context,omitempty"`
-	Cluster string `json:"cluster,omitempty"`
+	Orphans bool
+	// Context and Cluster are where the run wrote (Options).
+	Context, Cluster string
 	// Ordering is the server's version and the deletion order purge
 	// followed.
-	Ordering deletion.Ordering `json:"ordering"`
-	Mode     DryRun            `json:"mode"`
-	Outcome  Outcome           `json:"outcome"`
+	Ordering deletion.Ordering
+	Mode     DryRun
+	Outcome  Outcome
 	// Stop says why a run ended before the namespace was gone.
-	Stop *Stop `json:"stop,omitempty"`
-	// Message is the headline (words).
-	Message string `json:"message"`
-	Passes  int    `json:"passes"`
+	Stop   *Stop
+	Passes int
 	// Steps are the requests of the deletion passes: every pass of a plan,
 	// the last pass of a force run.
-	Steps []Step `json:"steps"`
+	Steps []Step
 	// Strips are the finalizer removals planned or done.
-	Strips []Strip `json:"strips"`
+	Strips []Strip
 	// Leaks are what stripping each finalizer above leaves behind, from
 	// the catalogue.
-	Leaks []Leak `json:"leaks,omitempty"`
+	Leaks []Leak
 	// ForcedPods are the pods deleted (or to delete) with grace period 0.
-	ForcedPods []ForcedPod `json:"forcedPods"`
+	ForcedPods []ForcedPod
 	// Bypassed are the webhook configurations this namespace is (or would
 	// be) excluded from during the run.
-	Bypassed   []Bypass    `json:"bypassed"`
-	Remaining  []Remaining `json:"remaining"`
-	Conditions []Condition `json:"conditions"`
-	Finalize   Finalize    `json:"finalize"`
-	// MissingPermissions lists every permission the plan needs and lacks.
-	MissingPermissions []string `json:"missingPermissions,omitempty"`
-	BackupDir          string   `json:"backupDir,omitempty"`
-	BackedUp           int      `json:"backedUp"`
+	Bypassed   []Bypass
+	Remaining  []Remaining
+	Conditions []Condition
+	Finalize   Finalize
+	// MissingPermissions is every permission the run needs and lacks.
+	MissingPermissions []Permission
+	BackupDir          string
+	BackedUp           int
 	// Recreated is content that came back while purge deleted it.
-	Recreated []Recreated `json:"recreated"`
+	Recreated []Recreated
 	// Changes is every change made to the cluster, in order.
-	Changes  []string `json:"changes"`
-	Warnings []string `json:"warnings"`
-	// Errors are the API server's answers to failed requests.
-	Errors []string `json:"errors"`
+	Changes  []Change
+	Warnings []Warning
+	// Failures are the requests the API server refused (or would), each
+	// once, with how often and when.
+	Failures []Failure
+	// Holding is what holds the namespace when the run ends with it still
+	// there (or a plan predicts it stays): explain's diagnosis of the state
+	// the run last saw, its next steps naming purge's own flags.
+	Holding *diagnose.Report
 }
 
 // Outcome is how a run ended.
@@ -96,6 +77,7 @@ const (
 	StopTimeout     StopReason = "Timeout"     // --timeout expired
 	StopInterrupted StopReason = "Interrupted" // Ctrl-C or SIGTERM
 	StopRecreated   StopReason = "Recreated"   // content kept coming back
+	StopBlocked     StopReason = "Blocked"     // refused in a way only an outside fix clears: waiting cannot help
 	StopError       StopReason = "Error"       // an error not worth retrying
 )
 
@@ -110,6 +92,8 @@ type Stop struct {
 	// field managers that created them (StopRecreated).
 	Recreated []string `json:"recreatedTypes,omitempty"`
 	CreatedBy []string `json:"createdBy,omitempty"`
+	// After is how long the run had gone when it stopped (StopBlocked).
+	After string `json:"after,omitempty"`
 }
 
 // StepStatus is what became of one request.
@@ -135,8 +119,6 @@ type Step struct {
 	Objects int        `json:"objects"`
 	Status  StepStatus `json:"status"`
 	Error   string     `json:"error,omitempty"`
-	// Result is the status in words.
-	Result string `json:"result"`
 }
 
 // StripStatus is what became of one finalizer removal.
@@ -159,8 +141,6 @@ type Strip struct {
 	Finalizers []string    `json:"finalizers"`
 	Status     StripStatus `json:"status"`
 	Error      string      `json:"error,omitempty"`
-	// Result is the status in words.
-	Result string `json:"result"`
 }
 
 // Leak is what stripping one finalizer costs.
@@ -209,8 +189,6 @@ type ForcedPod struct {
 	AfterSeconds int64       `json:"afterSeconds,omitempty"`
 	Status       ForceStatus `json:"status"`
 	Error        string      `json:"error,omitempty"`
-	// Result is the status in words.
-	Result string `json:"result"`
 }
 
 // BypassStatus is what became of a webhook configuration's bypass.
@@ -221,7 +199,7 @@ const (
 	BypassPlanned       BypassStatus = "Planned"       // a plan: would be excluded during the run
 	BypassRestored      BypassStatus = "Restored"      // excluded during the run, then restored
 	BypassFailed        BypassStatus = "Failed"        // could not be excluded: nothing changed
-	BypassRestoreFailed BypassStatus = "RestoreFailed" // excluded, and not restored: see RestoreCommand
+	BypassRestoreFailed BypassStatus = "RestoreFailed" // excluded, and not restored: see RestorePath
 	BypassLeftover      BypassStatus = "LeftoverRestored"
 )
 
@@ -235,11 +213,9 @@ type Bypass struct {
 	Catches []string     `json:"catches,omitempty"`
 	Status  BypassStatus `json:"status"`
 	Error   string       `json:"error,omitempty"`
-	// RestoreCommand restores the configuration from the backup by hand,
-	// when purge could not.
-	RestoreCommand string `json:"restoreCommand,omitempty"`
-	// Result is the status in words.
-	Result string `json:"result"`
+	// RestorePath is the configuration as it was, saved in the backup
+	// before the run changed it: `kubectl replace -f` it to restore by hand.
+	RestorePath string `json:"-"`
 }
 
 // Recreated is an object created anew in the terminating namespace: a name
@@ -300,12 +276,137 @@ type Finalize struct {
 	PodsFirst bool `json:"podsFirst,omitempty"`
 	// Error is the pass's or the finalize call's error.
 	Error string `json:"error,omitempty"`
-	// Reason is the cause in words.
-	Reason string `json:"reason"`
 }
 
-func newReport(ns string, mode DryRun) *Report {
-	return &Report{APIVersion: diagnose.APIVersion, Kind: Kind, Namespace: ns, Mode: mode,
-		Steps: []Step{}, Strips: []Strip{}, ForcedPods: []ForcedPod{}, Bypassed: []Bypass{}, Recreated: []Recreated{}, Remaining: []Remaining{}, Conditions: []Condition{},
-		Changes: []string{}, Warnings: []string{}, Errors: []string{}}
+// Permission is one verb on one resource a run needs.
+type Permission struct {
+	Verb        string `json:"verb"`
+	Group       string `json:"group,omitempty"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+}
+
+// ChangeKind is a kind of change made to the cluster.
+type ChangeKind string
+
+// Changes.
+const (
+	ChangeDeletedActiveNamespace     ChangeKind = "DeletedActiveNamespace"     // --delete-namespace
+	ChangeDeletedContent             ChangeKind = "DeletedContent"             // a pass's deletecollection, Objects saved first
+	ChangeStrippedFinalizers         ChangeKind = "StrippedFinalizers"         // --remove-finalizers
+	ChangeForceDeletedPod            ChangeKind = "ForceDeletedPod"            // --force-delete-pods
+	ChangeExcludedFromWebhook        ChangeKind = "ExcludedFromWebhook"        // --bypass-webhook
+	ChangeRestoredWebhook            ChangeKind = "RestoredWebhook"            // the bypass undone
+	ChangeFinalized                  ChangeKind = "Finalized"                  // the finalize call
+	ChangeNoLeftovers                ChangeKind = "NoLeftovers"                // --orphans: nothing left
+	ChangeRemovedNamespaceFinalizers ChangeKind = "RemovedNamespaceFinalizers" // --remove-namespace-finalizers
+	ChangeCreatedNamespace           ChangeKind = "CreatedNamespace"           // --orphans: re-created to strip
+	ChangeDeletedNamespaceAgain      ChangeKind = "DeletedNamespaceAgain"      // --orphans: and deleted at once
+)
+
+// Change is one change made to the cluster: what, and to which object.
+type Change struct {
+	Kind ChangeKind
+	// Verb is the request of a deletion (deletecollection, delete).
+	Verb     string
+	Resource string
+	Name     string
+	// Objects is how many objects a deletion reached.
+	Objects int
+	// Finalizers are the finalizers or tokens removed.
+	Finalizers []string
+	// Node and NodeState: a force-deleted pod's node.
+	Node      string
+	NodeState NodeState
+}
+
+// WarningKind is a kind of warning.
+type WarningKind string
+
+// Warnings.
+const (
+	WarnRevivalNeeded   WarningKind = "RevivalNeeded"   // --orphans strips need the namespace re-created
+	WarnTokensKept      WarningKind = "TokensKept"      // finalizing leaves tokens other systems own
+	WarnServerRetried   WarningKind = "ServerRetried"   // the API server was away; purge retried
+	WarnRecreated       WarningKind = "Recreated"       // content created anew in the terminating namespace
+	WarnConflict        WarningKind = "Conflict"        // an object changed while purge worked on it
+	WarnPutBack         WarningKind = "PutBack"         // a live controller put a finalizer back
+	WarnNodeReady       WarningKind = "NodeReady"       // force-deleting a pod whose node is Ready
+	WarnBypassLeftover  WarningKind = "BypassLeftover"  // a killed run left a webhook bypassed
+	WarnBypassedRefusal WarningKind = "BypassedRefusal" // a server dry run refused by a bypassed webhook
+	WarnAPIServer       WarningKind = "APIServer"       // a warning the API server sent (admission)
+)
+
+// Warning is something the user should know: what, and about which object.
+type Warning struct {
+	Kind     WarningKind
+	Resource string
+	Name     string
+	// Finalizers are the finalizers or tokens concerned.
+	Finalizers []string
+	// Node is a pod's node (NodeReady).
+	Node string
+	// Request names the request a warning is about (BypassedRefusal).
+	Request string
+	// Restored: the leftover bypass was undone (BypassLeftover), or only
+	// found (a plan).
+	Restored bool
+	// Text is the API server's own words (APIServer, BypassedRefusal).
+	Text string
+}
+
+// Failure is a request the API server refused (or, in a plan, would):
+// the request, the answer, who refused it, and how often and when.
+type Failure struct {
+	// Verb is the request: deletecollection, delete, list, strip,
+	// force-delete, finalize, patch, restore, discover.
+	Verb     string
+	Resource string
+	Name     string
+	// Error is the API server's answer.
+	Error string
+	// Refusal says who refused, when the answer tells.
+	Refusal *Refusal
+	// Count is how many times the same answer came; First and Last when.
+	Count       int
+	First, Last time.Time
+	// Path is the backup copy to restore by hand (a bypass not undone).
+	Path string
+}
+
+// RefusedBy says what refused a request.
+type RefusedBy string
+
+// Who refuses.
+const (
+	RefusedByWebhook    RefusedBy = "Webhook"    // an admission webhook, by its answer or by failing to be called
+	RefusedByConversion RefusedBy = "Conversion" // a CRD's conversion webhook could not be called
+	RefusedByRBAC       RefusedBy = "RBAC"       // Forbidden
+	RefusedByMissingCRD RefusedBy = "MissingCRD" // the resource type is gone
+	RefusedByAPI        RefusedBy = "API"        // an aggregated API's backend, or the server itself
+)
+
+// Refusal is who refused a request, as far as the answer and the cluster
+// tell.
+type Refusal struct {
+	By RefusedBy `json:"by"`
+	// Webhook and Configuration: the webhook and its configuration
+	// (ValidatingWebhookConfiguration or MutatingWebhookConfiguration).
+	Webhook           string `json:"webhook,omitempty"`
+	Configuration     string `json:"configuration,omitempty"`
+	ConfigurationKind string `json:"configurationKind,omitempty"`
+	// CRD: the CRD whose conversion webhook failed.
+	CRD string `json:"crd,omitempty"`
+	// Service is the backend that cannot be called (namespace/name).
+	Service string `json:"service,omitempty"`
+	// User, Verb and Resource: who may not do what (RBAC).
+	User     string `json:"user,omitempty"`
+	Verb     string `json:"verb,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	// Outside: only an outside action clears it (a backend that does not
+	// exist or has no ready endpoint, Forbidden, a missing CRD): waiting
+	// cannot help.
+	Outside bool `json:"outside"`
 }

@@ -3,9 +3,10 @@ package purge
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"sort"
-	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,30 +15,25 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
 type schemaGVR = schema.GroupVersionResource
 
-// run is one purge run's state: the report it fills, the controller's
-// deleter it drives pass after pass, and what a force run remembers
-// between passes.
+// run is one purge run's state: the report it fills, the writer every
+// write goes through, the controller's deleter it drives pass after pass
+// (built once), and what it remembers between passes.
 type run struct {
 	*Purger
-	report  *Report
+	report *Report
+	w      writer
+	rec    *recorder
+	// deleter is upstream's, built once per run.
 	deleter *deletion.NamespacedResourcesDeleter
 	disc    *kube.Discovery
-
-	// Plans only: the strips and force-deletions refused, not sent again;
-	// a client plan's predicted webhook rejections.
-	refused    map[string]bool
-	rejections diagnose.Rejections
-	// nodes caches the state of the pods' nodes.
-	nodes map[string]NodeState
-
-	// Force runs only.
-	bk *backup.Writer
+	obs     *diagnose.Observation
 	// reported remembers the resources whose deletion is already listed
 	// among the changes: later passes re-send the same request.
 	reported map[string]bool
@@ -49,9 +45,139 @@ type run struct {
 	// revived: a former namespace was re-created (and deleted again) so
 	// its leftovers' finalizers could be removed.
 	revived bool
-	// live is where the run is, for Options.Observer.
-	progressMu sync.Mutex
-	live       Progress
+	// acted counts the escalations' changes so far.
+	acted int
+	// nodes caches the state of the pods' nodes.
+	nodes map[string]NodeState
+}
+
+func newRun(p *Purger, r *Report) *run {
+	return &run{Purger: p, report: r, reported: map[string]bool{}, rc: newRecreations(), stripped: map[string][]string{}}
+}
+
+func (r *run) ns() string { return r.report.Namespace }
+
+// do runs purge on ns: the reads and checks before anything is changed,
+// the bypasses, the namespace's own DELETE when asked, then the passes.
+func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
+	deleted := ns
+	if ns.DeletionTimestamp == nil {
+		// A plan plays the namespace as deleted now.
+		deleted = ns.DeepCopy()
+		now := metav1.NewTime(r.now())
+		deleted.DeletionTimestamp = &now
+	}
+	if err := r.prepare(ctx, ns, deleted); err != nil {
+		return err
+	}
+	restore, err := r.applyBypass(ctx)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	if ns.DeletionTimestamp == nil {
+		if err := r.deleteNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	if r.Opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(r.Opts.Timeout))
+		defer cancel()
+	}
+	r.deleter = r.newDeleter()
+	return r.passes(ctx)
+}
+
+// prepare is everything before the first change: it undoes (or, in a
+// plan, notes) what a run killed while it bypassed a webhook left behind,
+// reads what the run needs, builds the writer, and for real checks every
+// permission the run needs and opens the backup.
+func (r *run) prepare(ctx context.Context, ns, deleted *v1.Namespace) error {
+	if r.Opts.DryRun != DryRunNone || r.needsSnapshot() {
+		if err := r.leftovers(ctx); err != nil {
+			return err
+		}
+		obs, err := r.snapshot(ctx, deleted)
+		if err != nil {
+			return err
+		}
+		r.obs = &obs
+		if err := r.resolveBypass(ctx, obs); err != nil {
+			return err
+		}
+	} else if err := r.discoverWithLeftovers(ctx); err != nil {
+		return err
+	}
+	if r.Opts.DryRun != DryRunNone {
+		r.w = r.planWriter(deleted)
+		return nil
+	}
+	snap := &deletion.Snapshot{}
+	if r.obs != nil {
+		snap = r.obs.Snapshot
+	}
+	missing, err := r.missingPermissions(ctx, ns, r.disc, snap)
+	if err != nil {
+		return err
+	}
+	if r.report.MissingPermissions = missing; len(missing) > 0 {
+		r.report.Outcome = OutcomeRefused
+		return ErrMissingPermissions
+	}
+	return r.openBackup(ns)
+}
+
+// planWriter plays the run over the snapshot: predicted (client) or with
+// every write sent as a dry run first (server).
+func (r *run) planWriter(ns *v1.Namespace) *planWriter {
+	w := &planWriter{plan: deletion.NewPlanOps(r.obs.Snapshot), ns: deletion.NewPlanNamespaces(ns), exists: !r.Opts.Orphans,
+		bypassed: r.unlessBypassed, clients: r.Clients, now: r.now}
+	if r.Opts.DryRun == DryRunServer {
+		w.server = r.Clients
+		return w
+	}
+	w.rejections = diagnose.PredictRejections(*r.obs, r.bypassedNames())
+	w.plan.DeleteErrs, w.ns.FinalizeErr = w.rejections.Delete, w.rejections.Finalize
+	return w
+}
+
+// openBackup saves the namespace, then builds the writer that saves
+// everything else before changing it.
+func (r *run) openBackup(ns *v1.Namespace) error {
+	dir := r.Opts.BackupDir
+	if dir == "" {
+		var err error
+		if dir, err = backup.DefaultDir(ns.Name, r.now()); err != nil {
+			return err
+		}
+	}
+	bk, err := backup.New(dir)
+	if err != nil {
+		return err
+	}
+	u, err := toUnstructured(savedNamespace(ns, r.Opts.Orphans), "v1", "Namespace")
+	if err != nil {
+		return err
+	}
+	if err := bk.SaveNamespace(u); err != nil {
+		return err
+	}
+	var former *deletion.PlanNamespaces
+	if r.Opts.Orphans {
+		former = deletion.NewPlanNamespaces(ns)
+	}
+	r.w = newRealWriter(r.Clients, bk, r.rc, former, r.now)
+	r.report.BackupDir = bk.Dir
+	r.emit(Event{Kind: EventBackup, Dir: bk.Dir})
+	return nil
+}
+
+// needsSnapshot tells whether a force run needs the snapshot before its
+// first pass: the strips' permission check and the bypass read it. Else
+// the first pass's own lists are the only reads, as for the controller.
+func (r *run) needsSnapshot() bool {
+	return r.Opts.strips() || len(r.Opts.BypassWebhook) > 0
 }
 
 // snapshot discovers the API and reads what the namespace holds, the same
@@ -62,7 +188,6 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 	if err != nil {
 		return obs, err
 	}
-	obs.Ordering = r.Opts.Ordering
 	r.disc = in.Discovery()
 	r.discoveries.seed(r.disc)
 	// explain reads pods as metadata only; purge reads them as the
@@ -74,23 +199,18 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 	return obs, nil
 }
 
-// needsSnapshot tells whether a force run needs the snapshot before its
-// first pass: the strips' permission check and the bypass read it. Else
-// the first pass's own lists are the only reads, as for the controller.
-func (r *run) needsSnapshot() bool {
-	return r.Opts.Escalations.strips() || len(r.Opts.Escalations.BypassWebhooks) > 0
-}
-
-// discoverOnly is the first read of a force run that needs no snapshot:
-// discovery.
-func (r *run) discoverOnly(ctx context.Context) error {
+// discoverWithLeftovers is the first read of a force run that needs no
+// snapshot: discovery, with the undoing of a killed run's bypasses at
+// once (over a slow link each round trip counts; neither needs the other).
+func (r *run) discoverWithLeftovers(ctx context.Context) error {
+	restored := make(chan error, 1)
+	go func() { restored <- r.leftovers(ctx) }()
 	disc, err := r.inspector().Discover(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		r.disc = disc
+		r.discoveries.seed(disc)
 	}
-	r.disc = disc
-	r.discoveries.seed(disc)
-	return nil
+	return errors.Join(<-restored, err)
 }
 
 // inspector is the run's reader, shared with the other namespaces' runs.
@@ -101,35 +221,49 @@ func (r *run) inspector() *inspect.Inspector {
 		r.Inspector = inspect.New(r.Clients)
 		r.Inspector.Compact = true
 	}
+	r.Inspector.Options.Ordering = r.Opts.OrderedDeletion
 	return r.Inspector
 }
 
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
-// clients, discovery and escalations.
-func (r *run) newDeleter(nsClient deletion.NamespaceClient, ops deletion.Operations, pods deletion.PodLister) *deletion.NamespacedResourcesDeleter {
-	esc := r.Opts.Escalations
+// writer, discovery and escalations.
+func (r *run) newDeleter() *deletion.NamespacedResourcesDeleter {
+	r.rec = newRecorder(r.w, r.requestDone)
 	return &deletion.NamespacedResourcesDeleter{
-		NsClient: nsClient, Ops: ops, Pods: pods,
+		NsClient: r.w.namespaces(), Ops: r.rec, Pods: r.w.pods(),
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
-		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.Ordering.Ordered,
+		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.OrderedDeletion.Ordered,
 		Workers: r.Opts.Workers, Now: r.now,
-		FinalizeDespiteDiscoveryFailure: esc.FinalizeDespiteDiscoveryFailure,
-		RemoveAllSpecFinalizers:         esc.RemoveNamespaceFinalizers,
+		FinalizeDespiteDiscoveryFailure: r.Opts.FinalizeDespiteDiscoveryFailure,
+		RemoveNamespaceFinalizers:       r.Opts.RemoveNamespaceFinalizers,
 	}
+}
+
+// rediscover is a later pass's discovery: afresh, as the controller does,
+// or shared with the other namespaces purged together.
+func (r *run) rediscover() (*kube.Discovery, error) {
+	if r.discoveries != nil {
+		return r.discoveries.get(r.Clients)
+	}
+	return kube.Discover(r.Clients.Discovery)
 }
 
 // recordContent fills the report's remaining content and conditions from
 // one content pass.
-func (r *run) recordContent(rec *recorder, content *deletion.ContentResult) {
+func (r *run) recordContent(content *deletion.ContentResult, first bool) {
 	r.report.Remaining = []Remaining{}
 	if content == nil {
 		return
 	}
 	for gvr, n := range content.Totals.GVRToNumRemaining {
-		r.report.Remaining = append(r.report.Remaining, Remaining{Resource: deletion.ResourceName(gvr), Count: n, Finalizers: rec.finalizersOf(gvr)})
+		r.report.Remaining = append(r.report.Remaining, Remaining{Resource: deletion.ResourceName(gvr), Count: n, Finalizers: r.rec.finalizersOf(gvr)})
 	}
 	sort.Slice(r.report.Remaining, func(i, j int) bool { return r.report.Remaining[i].Resource < r.report.Remaining[j].Resource })
-	r.report.Conditions = conditionsOf(content.Conditions)
+	// A plan's later passes are what purge would do: the controller writes
+	// the first one's conditions now.
+	if first || r.w.real() {
+		r.report.Conditions = conditionsOf(content.Conditions)
+	}
 }
 
 func conditionsOf(conds []v1.NamespaceCondition) []Condition {
@@ -160,8 +294,9 @@ func notFinalized(f *Finalize, res deletion.Result, err error) {
 }
 
 // finalized records a pass that finalized the namespace (or would).
-func finalized(f *Finalize, res deletion.Result, pass int) {
-	f.Would = true
+func (r *run) finalized(res deletion.Result) {
+	f := &r.report.Finalize
+	f.Would, f.Done = true, r.w.real()
 	f.Remove = tokens(res.Dropped)
 	f.Kept = nil
 	for _, t := range res.Namespace.Spec.Finalizers {
@@ -172,10 +307,16 @@ func finalized(f *Finalize, res deletion.Result, pass int) {
 	switch {
 	case res.Content != nil && res.Content.Err != nil:
 		f.Cause = FinalizeDespiteDiscovery
-	case pass > 1:
+	case r.acted > 0:
 		f.Cause = FinalizeAfterEscalations
 	default:
 		f.Cause = FinalizeNothingRemains
+	}
+	switch {
+	case r.Opts.Orphans:
+		r.changed(Change{Kind: ChangeNoLeftovers, Name: r.ns()})
+	case len(f.Remove) > 0:
+		r.changed(Change{Kind: ChangeFinalized, Name: r.ns(), Finalizers: f.Remove})
 	}
 }
 
@@ -185,13 +326,6 @@ func tokens(names []v1.FinalizerName) []string {
 		out = append(out, string(n))
 	}
 	return out
-}
-
-func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
 }
 
 func without(list, drop []string) []string {
@@ -204,16 +338,108 @@ func without(list, drop []string) []string {
 	return out
 }
 
+// done is a status for what was sent for real, or would be (a plan).
+func done[T any](r *run, real, planned T) T {
+	if r.w.real() {
+		return real
+	}
+	return planned
+}
+
+// changed records a change made to the cluster; a plan makes none. Before
+// the run has its writer, only a force run's undoing of a killed run's
+// bypass changes anything.
+func (r *run) changed(c Change) {
+	if r.w == nil || r.w.real() {
+		r.report.Changes = append(r.report.Changes, c)
+	}
+}
+
+// warn records a warning once.
+func (r *run) warn(w Warning) {
+	if !slices.ContainsFunc(r.report.Warnings, func(x Warning) bool { return reflect.DeepEqual(x, w) }) {
+		r.report.Warnings = append(r.report.Warnings, w)
+	}
+}
+
+// fail records a refused request; the same answer to the same request is
+// one failure, counted, with when it came first and last.
+func (r *run) fail(f Failure) {
+	now := r.now()
+	for i := range r.report.Failures {
+		x := &r.report.Failures[i]
+		if x.Verb == f.Verb && x.Resource == f.Resource && x.Name == f.Name && x.Error == f.Error {
+			x.Count, x.Last = x.Count+1, now
+			return
+		}
+	}
+	f.Count, f.First, f.Last = 1, now, now
+	r.report.Failures = append(r.report.Failures, f)
+}
+
+// emit sends a progress event, if anyone listens.
+func (r *run) emit(e Event) {
+	if r.Opts.Events == nil {
+		return
+	}
+	e.Namespace, e.At = r.ns(), time.Now()
+	r.Opts.Events <- e
+}
+
+// requestDone tells the listener of a pass's request.
+func (r *run) requestDone(s Step) {
+	r.emit(Event{Kind: EventRequest, Step: &s})
+}
+
+// leaksOf says, for each finalizer stripped (or to strip), what it costs.
+func leaksOf(strips []Strip) []Leak {
+	seen := map[string]bool{}
+	var out []Leak
+	for _, s := range strips {
+		for _, f := range s.Finalizers {
+			if seen[f] || (s.Status != StripPlanned && s.Status != StripRemoved) {
+				continue
+			}
+			seen[f] = true
+			l := Leak{Finalizer: f}
+			if e := finalizers.Lookup(f); e != nil {
+				l.Owner, l.Leak, l.Source = e.Owner, e.Leak, e.Source
+			}
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Finalizer < out[j].Finalizer })
+	return out
+}
+
 // stripCandidates are the resources whose objects an escalation may strip:
 // what the pass left, and what it failed to delete (a webhook refusing the
 // DELETE may refuse the finalizer removal too, which the report then says).
 func stripCandidates(c *deletion.ContentResult) []schemaGVR {
-	set := map[schemaGVR]int{}
-	for gvr, n := range c.Totals.GVRToNumRemaining {
-		set[gvr] = n
+	set := map[schemaGVR]bool{}
+	for gvr := range c.Totals.GVRToNumRemaining {
+		set[gvr] = true
 	}
 	for _, gvr := range c.Failed {
-		set[gvr]++
+		set[gvr] = true
 	}
-	return sortedGVRs(set)
+	out := make([]schemaGVR, 0, len(set))
+	for gvr := range set {
+		out = append(out, gvr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// errGone ends the passes: the namespace is gone.
+var errGone = errors.New("namespace gone")
+
+// errPlanEnds ends a plan's passes: what it plays holds the namespace.
+var errPlanEnds = errors.New("nothing more a plan can play")
+
+func stopIfPlan(r *run, err error) error {
+	if !r.w.real() {
+		return errPlanEnds
+	}
+	return err
 }

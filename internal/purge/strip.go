@@ -2,45 +2,39 @@ package purge
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
-	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// conflictRetries bounds how often a strip is recomputed after someone
-// else changed the object.
-const conflictRetries = 3
-
-// stripRemaining removes the asked-for finalizers from what a pass left,
-// saving each object first. It returns how many objects it changed.
-func (r *run) stripRemaining(ctx context.Context, content *deletion.ContentResult) int {
+// strip removes the asked-for finalizers (--remove-finalizers,
+// --remove-all-finalizers) from what a pass left, each object saved first.
+// It returns how many objects it changed (or would).
+func (r *run) strip(ctx context.Context, content *deletion.ContentResult) int {
 	changed := 0
 	for _, gvr := range stripCandidates(content) {
-		list, err := kube.ListMetadata(ctx, r.Clients.SweepMetadata(), gvr, r.Opts.Namespace)
+		list, err := r.w.list(ctx, gvr, r.ns())
 		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
 			continue // its deletion failed already, and the pass says why
 		}
 		if err != nil {
-			r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("listing %s to strip finalizers: %v", deletion.ResourceName(gvr), err))
+			r.fail(Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error()})
 			continue
 		}
 		for _, item := range list.Items {
-			if len(r.Opts.Escalations.match(item.Finalizers)) == 0 {
+			if len(r.Opts.match(item.Finalizers)) == 0 {
 				continue
 			}
 			if back := r.putBack(gvr, item.Name, item.Finalizers); len(back) > 0 {
-				r.report.Strips = appendStrip(r.report.Strips, r.leftAlone(gvr, item.Name, back))
+				r.leftAlone(gvr, item.Name, back)
 				continue
 			}
 			s := r.stripOne(ctx, gvr, item.Name)
-			r.report.Strips = append(r.report.Strips, s)
-			if s.Status == StripRemoved {
+			r.report.Strips = appendStrip(r.report.Strips, s)
+			if s.Status == StripRemoved || s.Status == StripPlanned {
 				changed++
 			}
 		}
@@ -48,49 +42,61 @@ func (r *run) stripRemaining(ctx context.Context, content *deletion.ContentResul
 	return changed
 }
 
-// stripOne saves the object, patches its finalizers guarded by its
-// resourceVersion, retries after a concurrent change, and remembers what it
-// removed: a finalizer put back later is reported, not fought.
+// stripOne reads the object, saves it, and patches its finalizers guarded
+// by its resourceVersion; after a concurrent change it reads again and
+// retries. What it removed is remembered: a finalizer put back later is
+// reported, not fought.
 func (r *run) stripOne(ctx context.Context, gvr schemaGVR, name string) Strip {
 	s := Strip{Resource: deletion.ResourceName(gvr), Name: name}
-	for range conflictRetries {
-		obj, err := r.Clients.Dynamic.Resource(gvr).Namespace(r.Opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := r.w.read(ctx, gvr, r.ns(), name)
 		if apierrors.IsNotFound(err) {
 			s.Status = StripGone
-			return s
+			return nil
 		}
 		if err != nil {
-			return r.stripFailed(s, err)
+			return err
 		}
-		strip := r.Opts.Escalations.match(obj.GetFinalizers())
+		strip := r.Opts.match(obj.GetFinalizers())
 		if len(strip) == 0 {
 			s.Status = StripNothingLeft
-			return s
+			return nil
 		}
 		s.Finalizers = strip
-		if err := r.bk.Save(gvr, obj); err != nil {
-			return r.stripFailed(s, err)
-		}
-		err = r.patchFinalizers(ctx, gvr, name, obj.GetResourceVersion(), without(obj.GetFinalizers(), strip), false)
-		if apierrors.IsConflict(err) {
-			r.report.Warnings = append(r.report.Warnings, fmt.Sprintf("%s/%s changed while purge worked on it; re-read and retried", s.Resource, name))
-			continue
-		}
+		after := obj.DeepCopy()
+		after.SetFinalizers(without(obj.GetFinalizers(), strip))
+		patch, err := guardedPatch(obj, after)
 		if err != nil {
-			return r.stripFailed(s, err)
+			return err
 		}
-		r.change("removed finalizers %v from %s/%s", strip, s.Resource, name)
-		s.Status = StripRemoved
-		r.rememberStripped(gvr, name, strip)
-		return s
+		_, err = r.w.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: r.ns(), Name: name, Patch: patch, Op: "UPDATE", Save: obj,
+			Play: func(p *deletion.PlanOps, _ *deletion.PlanNamespaces) { p.RemoveFinalizers(gvr, name, strip) }})
+		if apierrors.IsConflict(err) {
+			r.warn(Warning{Kind: WarnConflict, Resource: s.Resource, Name: name})
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		s.Status, s.Error = StripFailed, err.Error()
+		r.fail(Failure{Verb: "strip", Resource: s.Resource, Name: name, Error: err.Error()})
+	case s.Status == "":
+		s.Status = done(r, StripRemoved, StripPlanned)
+		r.changed(Change{Kind: ChangeStrippedFinalizers, Resource: s.Resource, Name: name, Finalizers: s.Finalizers})
+		r.rememberStripped(gvr, name, s.Finalizers)
 	}
-	return r.stripFailed(s, fmt.Errorf("the object kept changing (%d conflicts); left alone", conflictRetries))
+	return s
 }
 
-func (r *run) stripFailed(s Strip, err error) Strip {
-	s.Status, s.Error = StripFailed, err.Error()
-	r.report.Errors = appendNew(r.report.Errors, fmt.Sprintf("removing finalizers from %s/%s: %v", s.Resource, s.Name, err))
-	return s
+// appendStrip adds s unless the same result for the same object is already
+// listed (later passes meet it again).
+func appendStrip(list []Strip, s Strip) []Strip {
+	for _, x := range list {
+		if x.Resource == s.Resource && x.Name == s.Name && x.Status == s.Status {
+			return list
+		}
+	}
+	return append(list, s)
 }
 
 // putBack returns the finalizers purge already removed from the object
@@ -112,9 +118,8 @@ func (r *run) rememberStripped(gvr schemaGVR, name string, removed []string) {
 
 // leftAlone reports an object whose finalizer came back: removing it again
 // would fight the controller that owns it.
-func (r *run) leftAlone(gvr schemaGVR, name string, back []string) Strip {
+func (r *run) leftAlone(gvr schemaGVR, name string, back []string) {
 	res := deletion.ResourceName(gvr)
-	r.report.Warnings = appendNew(r.report.Warnings, fmt.Sprintf("%s/%s: finalizer %s was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
-		res, name, strings.Join(back, ", ")))
-	return Strip{Resource: res, Name: name, Finalizers: back, Status: StripLeftAlone}
+	r.warn(Warning{Kind: WarnPutBack, Resource: res, Name: name, Finalizers: back})
+	r.report.Strips = appendStrip(r.report.Strips, Strip{Resource: res, Name: name, Finalizers: back, Status: StripLeftAlone})
 }

@@ -2,8 +2,8 @@ package purge
 
 import (
 	"context"
-	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -31,7 +32,7 @@ func TestStripRetriesOnConflict(t *testing.T) {
 		changes   int
 	}{
 		{"one concurrent change", 1, StripRemoved, 1},
-		{"keeps changing", conflictRetries, StripFailed, 0},
+		{"keeps changing", retry.DefaultRetry.Steps, StripFailed, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, patches := fakePurger(t, tc.conflicts)
@@ -39,16 +40,17 @@ func TestStripRetriesOnConflict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := &run{Purger: p, report: newReport("ns", DryRunNone), bk: bk, stripped: map[string][]string{}}
+			run := newRun(p, &Report{Namespace: "ns", Mode: DryRunNone})
+			run.w = newRealWriter(p.Clients, bk, run.rc, nil, time.Now)
 			r := run.report
 			s := run.stripOne(context.Background(), widgets, "w1")
 			if s.Status != tc.status || len(r.Changes) != tc.changes {
-				t.Fatalf("status %q, changes %v, errors %v", s.Status, r.Changes, r.Errors)
+				t.Fatalf("status %q, changes %v, failures %v", s.Status, r.Changes, r.Failures)
 			}
-			if *patches != min(tc.conflicts+1, conflictRetries) {
+			if *patches != min(tc.conflicts+1, retry.DefaultRetry.Steps) {
 				t.Errorf("%d patches sent", *patches)
 			}
-			if tc.conflicts > 0 && !strings.Contains(strings.Join(r.Warnings, "\n"), "changed while purge worked on it") {
+			if tc.conflicts > 0 && !hasWarning(r, WarnConflict) {
 				t.Errorf("conflict not reported: %v", r.Warnings)
 			}
 			if bk.Count() != 1 {
@@ -81,6 +83,6 @@ func fakePurger(t *testing.T, conflicts int) (*Purger, *int) {
 		}
 		return false, nil, nil
 	})
-	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{Namespace: "ns", Escalations: Escalations{RemoveFinalizers: []string{"example.com/*"}}}}
+	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{RemoveFinalizers: []string{"example.com/*"}}}
 	return p, &patches
 }

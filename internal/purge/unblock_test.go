@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +99,9 @@ func TestForceDeletePods(t *testing.T) {
 		c.Add(kubetest.Pods, pod)
 	}
 	alive := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "alive"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
-	p := &Purger{Clients: c.Clients(alive), Opts: Options{Namespace: "ns", DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
-		Escalations: Escalations{ForceDeletePods: true}}}
-	r, err := p.Run(context.Background())
+	p := &Purger{Clients: c.Clients(alive), Opts: Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
+		ForceDeletePods: true}}
+	r, err := p.Run(context.Background(), "ns")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestForceDeletePods(t *testing.T) {
 	if states["lost"] != "Missing/Deleted" || states["running"] != "Ready/Deleted" || states["young"] != "" {
 		t.Fatalf("forced pods %v", states)
 	}
-	if !strings.Contains(strings.Join(r.Warnings, "\n"), "pod running is on node alive, which is Ready") {
+	if !slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarnNodeReady && w.Name == "running" && w.Node == "alive" }) {
 		t.Errorf("no warning for the Ready node: %v", r.Warnings)
 	}
 	if got := c.Names(kubetest.Pods, "ns"); len(got) != 1 || got[0] != "young" {
@@ -128,7 +129,7 @@ func TestPlanForceDeletePods(t *testing.T) {
 	c := kubetest.New()
 	c.AddNamespace("ns", time.Minute)
 	c.Add(kubetest.Pods, kubetest.Pod("ns", "p", "gone", 45))
-	r, err := (&Purger{Clients: c.Clients(), Opts: Options{Namespace: "ns", Escalations: Escalations{ForceDeletePods: true}}}).Run(context.Background())
+	r, err := (&Purger{Clients: c.Clients(), Opts: Options{ForceDeletePods: true}}).Run(context.Background(), "ns")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestPlanForceDeletePods(t *testing.T) {
 		}
 		return nil
 	}
-	r, _ = (&Purger{Clients: c.Clients(), Opts: Options{Namespace: "ns", DryRun: DryRunServer, Escalations: Escalations{ForceDeletePods: true}}}).Run(context.Background())
+	r, _ = (&Purger{Clients: c.Clients(), Opts: Options{DryRun: DryRunServer, ForceDeletePods: true}}).Run(context.Background(), "ns")
 	if len(r.ForcedPods) != 1 || r.ForcedPods[0].Status != ForceFailed || r.Finalize.Would {
 		t.Fatalf("server dry run: forced %+v, finalize %+v", r.ForcedPods, r.Finalize)
 	}

@@ -58,11 +58,11 @@ func userWithRole(t *testing.T, file string) string {
 // comparable is what explain's verdict and evidence rest on, without
 // wording that carries ages (which move between two runs).
 type comparable struct {
-	State     string            `json:"state"`
-	Blockers  []string          `json:"blockers"`
-	Content   []json.RawMessage `json:"content"`
-	Discovery json.RawMessage   `json:"discovery"`
-	Unchecked []string          `json:"unchecked"`
+	State     diagnose.State         `json:"state"`
+	Blockers  []diagnose.BlockerKind `json:"blockers"`
+	Content   []json.RawMessage      `json:"content"`
+	Discovery json.RawMessage        `json:"discovery"`
+	Unchecked []string               `json:"unchecked"`
 	// Owners are each finalizer's owner state (name=state: evidence).
 	Owners []string `json:"owners"`
 	// Holders and Events are what the report quotes of them.
@@ -75,10 +75,10 @@ func explainJSON(t *testing.T, kubeconfig, name string) (comparable, plugintest.
 	r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "explain", name, "-o", "json")
 	var raw struct {
 		Verdict struct {
-			State string `json:"state"`
+			State diagnose.State `json:"state"`
 		} `json:"verdict"`
 		Blockers []struct {
-			Kind string `json:"kind"`
+			Kind diagnose.BlockerKind `json:"kind"`
 		} `json:"blockers"`
 		Content    []map[string]any `json:"content"`
 		Discovery  json.RawMessage  `json:"discovery"`
@@ -176,7 +176,7 @@ func TestExplainClusterRoleSuffices(t *testing.T) {
 			t.Errorf("the report does not count %s:\n%s", res, user)
 		}
 	}
-	for _, want := range []string{diagnose.BlockerAPIServiceUnavailable, diagnose.BlockerWebhook} {
+	for _, want := range []diagnose.BlockerKind{diagnose.BlockerAPIServiceUnavailable, diagnose.BlockerWebhook} {
 		if !slices.Contains(admin.Blockers, want) {
 			t.Errorf("the scenario does not exercise %s: blockers %v", want, admin.Blockers)
 		}

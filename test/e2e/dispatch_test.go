@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -73,11 +74,11 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 	}
 
 	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "-o", "json", "--grace=0s")
-	var report diagnose.Report
+	var report printer.DiagnosisDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &report); err != nil {
 		t.Fatalf("explain -o json: %v\n%s", err, r.Stdout)
 	}
-	if report.APIVersion != diagnose.APIVersion || report.Kind != diagnose.Kind || report.Verdict.State != diagnose.StateStuck {
+	if report.APIVersion != printer.APIVersion || report.Kind != printer.DiagnosisKind || report.Verdict.State != diagnose.StateStuck {
 		t.Errorf("report header: %s %s %s", report.APIVersion, report.Kind, report.Verdict.State)
 	}
 	if len(report.Blockers) != 2 || report.Blockers[0].Kind != diagnose.BlockerAPIServiceUnavailable || report.Blockers[1].Kind != diagnose.BlockerFinalizers ||

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -76,7 +77,7 @@ func TestEvidenceOfWhoHoldsTheNamespace(t *testing.T) {
 		"acme.cert-manager.io/finalizer":         {true, diagnose.OwnerRunningReady, "deployment cert-manager/cert-manager: 1/1 ready"},
 		"example.com/bucket-cleanup":             {false, diagnose.OwnerUnknown, "unknown owner"},
 	}
-	got := map[string]diagnose.FinalizerInfo{}
+	got := map[string]printer.FinalizerDocument{}
 	for _, f := range e.report.Finalizers {
 		got[f.Name] = f
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -85,12 +86,12 @@ func TestExplainAllTerminatingNamespaces(t *testing.T) {
 	}
 	for _, ns := range []string{a, b} {
 		line := lineWith(r.Stdout, ns)
-		if !strings.Contains(line, "Stuck") || !strings.Contains(line, diagnose.BlockerFinalizers) {
+		if !strings.Contains(line, "Stuck") || !strings.Contains(line, string(diagnose.BlockerFinalizers)) {
 			t.Errorf("line for %s: %q", ns, line)
 		}
 	}
 	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json", "--grace=0s")
-	var list diagnose.ReportList
+	var list printer.DiagnosisListDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || list.Kind != diagnose.ListKind {
 		t.Fatalf("explain -o json: %v, kind %q", err, list.Kind)
 	}
@@ -168,11 +169,11 @@ func lineWith(out, s string) string {
 func TestExplainGraceAndNamespaceFlag(t *testing.T) {
 	name := heldNamespace(t)
 	e := explain(t, cp.Kubeconfig, name, "--grace=1h")
-	if e.code != 0 || e.report.Verdict.State != diagnose.StateTerminating || len(e.report.Blocking()) != 0 {
+	if e.code != 0 || e.report.Verdict.State != diagnose.StateTerminating || len(e.report.Blockers) != 0 {
 		t.Fatalf("within the grace period: exit %d, verdict %+v, blockers %+v", e.code, e.report.Verdict, e.report.Blockers)
 	}
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-n", name, "--grace=0s", "-o", "json")
-	var rep diagnose.Report
+	var rep printer.DiagnosisDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || rep.Namespace.Name != name || r.Code != 3 {
 		t.Fatalf("explain -n %s: exit %d, %v, namespace %q", name, r.Code, err, rep.Namespace.Name)
 	}

@@ -12,12 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
 // explained is explain's answer on one namespace, human and JSON.
 type explained struct {
 	human  string
-	report diagnose.Report
+	report printer.DiagnosisDocument
 	code   int
 }
 
@@ -33,7 +34,7 @@ func explain(t *testing.T, kubeconfig, name string, extra ...string) explained {
 	if h.Code != j.Code {
 		t.Fatalf("human and JSON exit codes differ: %d vs %d", h.Code, j.Code)
 	}
-	var r diagnose.Report
+	var r printer.DiagnosisDocument
 	if err := json.Unmarshal([]byte(j.Stdout), &r); err != nil {
 		t.Fatalf("explain -o json: %v\nstdout %q\nstderr %q", err, j.Stdout, j.Stderr)
 	}
@@ -42,7 +43,7 @@ func explain(t *testing.T, kubeconfig, name string, extra ...string) explained {
 
 // blocker asserts a blocker of kind whose evidence and next step contain
 // the given texts, in the JSON and in the human output alike.
-func (e explained) blocker(t *testing.T, kind, evidence, next string) diagnose.Blocker {
+func (e explained) blocker(t *testing.T, kind diagnose.BlockerKind, evidence, next string) printer.BlockerDocument {
 	t.Helper()
 	for _, b := range e.report.Blockers {
 		if b.Kind != kind {
@@ -51,13 +52,13 @@ func (e explained) blocker(t *testing.T, kind, evidence, next string) diagnose.B
 		if !strings.Contains(strings.Join(b.Evidence, "\n"), evidence) || !strings.Contains(b.NextStep, next) {
 			continue
 		}
-		if !strings.Contains(e.human, kind) || !strings.Contains(e.human, b.NextStep) {
+		if !strings.Contains(e.human, string(kind)) || !strings.Contains(e.human, b.NextStep) {
 			t.Errorf("human output lacks blocker %s or its next step %q:\n%s", kind, b.NextStep, e.human)
 		}
 		return b
 	}
 	t.Fatalf("no blocker %s with evidence %q and next step %q; blockers: %+v\n%s", kind, evidence, next, e.report.Blockers, e.human)
-	return diagnose.Blocker{}
+	return printer.BlockerDocument{}
 }
 
 // agrees asserts ns-doctor's computed conditions equal the controller's.

@@ -9,7 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -53,7 +53,7 @@ func TestPurgePlanConditionsMatchController(t *testing.T) {
 			if r.Code != 0 {
 				t.Fatalf("purge plan: exit %d\n%s", r.Code, r.Stderr)
 			}
-			var rep purge.Report
+			var rep printer.PurgeDocument
 			plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 			if len(rep.Conditions) != 5 {
 				t.Fatalf("plan has %d conditions", len(rep.Conditions))

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -50,7 +51,7 @@ func TestWaitTimesOutWithTheReport(t *testing.T) {
 	name := heldNamespace(t)
 	t.Cleanup(func() { _ = cluster.ReleaseConfigMap(context.Background(), name, "held") })
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--wait=7s", "--grace=0s")
-	if r.Code != 3 || !strings.Contains(r.Stdout, diagnose.BlockerFinalizers) || !strings.Contains(r.Stdout, "example.com/hold") {
+	if r.Code != 3 || !strings.Contains(r.Stdout, string(diagnose.BlockerFinalizers)) || !strings.Contains(r.Stdout, "example.com/hold") {
 		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
@@ -58,7 +59,7 @@ func TestWaitTimesOutWithTheReport(t *testing.T) {
 		t.Errorf("stderr without a terminal, want a line per change and the error:\n%s", r.Stderr)
 	}
 	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--wait=3s", "--grace=0s", "-o", "json")
-	var list diagnose.ReportList
+	var list printer.DiagnosisListDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || r.Code != 3 || len(list.Items) != 1 || list.Items[0].Namespace.Name != name {
 		t.Fatalf("-o json: exit %d, %v\n%s", r.Code, err, r.Stdout)
 	}

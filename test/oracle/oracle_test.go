@@ -17,8 +17,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 
-	"github.com/ns-doctor/ns-doctor/internal/diagnose"
-	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -162,7 +161,7 @@ func TestPurgeDoesWhatTheControllerDoes(t *testing.T) {
 	time.Sleep(2 * time.Second) // past the pod's 1 s grace, as for the twin
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", ns, "--force", "--yes", "--timeout=12s", "--ordered-deletion="+orderingFlag,
 		"--backup-dir", t.TempDir(), "-o", "json")
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 5 {
 		t.Fatalf("purge --force: exit %d (want 5: the pod never goes), %v\n%s", r.Code, err, r.Stderr)
 	}
@@ -222,10 +221,10 @@ func eventually(t *testing.T, what string, check func() string) {
 	t.Errorf("%s: never did:\n%s", what, diff)
 }
 
-func explain(t *testing.T, ns, ordering string) diagnose.Report {
+func explain(t *testing.T, ns, ordering string) printer.DiagnosisDocument {
 	t.Helper()
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", ns, "--grace=0s", "-o", "json", "--ordered-deletion="+ordering)
-	var rep diagnose.Report
+	var rep printer.DiagnosisDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("explain -o json: exit %d, %v\n%s", r.Code, err, r.Stderr)
 	}
@@ -244,7 +243,7 @@ func explainDisagreement(t *testing.T, ns, ordering string) string {
 
 func planDisagreement(t *testing.T, ns string) string {
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", ns, "-o", "json", "--ordered-deletion="+orderingFlag)
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 {
 		t.Fatalf("purge plan: exit %d, %v\n%s", r.Code, err, r.Stderr)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 	"github.com/ns-doctor/ns-doctor/test/support/scenario"
@@ -25,10 +26,10 @@ func startAggregated(t *testing.T) *scenario.AggregatedAPI {
 	return plugintest.AggregatedAPI(t, cluster)
 }
 
-func purgeJSON(t *testing.T, args ...string) (purge.Report, plugintest.Result) {
+func purgeJSON(t *testing.T, args ...string) (printer.PurgeDocument, plugintest.Result) {
 	t.Helper()
 	r := plugin.Kubectl(t, cp.Kubeconfig, append(append([]string{"ns-doctor", "purge"}, args...), "-o", "json")...)
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("purge -o json: %v\nstdout:\n%s\nstderr:\n%s", err, r.Stdout, r.Stderr)
 	}
@@ -176,7 +177,7 @@ func TestFinalizerPutBackIsNotFought(t *testing.T) {
 	}
 }
 
-func stepFailed(rep purge.Report, resource string) bool {
+func stepFailed(rep printer.PurgeDocument, resource string) bool {
 	for _, s := range rep.Steps {
 		if s.Resource == resource && s.Status == purge.StepFailed {
 			return true
@@ -185,7 +186,7 @@ func stepFailed(rep purge.Report, resource string) bool {
 	return false
 }
 
-func stepSucceeded(rep purge.Report, resource string) bool {
+func stepSucceeded(rep printer.PurgeDocument, resource string) bool {
 	for _, s := range rep.Steps {
 		if s.Resource == resource && s.Verb == "deletecollection" && s.Status != purge.StepFailed {
 			return true

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -28,7 +28,7 @@ func TestFinalizeDespiteDiscoveryFailure(t *testing.T) {
 
 	// Like the controller, purge never finalizes while discovery fails...
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=4s", "-o", "json")
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if r.Code != 5 || rep.Finalize.Done || !strings.Contains(rep.Finalize.Reason, "--finalize-despite-discovery-failure") {
 		t.Fatalf("exit %d, finalize %+v", r.Code, rep.Finalize)
@@ -55,7 +55,7 @@ func TestRemoveNamespaceFinalizers(t *testing.T) {
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if !rep.Finalize.Would || strings.Join(rep.Finalize.Remove, ",") != "kubernetes" || len(rep.Warnings) == 0 {
 		t.Fatalf("plan: finalize %+v, warnings %v", rep.Finalize, rep.Warnings)

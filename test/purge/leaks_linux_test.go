@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -29,7 +30,7 @@ func TestStrippingSaysWhatItLeaks(t *testing.T) {
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, ns))
 
 	plan := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", ns, "--remove-all-finalizers", "-o", "json")
-	var r purge.Report
+	var r printer.PurgeDocument
 	if err := json.Unmarshal([]byte(plan.Stdout), &r); err != nil || plan.Code != 0 {
 		t.Fatalf("plan: exit %d, %v\n%s", plan.Code, err, plan.Stderr)
 	}

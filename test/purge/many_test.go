@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/apimetrics"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
@@ -58,8 +59,8 @@ func TestPurgeManyNamespacesInOneRun(t *testing.T) {
 		"--remove-finalizers=uninstalled.example.com/*", "--backup-dir", dir, "--timeout=2m", "-o", "json")
 	after, err := apimetrics.RequestCounts(ctx, cluster.Kube)
 	plugintest.Must(t, err)
-	var list purge.ReportList
-	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || r.Code != 0 || list.Kind != purge.ListKind {
+	var list printer.PurgeListDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || r.Code != 0 || list.Kind != printer.PurgeListKind {
 		t.Fatalf("exit %d, %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
 	}
 	if len(list.Items) != 20 {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -62,7 +63,7 @@ func TestOrphansOfAForcedFinalize(t *testing.T) {
 
 	// The re-created namespace is told where its old content comes from.
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", revived, "-o", "json")
-	var report diagnose.Report
+	var report printer.DiagnosisDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &report); err != nil {
 		t.Fatalf("explain %s: %v\n%s\n%s", revived, err, r.Stdout, r.Stderr)
 	}
@@ -81,7 +82,7 @@ func TestOrphansOfAForcedFinalize(t *testing.T) {
 	dir := t.TempDir()
 	done := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", "--orphans", former, "--force", "--yes",
 		"--remove-finalizers=example.com/*,orphans.example.com/*", "--backup-dir", dir, "--timeout=1m", "-o", "json")
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	if err := json.Unmarshal([]byte(done.Stdout), &rep); err != nil || done.Code != 0 || rep.Outcome != purge.OutcomeGone || !rep.Orphans {
 		t.Fatalf("purge --orphans: exit %d, %v\n%s\n%s", done.Code, err, done.Stdout, done.Stderr)
 	}
@@ -128,7 +129,7 @@ func TestPurgeOrphansWithoutFinalizersCreatesNoNamespace(t *testing.T) {
 	}
 	plugintest.Must(t, cluster.ForceFinalize(ctx, former))
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", "--orphans", former, "--force", "--yes", "--backup-dir", t.TempDir(), "-o", "json")
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Outcome != purge.OutcomeGone || rep.BackedUp != 2 {
 		t.Fatalf("exit %d, %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
 	}
@@ -149,12 +150,12 @@ func TestPurgeOrphansRefusesALiveNamespace(t *testing.T) {
 	}
 }
 
-func explainOrphans(t *testing.T, wantCode int, only ...string) diagnose.OrphanReport {
+func explainOrphans(t *testing.T, wantCode int, only ...string) printer.OrphansDocument {
 	t.Helper()
 	args := append([]string{"ns-doctor", "explain", "--orphans", "-o", "json"}, only...)
 	r := plugin.Kubectl(t, cp.Kubeconfig, args...)
-	var out diagnose.OrphanReport
-	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || r.Code != wantCode || out.Kind != diagnose.OrphanKind {
+	var out printer.OrphansDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || r.Code != wantCode || out.Kind != printer.OrphansKind {
 		t.Fatalf("explain --orphans %v: exit %d (want %d), %v\n%s\n%s", only, r.Code, wantCode, err, r.Stdout, r.Stderr)
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -63,7 +64,7 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("purge: exit %d\nstderr:\n%s\nstdout:\n%s", r.Code, r.Stderr, r.Stdout)
 	}
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if rep.Outcome != purge.OutcomeGone || !rep.Finalize.Done {
 		t.Fatalf("outcome %s, finalize %+v, message %q", rep.Outcome, rep.Finalize, rep.Message)
@@ -148,7 +149,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		if r.Code != 0 {
 			t.Fatalf("--dry-run=%s: exit %d\n%s\n%s", mode, r.Code, r.Stderr, r.Stdout)
 		}
-		var rep purge.Report
+		var rep printer.PurgeDocument
 		plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 		if rep.Outcome != purge.OutcomePlanned || len(rep.Changes) != 0 || len(rep.Errors) != 0 {
 			t.Errorf("--dry-run=%s: outcome %s, changes %v, errors %v", mode, rep.Outcome, rep.Changes, rep.Errors)
@@ -188,7 +189,7 @@ func TestFailClosedWebhookIsReported(t *testing.T) {
 	before := resourceVersions(t, name)
 
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run=server", "--remove-finalizers=example.com/hold", "-o", "json")
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), `failed calling webhook "deny.`+name+`.example.com"`) {
 		t.Errorf("server dry run does not report the webhook: %+v", rep.Errors)
@@ -220,7 +221,7 @@ func TestPermissionsCheckedBeforeAnyChange(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "permission(s): deletecollection ") || !strings.Contains(r.Stderr, "more (the report lists all); nothing was changed") {
 		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	var rep purge.Report
+	var rep printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
 	missing := strings.Join(rep.MissingPermissions, "\n")
 	for _, want := range []string{"update namespaces/finalize", "deletecollection configmaps in namespace " + name,

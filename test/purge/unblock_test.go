@@ -21,6 +21,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -178,7 +179,7 @@ func TestBypassWebhookForTheRunOnly(t *testing.T) {
 		t.Errorf("saved copy:\n%s\nlive before:\n%s", got, original)
 	}
 
-	var bypassed purge.Report
+	var bypassed printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal(stdout.Bytes(), &bypassed))
 	if len(bypassed.Bypassed) != 1 || bypassed.Bypassed[0].Status != purge.BypassRestored || bypassed.Bypassed[0].Catches[0] != "DELETE gizmos.bypass.example.com" {
 		t.Errorf("bypassed %+v", bypassed.Bypassed)

@@ -1,0 +1,226 @@
+package diagnose
+
+import "time"
+
+// BlockerKind names a reason a namespace cannot go; docs/blockers/<kind>.md
+// explains each.
+type BlockerKind string
+
+// Blocker kinds.
+const (
+	BlockerAPIServiceUnavailable BlockerKind = "APIServiceUnavailable"
+	BlockerSelfHostedAPIService  BlockerKind = "SelfHostedAPIService"
+	BlockerFinalizers            BlockerKind = "FinalizersRemaining"
+	BlockerPods                  BlockerKind = "PodsNotTerminating"
+	BlockerNamespaceFinalizer    BlockerKind = "NamespaceFinalizer"
+	BlockerControllerNotRunning  BlockerKind = "ControllerNotRunning"
+	BlockerForbidden             BlockerKind = "ListForbidden"
+	BlockerListFailed            BlockerKind = "ListFailed"
+	BlockerWebhook               BlockerKind = "BlockingWebhook"
+	BlockerSelfHostedWebhook     BlockerKind = "SelfHostedWebhook"
+	BlockerCRDDeleting           BlockerKind = "CRDBeingDeleted"
+	BlockerConversionWebhook     BlockerKind = "ConversionWebhookDown"
+)
+
+// BlockerKinds is every kind, in the order explain looks for them.
+func BlockerKinds() []BlockerKind {
+	return []BlockerKind{
+		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
+		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerFinalizers, BlockerCRDDeleting,
+		BlockerWebhook, BlockerSelfHostedWebhook, BlockerControllerNotRunning,
+	}
+}
+
+// Blocker is one reason the namespace cannot go: what it names, the facts
+// it rests on, and the next steps, first the one to try first.
+type Blocker struct {
+	Kind BlockerKind
+	// Subject is what the blocker names: the finalizers, the API
+	// group-version, the webhook configuration, the CRD or the resource.
+	Subject string
+	// Facts is one of the *Facts types below, by kind.
+	Facts   Facts
+	Actions []Action
+}
+
+// Facts are what a blocker rests on.
+type Facts interface{ facts() }
+
+// APIServiceFacts: a group-version failed discovery (APIServiceUnavailable,
+// SelfHostedAPIService).
+type APIServiceFacts struct {
+	Failure DiscoveryFailure
+	// ReadOnly: a well-known aggregated API serving no namespaced content
+	// (metrics), so deleting its APIService loses nothing.
+	ReadOnly bool
+}
+
+// NamespaceFinalizerFacts: a spec.finalizers token other than kubernetes
+// (Token set), or the namespace's own metadata.finalizers (Token empty).
+type NamespaceFinalizerFacts struct {
+	Token    string
+	Spec     []string
+	Metadata []string
+}
+
+// PodFacts: pods past their grace period.
+type PodFacts struct {
+	Stuck []StuckPod
+	// Ordered: pods go first, so nothing else is deleted meanwhile.
+	Ordered bool
+}
+
+// StuckPod is a pod whose grace period ended Overdue ago.
+type StuckPod struct {
+	Name    string
+	Overdue time.Duration
+}
+
+// ListFacts: a resource type that cannot be listed (ListForbidden,
+// ListFailed, ConversionWebhookDown).
+type ListFacts struct {
+	Resource string
+	// Error is the API server's answer.
+	Error string
+	// CRD and Conversion: the CRD whose conversion webhook is down, and
+	// its backend's state.
+	CRD        *CRD
+	Conversion *ServiceState
+	// APIService and Backend: the aggregated API that answered discovery
+	// but fails the list.
+	APIService *APIService
+	Backend    *ServiceState
+}
+
+// FinalizerFacts: content waiting for finalizers (FinalizersRemaining,
+// CRDBeingDeleted).
+type FinalizerFacts struct {
+	Content Content
+	// Owners are the states of the finalizers' owners that were read.
+	Owners map[string]OwnerState
+	// Foreground are the dependents an owner with foregroundDeletion
+	// waits for (the first few), and ForegroundMore how many more.
+	Foreground     []ForegroundWait
+	ForegroundMore int
+	// DeletingCRD is the CRD being deleted with its instances.
+	DeletingCRD string
+}
+
+// ForegroundWait is an owner waiting (foregroundDeletion) for a dependent.
+type ForegroundWait struct {
+	Owner     string // resource/name
+	Dependent string // resource/name
+}
+
+// WebhookFacts: a fail-closed webhook whose backend is down catches what
+// the deletion sends (BlockingWebhook, SelfHostedWebhook).
+type WebhookFacts struct {
+	Webhook Webhook
+	Service ServiceState
+	// Caught is what of the namespace's content its rules catch.
+	Caught []Caught
+}
+
+// Caught is a resource type and the operations a webhook catches on it.
+type Caught struct {
+	Resource   string
+	Operations []string
+}
+
+// ControllerFacts: no namespace controller seems to act.
+type ControllerFacts struct {
+	Since time.Duration
+	// NoConditions: the namespace has no deletion conditions at all.
+	NoConditions bool
+	// Deletable names (resource/name) the first objects a pass would
+	// delete at once; DeletableMore how many more types hold such.
+	Deletable     []string
+	DeletableMore int
+}
+
+func (*APIServiceFacts) facts()         {}
+func (*NamespaceFinalizerFacts) facts() {}
+func (*PodFacts) facts()                {}
+func (*ListFacts) facts()               {}
+func (*FinalizerFacts) facts()          {}
+func (*WebhookFacts) facts()            {}
+func (*ControllerFacts) facts()         {}
+
+// ActionKind is a kind of next step.
+type ActionKind string
+
+// Next steps. Purge is a purge command line, the others what to do outside
+// ns-doctor.
+const (
+	// ActionPurge: kubectl ns-doctor purge NAMESPACE [Flag[=Value]].
+	ActionPurge ActionKind = "Purge"
+	// ActionRestoreService: bring back Service Target (namespace/name),
+	// the backend of Of.
+	ActionRestoreService ActionKind = "RestoreService"
+	// ActionDeleteAPIService: kubectl delete apiservice Target.
+	ActionDeleteAPIService ActionKind = "DeleteAPIService"
+	// ActionGetAPIService: kubectl get apiservice Target.
+	ActionGetAPIService ActionKind = "GetAPIService"
+	// ActionCheckAPIServer: apiservice Target is served by kube-apiserver
+	// itself: its logs tell.
+	ActionCheckAPIServer ActionKind = "CheckAPIServer"
+	// ActionCheckBackend: the pods and logs behind apiservice Target.
+	ActionCheckBackend ActionKind = "CheckBackend"
+	// ActionPatchCRDConversion: set CRD Target's conversion strategy to None.
+	ActionPatchCRDConversion ActionKind = "PatchCRDConversion"
+	// ActionDeleteWebhookConfiguration: kubectl delete Target (kind/name).
+	ActionDeleteWebhookConfiguration ActionKind = "DeleteWebhookConfiguration"
+	// ActionPatchNamespaceFinalizers: empty the namespace's metadata.finalizers.
+	ActionPatchNamespaceFinalizers ActionKind = "PatchNamespaceFinalizers"
+	// ActionCheckOwner: check that Target (finalizers, a token) is still
+	// removed by a running owner.
+	ActionCheckOwner ActionKind = "CheckOwner"
+	// ActionCheckNodes: the pods' nodes.
+	ActionCheckNodes ActionKind = "CheckNodes"
+	// ActionCheckAccess: kubectl auth can-i list Target.
+	ActionCheckAccess ActionKind = "CheckAccess"
+	// ActionGetResource: kubectl get Target -n NAMESPACE.
+	ActionGetResource ActionKind = "GetResource"
+	// ActionCheckController: kube-controller-manager's namespace controller.
+	ActionCheckController ActionKind = "CheckController"
+	// ActionExplainOrphans: kubectl ns-doctor explain --orphans.
+	ActionExplainOrphans ActionKind = "ExplainOrphans"
+)
+
+// Purge flags a next step may name.
+const (
+	FlagRemoveFinalizers          = "--remove-finalizers"
+	FlagRemoveNamespaceFinalizers = "--remove-namespace-finalizers"
+	FlagForceDeletePods           = "--force-delete-pods"
+	FlagBypassWebhook             = "--bypass-webhook"
+	FlagFinalizeDespiteDiscovery  = "--finalize-despite-discovery-failure"
+)
+
+// Action is one next step. Namespace is the namespace it is for; Flag and
+// Value a purge flag (ActionPurge); Target what it acts on; Of what Target
+// serves (an APIService, a webhook configuration, a CRD).
+type Action struct {
+	Kind      ActionKind `json:"kind"`
+	Namespace string     `json:"namespace,omitempty"`
+	Flag      string     `json:"flag,omitempty"`
+	Value     string     `json:"value,omitempty"`
+	Target    string     `json:"target,omitempty"`
+	Of        string     `json:"of,omitempty"`
+}
+
+// PurgeAction is the purge command line with one flag (none: the pass
+// alone).
+func PurgeAction(namespace, flag, value string) Action {
+	return Action{Kind: ActionPurge, Namespace: namespace, Flag: flag, Value: value}
+}
+
+// PurgeStep is the first purge action of a blocker, if any: the flag that
+// gets past it.
+func (b Blocker) PurgeStep() (Action, bool) {
+	for _, a := range b.Actions {
+		if a.Kind == ActionPurge && a.Flag != "" {
+			return a, true
+		}
+	}
+	return Action{}, false
+}

@@ -1,0 +1,4 @@
+package diagnose
+
+// PredictPass is predictPass, for the external tests.
+var PredictPass = predictPass

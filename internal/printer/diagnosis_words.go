@@ -1,0 +1,461 @@
+package printer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+)
+
+// The words of a diagnosis: everything explain says in English is said
+// here, from the typed report internal/diagnose returns.
+
+// BlockerWords is a blocker said for people: a summary, the evidence, and
+// the next step (a command line where one helps).
+type BlockerWords struct {
+	Summary  string
+	Evidence []string
+	NextStep string
+}
+
+// VerdictSummary is the one-line answer of a diagnosis.
+func VerdictSummary(r diagnose.Report) string {
+	name := r.Namespace.Name
+	blocking := r.Blocking()
+	switch r.Verdict.State {
+	case diagnose.StateActive:
+		if r.Verdict.IfDeleted {
+			return fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s", name, len(blocking), kindList(blocking))
+		}
+		return fmt.Sprintf("namespace %s is Active: it is not being deleted (--if-deleted shows what would block it)", name)
+	}
+	note := ""
+	if n := r.Unseen(); n > 0 {
+		note = fmt.Sprintf("; %d resource type(s) could not be listed", n)
+	}
+	if r.Verdict.State == diagnose.StateTerminating {
+		return fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet%s", name, note)
+	}
+	return fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s", name, len(blocking), kindList(blocking), note)
+}
+
+// kindList renders ": KindA, KindB" for the distinct kinds, in order.
+func kindList(blockers []diagnose.Blocker) string {
+	seen := map[diagnose.BlockerKind]bool{}
+	var names []string
+	for _, b := range blockers {
+		if !seen[b.Kind] {
+			seen[b.Kind] = true
+			names = append(names, string(b.Kind))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(names, ", ")
+}
+
+// WordsOf says a blocker: each kind's facts and next steps in words.
+func WordsOf(b diagnose.Blocker) BlockerWords {
+	switch f := b.Facts.(type) {
+	case *diagnose.APIServiceFacts:
+		return apiServiceWords(b, f)
+	case *diagnose.NamespaceFinalizerFacts:
+		return namespaceFinalizerWords(b, f)
+	case *diagnose.PodFacts:
+		return podWords(b, f)
+	case *diagnose.ListFacts:
+		return listWords(b, f)
+	case *diagnose.FinalizerFacts:
+		return finalizerWords(b, f)
+	case *diagnose.WebhookFacts:
+		return webhookWords(b, f)
+	case *diagnose.ControllerFacts:
+		return controllerWords(b, f)
+	}
+	return BlockerWords{Summary: string(b.Kind), NextStep: nextStep(b)}
+}
+
+func apiServiceWords(b diagnose.Blocker, f *diagnose.APIServiceFacts) BlockerWords {
+	gv := f.Failure.GroupVersion
+	w := BlockerWords{
+		Summary:  fmt.Sprintf("API group %s cannot be discovered, so the namespace controller will not finalize any namespace", gv),
+		Evidence: []string{"discovery: " + f.Failure.Error},
+		NextStep: nextStep(b),
+	}
+	s := f.Failure.APIService
+	if s == nil {
+		return w
+	}
+	w.Evidence = append(w.Evidence, fmt.Sprintf("apiservice/%s Available=%s reason=%s: %s", s.Name, s.Available, s.Reason, s.Message))
+	if s.Backend != nil {
+		w.Evidence = append(w.Evidence, fmt.Sprintf("service %s: %s", s.Service, serviceWords(*s.Backend)))
+	}
+	w.Evidence = append(w.Evidence, readOnlyWords(gv, f.ReadOnly))
+	if b.Kind == diagnose.BlockerSelfHostedAPIService {
+		w.Summary = fmt.Sprintf("apiservice/%s is served from this very namespace: deleting it took its own API down, which blocks its deletion", s.Name)
+	}
+	return w
+}
+
+// readOnlyWords says whether deleting a broken APIService can lose
+// anything.
+func readOnlyWords(groupVersion string, readOnly bool) string {
+	group := groupVersion
+	if i := strings.LastIndex(groupVersion, "/"); i >= 0 {
+		group = groupVersion[:i]
+	}
+	switch {
+	case !readOnly:
+		return "what this group holds in the namespace cannot be known while its API is down; deleting the APIService orphans any such content in storage"
+	case group == "metrics.k8s.io":
+		return "metrics.k8s.io (metrics-server) serves read-only pod and node metrics: no namespaced content to lose"
+	}
+	return group + " serves read-only metrics: no namespaced content to lose"
+}
+
+func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerFacts) BlockerWords {
+	if f.Token != "" {
+		return BlockerWords{
+			Summary:  fmt.Sprintf("spec.finalizers holds %q, which only the system that added it removes", f.Token),
+			Evidence: []string{"spec.finalizers: " + strings.Join(f.Spec, ", ")},
+			NextStep: nextStep(b),
+		}
+	}
+	return BlockerWords{
+		Summary:  "metadata.finalizers of the namespace itself is not empty",
+		Evidence: []string{"metadata.finalizers: " + strings.Join(f.Metadata, ", ")},
+		NextStep: nextStep(b),
+	}
+}
+
+func podWords(b diagnose.Blocker, f *diagnose.PodFacts) BlockerWords {
+	summary := fmt.Sprintf("%d pod(s) outlived their grace period; the namespace cannot go while they remain (this controller deletes the rest meanwhile)", len(f.Stuck))
+	if f.Ordered {
+		summary = fmt.Sprintf("%d pod(s) outlived their grace period; pods are deleted first, so the controller deletes nothing else while they remain", len(f.Stuck))
+	}
+	var evidence []string
+	for _, p := range f.Stuck {
+		evidence = append(evidence, fmt.Sprintf("pod/%s: grace period ended %s ago", p.Name, p.Overdue))
+	}
+	return BlockerWords{Summary: summary, Evidence: firstLines(evidence, 5), NextStep: nextStep(b)}
+}
+
+func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
+	w := BlockerWords{Evidence: []string{f.Error}, NextStep: nextStep(b)}
+	switch {
+	case b.Kind == diagnose.BlockerForbidden:
+		w.Summary = fmt.Sprintf("you may not list %s here, so what it holds is unknown", f.Resource)
+	case b.Kind == diagnose.BlockerConversionWebhook:
+		w.Summary = fmt.Sprintf("%s cannot be read: the conversion webhook of CRD %s is down", f.Resource, f.CRD.Name)
+		w.Evidence = append(w.Evidence, fmt.Sprintf("conversion service %s: %s", f.CRD.ConversionService.Key(), serviceWords(*f.Conversion)))
+	case f.APIService != nil:
+		a := f.APIService
+		w.Summary = fmt.Sprintf("%s cannot be listed: its aggregated API (apiservice/%s) fails the request, so the controller cannot delete it", f.Resource, a.Name)
+		w.Evidence = append(w.Evidence, fmt.Sprintf("apiservice/%s Available=%s: discovery answered, the list did not", a.Name, a.Available))
+		if f.Backend != nil {
+			w.Evidence = append(w.Evidence, fmt.Sprintf("service %s: %s", a.Service, serviceWords(*f.Backend)))
+		}
+	default:
+		w.Summary = fmt.Sprintf("%s cannot be listed, so the controller cannot delete it", f.Resource)
+	}
+	return w
+}
+
+func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords {
+	c := f.Content
+	res := c.Name()
+	names := sortedKeys(c.Finalizers)
+	var evidence, removers []string
+	for _, name := range names {
+		evidence = append(evidence, fmt.Sprintf("%s on %d of %d %s", name, c.Finalizers[name], c.Count, res))
+		e := finalizers.Lookup(name)
+		if e == nil {
+			removers = append(removers, "unknown owner of "+name)
+			continue
+		}
+		remover := e.Owner
+		if state, ok := f.Owners[name]; ok {
+			remover += " (" + ownerWords(state) + ")"
+			evidence = append(evidence, fmt.Sprintf("%s: owner %s; %s", name, e.Owner, OwnerEvidence(state)))
+		}
+		removers = append(removers, remover)
+		evidence = append(evidence, fmt.Sprintf("stripping %s leaks: %s", name, e.Leak))
+	}
+	evidence = append(evidence, "e.g. "+strings.Join(c.Examples, ", "))
+	var waits []string
+	for _, fw := range f.Foreground {
+		waits = append(waits, fmt.Sprintf("%s waits (foregroundDeletion) for its dependent %s", fw.Owner, fw.Dependent))
+	}
+	if f.ForegroundMore > 0 {
+		waits = append(waits, fmt.Sprintf("... and %d more", f.ForegroundMore))
+	}
+	evidence = append(evidence, waits...)
+	w := BlockerWords{
+		Summary:  fmt.Sprintf("%d %s wait for finalizer(s) %s; removed by: %s", c.Count, res, strings.Join(names, ", "), strings.Join(removers, "; ")),
+		Evidence: evidence,
+		NextStep: nextStep(b),
+	}
+	if f.DeletingCRD != "" {
+		w.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances; their finalizers (%s) need a controller that was likely uninstalled with the CRD",
+			f.DeletingCRD, c.Count, strings.Join(names, ", "))
+		w.Evidence = append(w.Evidence, fmt.Sprintf("customresourcedefinition/%s has a deletionTimestamp", f.DeletingCRD))
+	}
+	return w
+}
+
+func webhookWords(b diagnose.Blocker, f *diagnose.WebhookFacts) BlockerWords {
+	wh := f.Webhook
+	var caught []string
+	for _, c := range f.Caught {
+		caught = append(caught, fmt.Sprintf("%s (%s)", c.Resource, strings.Join(c.Operations, ",")))
+	}
+	w := BlockerWords{
+		Summary: fmt.Sprintf("%s webhook %q fails closed and its service %s is down: it rejects deleting or un-finalizing %s",
+			wh.Type, wh.Name, wh.Service.Key(), strings.Join(caught, ", ")),
+		Evidence: []string{
+			fmt.Sprintf("%swebhookconfiguration/%s webhook %s: failurePolicy=Fail", strings.ToLower(wh.Type), wh.Configuration, wh.Name),
+			fmt.Sprintf("service %s: %s", wh.Service.Key(), serviceWords(f.Service)),
+		},
+		NextStep: nextStep(b),
+	}
+	if b.Kind == diagnose.BlockerSelfHostedWebhook {
+		w.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s", wh.Type, wh.Name, strings.Join(caught, ", "))
+	}
+	return w
+}
+
+func controllerWords(b diagnose.Blocker, f *diagnose.ControllerFacts) BlockerWords {
+	w := BlockerWords{NextStep: nextStep(b)}
+	if f.NoConditions {
+		w.Summary = "no namespace controller has looked at this namespace: it has no deletion conditions"
+		w.Evidence = []string{fmt.Sprintf("deleted %s ago, status.conditions is empty", f.Since)}
+		return w
+	}
+	w.Summary = "content the namespace controller deletes at once is still there: the controller is not running or not keeping up"
+	w.Evidence = []string{fmt.Sprintf("deleted %s ago", f.Since)}
+	for _, d := range f.Deletable {
+		w.Evidence = append(w.Evidence, d+" is not even marked for deletion")
+	}
+	if f.DeletableMore > 0 {
+		w.Evidence = append(w.Evidence, fmt.Sprintf("... and %d more", f.DeletableMore))
+	}
+	return w
+}
+
+// actionsWords says the next steps in a sentence: the first, then each
+// later one as an alternative (fallback is the general rule; each kind's
+// sentence, below, says it as explain always has).
+func actionsWords(actions []diagnose.Action) string {
+	var parts []string
+	for _, a := range actions {
+		parts = append(parts, ActionWords(a))
+	}
+	return strings.Join(parts, "; or: ")
+}
+
+// nextStep says a blocker's next steps as one sentence per kind.
+func nextStep(b diagnose.Blocker) string {
+	a := b.Actions
+	at := func(i int) diagnose.Action {
+		if i < len(a) {
+			return a[i]
+		}
+		return diagnose.Action{}
+	}
+	first := at(0)
+	switch {
+	case len(a) == 0:
+		return ""
+	case b.Kind == diagnose.BlockerSelfHostedAPIService:
+		return ActionWords(first) + "  # the backend is being deleted with the namespace anyway"
+	case first.Kind == diagnose.ActionGetAPIService:
+		return ActionWords(first) + "  # the aggregated API behind " + first.Of
+	case first.Kind == diagnose.ActionRestoreService && at(1).Kind == diagnose.ActionDeleteAPIService:
+		return fmt.Sprintf("restore the service %s behind %s, or if that API is gone for good: %s", first.Target, first.Of, ActionWords(at(1)))
+	case first.Kind == diagnose.ActionCheckAPIServer, first.Kind == diagnose.ActionCheckAccess, first.Kind == diagnose.ActionGetResource,
+		first.Kind == diagnose.ActionExplainOrphans:
+		return ActionWords(first)
+	case first.Kind == diagnose.ActionPatchNamespaceFinalizers:
+		return ActionWords(first) + "  # once their owner is known to be gone"
+	case b.Kind == diagnose.BlockerNamespaceFinalizer:
+		return fmt.Sprintf("check the system that owns %q; if it is gone: %s", first.Target, ActionWords(at(1)))
+	case b.Kind == diagnose.BlockerPods:
+		return ActionWords(first) + "; if a node is gone for good: " + ActionWords(at(1)) + "  # the plan says each pod's node and whether it is Ready"
+	case b.Kind == diagnose.BlockerConversionWebhook:
+		return ActionWords(first) + "; if that operator is gone for good, set spec.conversion.strategy=None: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionCheckBackend:
+		return ActionWords(first) + "; if that API is gone for good: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionCheckOwner:
+		return ActionWords(first) + "; if it is gone for good: " + ActionWords(at(1))
+	case b.Kind == diagnose.BlockerSelfHostedWebhook:
+		return ActionWords(first) + "  # for the run only; or, its backend going away with the namespace: " + ActionWords(at(1))
+	case b.Kind == diagnose.BlockerWebhook:
+		return ActionWords(first) + "; or for this namespace only, for the run: " + ActionWords(at(1)) + "; if its webhook is gone for good: " + ActionWords(at(2))
+	case first.Kind == diagnose.ActionCheckController:
+		return ActionWords(first) + "; or run the pass yourself: " + ActionWords(at(1))
+	}
+	return actionsWords(a)
+}
+
+// ActionWords says one next step on its own: a command line where there is
+// one.
+func ActionWords(a diagnose.Action) string {
+	switch a.Kind {
+	case diagnose.ActionPurge:
+		return PurgeCommand(a)
+	case diagnose.ActionGetAPIService:
+		return "kubectl get apiservice " + a.Target
+	case diagnose.ActionRestoreService:
+		return "restore service " + a.Target
+	case diagnose.ActionDeleteAPIService:
+		return "kubectl delete apiservice " + a.Target
+	case diagnose.ActionCheckAPIServer:
+		return fmt.Sprintf("apiservice/%s is served by kube-apiserver itself: check its logs; kubectl get apiservice %s -o yaml", a.Target, a.Target)
+	case diagnose.ActionCheckBackend:
+		return fmt.Sprintf("check the backend of apiservice/%s (service %s, its pods and logs)", a.Target, a.Of)
+	case diagnose.ActionPatchCRDConversion:
+		return fmt.Sprintf(`kubectl patch crd %s --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}'`, a.Target)
+	case diagnose.ActionDeleteWebhookConfiguration:
+		kind, name, _ := strings.Cut(a.Target, "/")
+		return fmt.Sprintf("kubectl delete %s %s", kind, name)
+	case diagnose.ActionPatchNamespaceFinalizers:
+		return fmt.Sprintf(`kubectl patch namespace %s --type=merge -p '{"metadata":{"finalizers":null}}'`, a.Target)
+	case diagnose.ActionCheckOwner:
+		return "check that whoever removes them still runs"
+	case diagnose.ActionCheckNodes:
+		return fmt.Sprintf("check the pods' nodes (kubectl get pods -n %s -o wide; kubectl get nodes)", a.Namespace)
+	case diagnose.ActionCheckAccess:
+		return fmt.Sprintf("kubectl auth can-i list %s -n %s  # ask for list access (docs/rbac.md)", a.Target, a.Namespace)
+	case diagnose.ActionGetResource:
+		return fmt.Sprintf("kubectl get %s -n %s  # fix the API behind it (CRD, conversion webhook, aggregated API)", a.Target, a.Namespace)
+	case diagnose.ActionCheckController:
+		return "check that kube-controller-manager runs the namespace controller"
+	case diagnose.ActionExplainOrphans:
+		return fmt.Sprintf("check they are wanted here; kubectl ns-doctor explain --orphans lists such leftovers of namespaces that are gone (namespace %s is not)", a.Namespace)
+	}
+	return string(a.Kind)
+}
+
+// PurgeCommand is the purge command line an action names.
+func PurgeCommand(a diagnose.Action) string {
+	cmd := "kubectl ns-doctor purge " + a.Namespace
+	switch {
+	case a.Flag == "":
+	case a.Value == "":
+		cmd += " " + a.Flag
+	default:
+		cmd += " " + a.Flag + "=" + a.Value
+	}
+	return cmd
+}
+
+// ownerWords says in a few words whether an owner runs.
+func ownerWords(s diagnose.OwnerState) string {
+	switch s.State {
+	case diagnose.OwnerRunningReady:
+		return "running"
+	case diagnose.OwnerNotReady:
+		return "not ready"
+	case diagnose.OwnerNotFound:
+		return "not running: none of its usual workloads found"
+	case diagnose.OwnerControlPlane:
+		return "control plane"
+	case diagnose.OwnerNotChecked:
+		return "not checked"
+	}
+	return "could not be checked"
+}
+
+// OwnerEvidence names what was found of an owner, or looked for.
+func OwnerEvidence(s diagnose.OwnerState) string {
+	workload := func(w diagnose.WorkloadRef) string {
+		return fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name)
+	}
+	switch {
+	case s.NotChecked:
+		return "not checked"
+	case s.State == diagnose.OwnerUnknown && s.Found != nil:
+		return fmt.Sprintf("%s could not be read: %s", workload(s.Found.WorkloadRef), s.Error)
+	case s.State == diagnose.OwnerUnknown:
+		return "unknown owner: not in ns-doctor's catalogue"
+	case s.State == diagnose.OwnerControlPlane:
+		return s.Owner + " (part of the control plane)"
+	case s.State == diagnose.OwnerNotChecked:
+		return "the catalogue names no workload to look for"
+	case s.Found != nil:
+		return fmt.Sprintf("%s: %d/%d ready", workload(s.Found.WorkloadRef), s.Found.Ready, s.Found.Want)
+	}
+	var looked []string
+	for _, w := range s.Looked {
+		looked = append(looked, workload(w))
+	}
+	return "none of its usual workloads found: " + strings.Join(looked, ", ")
+}
+
+func serviceWords(s diagnose.ServiceState) string {
+	switch {
+	case s.Unknown:
+		return "could not be read"
+	case !s.Exists:
+		return "not found"
+	case s.ExternalName != "":
+		return "ExternalName " + s.ExternalName
+	default:
+		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints)
+	}
+}
+
+// NoteWords says a note: its summary, evidence and next step.
+func NoteWords(n diagnose.Note) BlockerWords {
+	var evidence []string
+	for _, o := range n.Examples {
+		evidence = append(evidence, fmt.Sprintf("%s/%s created %s, the namespace %s", o.Resource, o.Name, o.Created.UTC().Format(time.RFC3339), n.Created.UTC().Format(time.RFC3339)))
+	}
+	return BlockerWords{
+		Summary:  fmt.Sprintf("%d object(s) are older than the namespace: an earlier namespace of this name was force-deleted with content left in storage, which came back with this one", n.Older),
+		Evidence: evidence,
+		NextStep: actionsWords(n.Actions),
+	}
+}
+
+// UncheckedWords says what could not be read, sorted.
+func UncheckedWords(list []diagnose.Unchecked) []string {
+	out := make([]string, 0, len(list))
+	for _, u := range list {
+		what := map[diagnose.UncheckedSubject]string{
+			diagnose.UncheckedAPIServices:        "APIServices",
+			diagnose.UncheckedMutatingWebhooks:   "mutating webhooks",
+			diagnose.UncheckedValidatingWebhooks: "validating webhooks",
+			diagnose.UncheckedCRDs:               "CustomResourceDefinitions",
+			diagnose.UncheckedService:            "service " + u.Name,
+			diagnose.UncheckedEndpointSlices:     "endpointslices of service " + u.Name,
+			diagnose.UncheckedHolderStatus:       "status of " + u.Name,
+			diagnose.UncheckedEvents:             "events",
+			diagnose.UncheckedResource:           u.Name,
+		}[u.Subject]
+		out = append(out, what+": "+u.Error)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// firstLines keeps the first n lines and says how many more there were.
+func firstLines(lines []string, n int) []string {
+	if len(lines) > n {
+		return append(lines[:n:n], fmt.Sprintf("... and %d more", len(lines)-n))
+	}
+	return lines
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

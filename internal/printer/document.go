@@ -1,0 +1,272 @@
+package printer
+
+import (
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// The documents -o json|yaml|jsonpath print: the contract docs/schema.md
+// describes. Each is built from an engine's report, with its words, and
+// never changes the report.
+
+// APIVersion and kinds of the machine-readable reports (docs/schema.md).
+const (
+	APIVersion        = "ns-doctor.dev/v1alpha1"
+	DiagnosisKind     = "NamespaceDiagnosis"
+	DiagnosisListKind = "NamespaceDiagnosisList"
+	OrphansKind       = "OrphanedContent"
+)
+
+// DiagnosisDocument is one namespace's diagnosis as JSON and YAML say it.
+type DiagnosisDocument struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	ObservedAt time.Time             `json:"observedAt"`
+	Verdict    VerdictDocument       `json:"verdict"`
+	Namespace  diagnose.Namespace    `json:"namespace"`
+	Conditions []diagnose.Condition  `json:"conditions"`
+	Discovery  diagnose.Discovery    `json:"discovery"`
+	Ordering   diagnose.Ordering     `json:"ordering"`
+	Content    []diagnose.Content    `json:"content"`
+	Blockers   []BlockerDocument     `json:"blockers"`
+	Pods       *diagnose.PodsSummary `json:"pods,omitempty"`
+	Finalizers []FinalizerDocument   `json:"finalizers,omitempty"`
+	Holders    []diagnose.Holder     `json:"holders,omitempty"`
+	Events     []diagnose.Event      `json:"events,omitempty"`
+	Notes      []NoteDocument        `json:"notes,omitempty"`
+	Unchecked  []string              `json:"unchecked,omitempty"`
+}
+
+// VerdictDocument is the one-line answer.
+type VerdictDocument struct {
+	State   diagnose.State `json:"state"`
+	Summary string         `json:"summary"`
+}
+
+// BlockerDocument is one blocker: its words, what it names, and its next
+// steps typed, each with its own words.
+type BlockerDocument struct {
+	Kind     diagnose.BlockerKind `json:"kind"`
+	Summary  string               `json:"summary"`
+	Evidence []string             `json:"evidence"`
+	NextStep string               `json:"nextStep"`
+	Subject  string               `json:"subject,omitempty"`
+	Actions  []ActionDocument     `json:"actions"`
+}
+
+// ActionDocument is one next step, typed, and said on its own.
+type ActionDocument struct {
+	diagnose.Action
+	Step string `json:"step"`
+}
+
+// FinalizerDocument is a finalizer holding content and its owner's state.
+type FinalizerDocument struct {
+	diagnose.FinalizerInfo
+	OwnerState OwnerStateDocument `json:"ownerState"`
+}
+
+// OwnerStateDocument says whether a finalizer's owner appears to run.
+type OwnerStateDocument struct {
+	State    diagnose.OwnerRunning `json:"state"`
+	Evidence string                `json:"evidence,omitempty"`
+}
+
+// NoteDocument is a finding that holds nothing.
+type NoteDocument struct {
+	Kind     diagnose.NoteKind `json:"kind"`
+	Summary  string            `json:"summary"`
+	Evidence []string          `json:"evidence,omitempty"`
+	NextStep string            `json:"nextStep,omitempty"`
+}
+
+// DiagnosisListDocument is explain's answer for several namespaces.
+type DiagnosisListDocument struct {
+	APIVersion string              `json:"apiVersion"`
+	Kind       string              `json:"kind"`
+	Items      []DiagnosisDocument `json:"items"`
+}
+
+// OrphansDocument lists the leftovers of namespaces that are gone.
+type OrphansDocument struct {
+	APIVersion string                     `json:"apiVersion"`
+	Kind       string                     `json:"kind"`
+	ObservedAt time.Time                  `json:"observedAt"`
+	Namespaces []diagnose.FormerNamespace `json:"namespaces"`
+	Unchecked  []string                   `json:"unchecked,omitempty"`
+}
+
+// Diagnosis is a diagnosis' document.
+func Diagnosis(r diagnose.Report) DiagnosisDocument {
+	d := DiagnosisDocument{
+		APIVersion: APIVersion, Kind: DiagnosisKind, ObservedAt: r.ObservedAt,
+		Verdict:   VerdictDocument{State: r.Verdict.State, Summary: VerdictSummary(r)},
+		Namespace: r.Namespace, Conditions: r.Conditions, Discovery: r.Discovery, Ordering: r.Ordering,
+		Content: r.Content, Blockers: Blockers(r.Blockers), Pods: r.Pods,
+		Holders: r.Holders, Events: r.Events, Unchecked: UncheckedWords(r.Unchecked),
+	}
+	for _, f := range r.Finalizers {
+		d.Finalizers = append(d.Finalizers, FinalizerDocument{FinalizerInfo: f, OwnerState: OwnerStateDocument{State: f.OwnerState.State, Evidence: OwnerEvidence(f.OwnerState)}})
+	}
+	for _, n := range r.Notes {
+		w := NoteWords(n)
+		d.Notes = append(d.Notes, NoteDocument{Kind: n.Kind, Summary: w.Summary, Evidence: w.Evidence, NextStep: w.NextStep})
+	}
+	return d
+}
+
+// Blockers are blockers' documents.
+func Blockers(blockers []diagnose.Blocker) []BlockerDocument {
+	out := make([]BlockerDocument, 0, len(blockers))
+	for _, b := range blockers {
+		w := WordsOf(b)
+		out = append(out, BlockerDocument{Kind: b.Kind, Summary: w.Summary, Evidence: w.Evidence, NextStep: w.NextStep, Subject: b.Subject, Actions: Actions(b.Actions)})
+	}
+	return out
+}
+
+// Actions are next steps' documents.
+func Actions(actions []diagnose.Action) []ActionDocument {
+	out := make([]ActionDocument, 0, len(actions))
+	for _, a := range actions {
+		out = append(out, ActionDocument{Action: a, Step: ActionWords(a)})
+	}
+	return out
+}
+
+// DiagnosisList is the document of several diagnoses.
+func DiagnosisList(rs []diagnose.Report) DiagnosisListDocument {
+	l := DiagnosisListDocument{APIVersion: APIVersion, Kind: DiagnosisListKind, Items: []DiagnosisDocument{}}
+	for _, r := range rs {
+		l.Items = append(l.Items, Diagnosis(r))
+	}
+	return l
+}
+
+// Orphans is the leftovers' document.
+func Orphans(r diagnose.OrphanReport) OrphansDocument {
+	return OrphansDocument{APIVersion: APIVersion, Kind: OrphansKind, ObservedAt: r.ObservedAt, Namespaces: r.Namespaces, Unchecked: UncheckedWords(r.Unchecked)}
+}
+
+// Purge report kinds.
+const (
+	PurgeKind     = "PurgeReport"
+	PurgeListKind = "PurgeReportList"
+)
+
+// PurgeDocument is what purge planned or did, as JSON and YAML say it.
+type PurgeDocument struct {
+	APIVersion         string              `json:"apiVersion"`
+	Kind               string              `json:"kind"`
+	Namespace          string              `json:"namespace"`
+	Orphans            bool                `json:"orphans,omitempty"`
+	Context            string              `json:"context,omitempty"`
+	Cluster            string              `json:"cluster,omitempty"`
+	Ordering           deletion.Ordering   `json:"ordering"`
+	Mode               purge.DryRun        `json:"mode"`
+	Outcome            purge.Outcome       `json:"outcome"`
+	Stop               *purge.Stop         `json:"stop,omitempty"`
+	Message            string              `json:"message"`
+	Passes             int                 `json:"passes"`
+	Steps              []StepDocument      `json:"steps"`
+	Strips             []StripDocument     `json:"strips"`
+	Leaks              []purge.Leak        `json:"leaks,omitempty"`
+	ForcedPods         []ForcedPodDocument `json:"forcedPods"`
+	Bypassed           []BypassDocument    `json:"bypassed"`
+	Remaining          []purge.Remaining   `json:"remaining"`
+	Conditions         []purge.Condition   `json:"conditions"`
+	Finalize           FinalizeDocument    `json:"finalize"`
+	MissingPermissions []string            `json:"missingPermissions,omitempty"`
+	BackupDir          string              `json:"backupDir,omitempty"`
+	BackedUp           int                 `json:"backedUp"`
+	Recreated          []purge.Recreated   `json:"recreated"`
+	Changes            []string            `json:"changes"`
+	Warnings           []string            `json:"warnings"`
+	Errors             []string            `json:"errors"`
+}
+
+// StepDocument is one request of a pass, and what became of it.
+type StepDocument struct {
+	purge.Step
+	Result string `json:"result"`
+}
+
+// StripDocument is a finalizer removal, and what became of it.
+type StripDocument struct {
+	purge.Strip
+	Result string `json:"result"`
+}
+
+// ForcedPodDocument is a pod's force-deletion, and what became of it.
+type ForcedPodDocument struct {
+	purge.ForcedPod
+	Result string `json:"result"`
+}
+
+// BypassDocument is a webhook configuration's bypass, and what became of
+// it.
+type BypassDocument struct {
+	purge.Bypass
+	RestoreCommand string `json:"restoreCommand,omitempty"`
+	Result         string `json:"result"`
+}
+
+// FinalizeDocument says whether the namespace is finalized, and why.
+type FinalizeDocument struct {
+	purge.Finalize
+	Reason string `json:"reason"`
+}
+
+// PurgeListDocument is purge's answer for several namespaces.
+type PurgeListDocument struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Items      []PurgeDocument `json:"items"`
+}
+
+// Purge is a purge report's document.
+func Purge(r *purge.Report) PurgeDocument {
+	d := PurgeDocument{
+		APIVersion: APIVersion, Kind: PurgeKind, Namespace: r.Namespace, Orphans: r.Orphans, Context: r.Context, Cluster: r.Cluster,
+		Ordering: r.Ordering, Mode: r.Mode, Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
+		Steps: []StepDocument{}, Strips: []StripDocument{}, Leaks: r.Leaks, ForcedPods: []ForcedPodDocument{}, Bypassed: []BypassDocument{},
+		Remaining: nonNil(r.Remaining), Conditions: nonNil(r.Conditions), Finalize: FinalizeDocument{Finalize: r.Finalize, Reason: FinalizeReason(r.Finalize)},
+		MissingPermissions: PermissionsWords(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),
+		Changes: changesWords(r), Warnings: warningsWords(r), Errors: failuresWords(r),
+	}
+	if len(d.MissingPermissions) == 0 {
+		d.MissingPermissions = nil
+	}
+	for _, s := range r.Steps {
+		d.Steps = append(d.Steps, StepDocument{Step: s, Result: StepResult(s)})
+	}
+	for _, s := range r.Strips {
+		d.Strips = append(d.Strips, StripDocument{Strip: s, Result: StripResult(s)})
+	}
+	for _, f := range r.ForcedPods {
+		d.ForcedPods = append(d.ForcedPods, ForcedPodDocument{ForcedPod: f, Result: ForcedResult(f)})
+	}
+	for _, b := range r.Bypassed {
+		d.Bypassed = append(d.Bypassed, BypassDocument{Bypass: b, RestoreCommand: RestoreCommand(b.RestorePath), Result: BypassResult(b)})
+	}
+	return d
+}
+
+// PurgeList is the document of several namespaces' runs.
+func PurgeList(rs []*purge.Report) PurgeListDocument {
+	l := PurgeListDocument{APIVersion: APIVersion, Kind: PurgeListKind, Items: []PurgeDocument{}}
+	for _, r := range rs {
+		l.Items = append(l.Items, Purge(r))
+	}
+	return l
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,377 @@
+package printer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// The words of a purge report: everything purge says in English is said
+// here, from the typed report internal/purge returns.
+
+// PurgeMessage is a run's headline.
+func PurgeMessage(r *purge.Report) string {
+	switch r.Outcome {
+	case purge.OutcomePlanned:
+		return fmt.Sprintf("dry run (%s): nothing was changed", r.Mode)
+	case purge.OutcomeGone:
+		if r.Orphans {
+			return "they are gone"
+		}
+		return fmt.Sprintf("namespace %s is gone", r.Namespace)
+	case purge.OutcomeRefused:
+		return "permissions missing: nothing was changed"
+	}
+	stop := r.Stop
+	if stop == nil {
+		return ""
+	}
+	switch stop.Reason {
+	case purge.StopInterrupted:
+		return "interrupted; everything changed so far is listed below and saved in the backup; re-run purge to continue"
+	case purge.StopTimeout:
+		return fmt.Sprintf("namespace %s still exists after --timeout=%s; re-run purge to continue where it stopped", r.Namespace, stop.Timeout)
+	case purge.StopRecreated:
+		who := "a controller"
+		if len(stop.CreatedBy) > 0 {
+			who = "a controller (field manager " + strings.Join(stop.CreatedBy, ", ") + ")"
+		}
+		return fmt.Sprintf("%s kept coming back in namespace %s in %d passes: %s still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
+			strings.Join(stop.Recreated, ", "), r.Namespace, purge.RecreationPasses, who)
+	}
+	return fmt.Sprintf("stopped: %s; re-run purge to continue where it stopped", stop.Error)
+}
+
+// StepResult says what became of one request.
+func StepResult(s purge.Step) string {
+	switch s.Status {
+	case purge.StepFailed:
+		return "failed: " + s.Error
+	case purge.StepSkipped:
+		return "not sent: nothing to delete"
+	}
+	switch {
+	case s.Resource == "namespaces" && s.Verb == "delete":
+		if s.Status == purge.StepPlanned {
+			return "would delete the namespace first (--delete-namespace)"
+		}
+		return "deleted the namespace first (--delete-namespace)"
+	case s.Resource == "namespaces" && s.Verb == "patch":
+		if s.Status == purge.StepPlanned {
+			return "would remove its metadata.finalizers (--remove-namespace-finalizers)"
+		}
+		return "removed its metadata.finalizers (--remove-namespace-finalizers)"
+	}
+	words := s.Verb
+	if s.Name != "" {
+		words += " " + s.Name
+	}
+	if s.Status == purge.StepPlanned {
+		return "would " + words
+	}
+	return words
+}
+
+// StripResult says what became of one finalizer removal.
+func StripResult(s purge.Strip) string {
+	switch s.Status {
+	case purge.StripPlanned:
+		return "would remove"
+	case purge.StripRemoved:
+		return "removed"
+	case purge.StripFailed:
+		return "failed: " + s.Error
+	case purge.StripGone:
+		return "gone before its finalizers were removed"
+	case purge.StripNothingLeft:
+		return "no matching finalizer left"
+	case purge.StripLeftAlone:
+		return "left alone: put back by a live controller"
+	}
+	return string(s.Status)
+}
+
+// ForcedResult says what became of a pod's force-deletion.
+func ForcedResult(f purge.ForcedPod) string {
+	switch f.Status {
+	case purge.ForcePlanned:
+		if f.AfterSeconds > 0 {
+			return fmt.Sprintf("would delete, once its grace period ends (%ds)", f.AfterSeconds)
+		}
+		return "would delete"
+	case purge.ForceDeleted:
+		return "deleted"
+	case purge.ForceGone:
+		return "gone before its turn"
+	case purge.ForceFailed:
+		return "failed: " + f.Error
+	}
+	return string(f.Status)
+}
+
+// RestoreCommand restores a bypassed webhook configuration by hand.
+func RestoreCommand(path string) string {
+	if path == "" {
+		return ""
+	}
+	return "kubectl replace -f " + path
+}
+
+// BypassResult says what became of a webhook configuration's bypass.
+func BypassResult(b purge.Bypass) string {
+	switch b.Status {
+	case purge.BypassPlanned:
+		return "would exclude the namespace during the run, then restore"
+	case purge.BypassRestored:
+		return "excluded during the run, restored"
+	case purge.BypassLeftover:
+		return "left excluding the namespace by a killed run: restored first"
+	case purge.BypassFailed:
+		return "failed: " + b.Error
+	case purge.BypassRestoreFailed:
+		return "NOT restored: " + RestoreCommand(b.RestorePath)
+	}
+	return string(b.Status)
+}
+
+// FinalizeReason says why the namespace is, or is not, finalized.
+func FinalizeReason(f purge.Finalize) string {
+	switch f.Cause {
+	case purge.FinalizeNothingRemains:
+		return "nothing remains"
+	case purge.FinalizeAfterEscalations:
+		return "once the escalations above have acted, a later pass finds nothing left"
+	case purge.FinalizeDespiteDiscovery:
+		return "discovery failed for some groups; finalizing anyway as asked (their content stays orphaned in storage)"
+	case purge.FinalizeContentRemains:
+		words := fmt.Sprintf("content remains (estimate %ds)", f.Estimate)
+		if f.PodsFirst {
+			words += "; pods go first, so what else remains shows only once they are gone"
+		}
+		return words
+	case purge.FinalizeDiscoveryFailed:
+		return "discovery failed for some groups: the controller never finalizes then (add --finalize-despite-discovery-failure to do it anyway)"
+	case purge.FinalizeDeletionErrors:
+		return "deletion errors: " + f.Error
+	case purge.FinalizeRejected:
+		return "the server rejects finalizing: " + f.Error
+	case purge.FinalizeOtherTokens:
+		return fmt.Sprintf("spec.finalizers keeps %v, which only their owner removes (add --remove-namespace-finalizers if it is gone)", f.Kept)
+	case purge.FinalizeNamespaceHeld:
+		return fmt.Sprintf("the namespace's own metadata.finalizers hold it: %v (add --remove-namespace-finalizers if their owner is gone)", f.Kept)
+	}
+	return ""
+}
+
+// ChangeWords says a change made to the cluster.
+func ChangeWords(c purge.Change, namespace string) string {
+	kind := strings.ToLower(c.Resource)
+	switch c.Kind {
+	case purge.ChangeDeletedActiveNamespace:
+		return fmt.Sprintf("deleted namespace %s (it was Active)", c.Name)
+	case purge.ChangeDeletedContent:
+		return fmt.Sprintf("%s %s: %d objects, saved first", c.Verb, c.Resource, c.Objects)
+	case purge.ChangeStrippedFinalizers:
+		return fmt.Sprintf("removed finalizers %v from %s/%s", c.Finalizers, c.Resource, c.Name)
+	case purge.ChangeForceDeletedPod:
+		return fmt.Sprintf("force-deleted pod %s (grace period 0; node %s: %s), saved first", c.Name, orNone(c.Node), c.NodeState)
+	case purge.ChangeExcludedFromWebhook:
+		return fmt.Sprintf("excluded namespace %s from the webhooks of %s %s for this run (saved first)", namespace, kind, c.Name)
+	case purge.ChangeRestoredWebhook:
+		return fmt.Sprintf("restored %s %s (namespace %s no longer excluded)", kind, c.Name, namespace)
+	case purge.ChangeFinalized:
+		return fmt.Sprintf("finalized namespace %s (removed spec.finalizers %v)", c.Name, c.Finalizers)
+	case purge.ChangeNoLeftovers:
+		return fmt.Sprintf("no leftovers of former namespace %s remain", c.Name)
+	case purge.ChangeRemovedNamespaceFinalizers:
+		return fmt.Sprintf("removed metadata.finalizers %v of namespace %s", c.Finalizers, c.Name)
+	case purge.ChangeCreatedNamespace:
+		return fmt.Sprintf("created namespace %s: the API server accepts finalizer removals only in a namespace that exists", c.Name)
+	case purge.ChangeDeletedNamespaceAgain:
+		return fmt.Sprintf("deleted namespace %s again: purge finishes its deletion", c.Name)
+	}
+	return string(c.Kind)
+}
+
+// WarningWords says a warning.
+func WarningWords(w purge.Warning, r *purge.Report) string {
+	kind := strings.ToLower(w.Resource)
+	switch w.Kind {
+	case purge.WarnRevivalNeeded:
+		if r.Mode == purge.DryRunNone {
+			return fmt.Sprintf("the API server accepts finalizer removals only in a namespace that exists: purge created namespace %s and deleted it again at once", w.Name)
+		}
+		return fmt.Sprintf("the API server accepts finalizer removals only in a namespace that exists: --force creates namespace %s, deletes it again at once, and finishes its deletion", w.Name)
+	case purge.WarnTokensKept:
+		return fmt.Sprintf("spec.finalizers keeps %v after finalizing: add --remove-namespace-finalizers if their owner is gone", w.Finalizers)
+	case purge.WarnServerRetried:
+		return "the API server was unavailable for a while; purge retried"
+	case purge.WarnRecreated:
+		return fmt.Sprintf("%s/%s was created anew while the namespace was terminating: a controller still creates it", w.Resource, w.Name)
+	case purge.WarnConflict:
+		return fmt.Sprintf("%s/%s changed while purge worked on it; re-read and retried", w.Resource, w.Name)
+	case purge.WarnPutBack:
+		return fmt.Sprintf("%s/%s: finalizer %s was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
+			w.Resource, w.Name, strings.Join(w.Finalizers, ", "))
+	case purge.WarnNodeReady:
+		return fmt.Sprintf("pod %s is on node %s, which is Ready: force deletion does not wait for confirmation that its containers stopped; they may continue to run on the node", w.Name, w.Node)
+	case purge.WarnBypassLeftover:
+		if w.Restored {
+			return fmt.Sprintf("%s %s still excluded namespace %s after an earlier run was killed: restored first", kind, w.Name, r.Namespace)
+		}
+		return fmt.Sprintf("%s %s still excludes namespace %s: an earlier run was killed before restoring it; purge --force restores it first", kind, w.Name, r.Namespace)
+	case purge.WarnBypassedRefusal:
+		return fmt.Sprintf("%s: refused now by a webhook --bypass-webhook excludes the namespace from during the run (%s)", w.Request, w.Text)
+	case purge.WarnAPIServer:
+		return w.Text
+	}
+	return string(w.Kind)
+}
+
+// FailureWords says a refused request, and how often it was refused.
+func FailureWords(f purge.Failure, r *purge.Report) string {
+	var words string
+	switch {
+	case f.Verb == "restore":
+		words = fmt.Sprintf("%s %s still excludes namespace %s: re-run purge --force on it, which restores it first", strings.ToLower(f.Resource), f.Name, r.Namespace)
+		if f.Path != "" {
+			words = fmt.Sprintf("%s %s still excludes namespace %s: restore it with: %s", strings.ToLower(f.Resource), f.Name, r.Namespace, RestoreCommand(f.Path))
+		}
+		return words
+	case f.Verb == "finalize":
+		words = "finalize: " + f.Error
+	case f.Resource == "namespaces" && f.Verb == "delete":
+		words = "delete namespace: " + f.Error
+	case f.Resource == "namespaces" && f.Verb == "patch":
+		words = "patch namespace metadata.finalizers: " + f.Error
+	case f.Verb == "strip":
+		words = fmt.Sprintf("strip %s/%s: %s", f.Resource, f.Name, f.Error)
+	case f.Verb == "force-delete":
+		words = fmt.Sprintf("force-delete pod %s: %s", f.Name, f.Error)
+	default:
+		words = fmt.Sprintf("%s %s: %s", f.Verb, f.Resource, f.Error)
+	}
+	if f.Count > 1 {
+		words += fmt.Sprintf(" (%d times, %s to %s)", f.Count, f.First.Format("15:04:05"), f.Last.Format("15:04:05"))
+	}
+	return words
+}
+
+// PermissionWords says a permission: verb, resource, where.
+func PermissionWords(p purge.Permission) string {
+	res := p.Resource
+	if p.Group != "" {
+		res += "." + p.Group
+	}
+	if p.Subresource != "" {
+		res += "/" + p.Subresource
+	}
+	if p.Name != "" {
+		res += " " + p.Name
+	}
+	if p.Namespace != "" {
+		return fmt.Sprintf("%s %s in namespace %s", p.Verb, res, p.Namespace)
+	}
+	return fmt.Sprintf("%s %s", p.Verb, res)
+}
+
+// PermissionsWords says permissions, sorted.
+func PermissionsWords(perms []purge.Permission) []string {
+	out := make([]string, 0, len(perms))
+	for _, p := range perms {
+		out = append(out, PermissionWords(p))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func changesWords(r *purge.Report) []string {
+	out := make([]string, 0, len(r.Changes))
+	for _, c := range r.Changes {
+		out = append(out, ChangeWords(c, r.Namespace))
+	}
+	return out
+}
+
+func warningsWords(r *purge.Report) []string {
+	out := make([]string, 0, len(r.Warnings))
+	for _, w := range r.Warnings {
+		out = append(out, WarningWords(w, r))
+	}
+	return out
+}
+
+func failuresWords(r *purge.Report) []string {
+	out := make([]string, 0, len(r.Failures))
+	for _, f := range r.Failures {
+		out = append(out, FailureWords(f, r))
+	}
+	return out
+}
+
+// orderingWords says which deletion order ns-doctor followed, and why.
+func orderingWords(o deletion.Ordering) string {
+	order := "unordered deletion (pods with everything else)"
+	if o.Ordered {
+		order = "ordered deletion (pods first)"
+	}
+	version := o.ServerVersion
+	if version == "" {
+		version = "version unknown"
+	}
+	switch o.Source {
+	case deletion.FromFlag:
+		return fmt.Sprintf("cluster %s; %s, as --ordered-deletion says", version, order)
+	case deletion.FromUnknownVersion:
+		return fmt.Sprintf("cluster %s; %s assumed, as from 1.33 (--ordered-deletion=on|off to choose)", version, order)
+	}
+	return fmt.Sprintf("cluster %s; %s, its namespace controller's default", version, order)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// progressLine is a force run's progress in a line, for a live display.
+func progressLine(p *runState, now time.Time) string {
+	line := fmt.Sprintf("%s: pass %d, %d of %d types done, %d objects deleted", p.namespace, p.pass, p.typesDone, p.types, p.deleted)
+	if p.done {
+		line = fmt.Sprintf("%s: %d passes, %d objects deleted", p.namespace, p.pass, p.deleted)
+	}
+	if len(p.remaining) > 0 {
+		var parts []string
+		for i, rem := range p.remaining {
+			if i == 3 {
+				parts = append(parts, fmt.Sprintf("+%d types", len(p.remaining)-3))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", rem.Resource, rem.Count))
+		}
+		line += "; left: " + strings.Join(parts, ", ")
+	}
+	if !p.until.IsZero() && !p.done {
+		line += fmt.Sprintf("; waiting for %s until %s (%s)", waitWords(p.waitFor), p.until.Format("15:04:05"), p.until.Sub(now).Round(time.Second))
+	}
+	return line
+}
+
+func waitWords(w purge.WaitReason) string {
+	switch w {
+	case purge.WaitPods:
+		return "pods to terminate"
+	case purge.WaitFinalizers:
+		return "finalizers"
+	case purge.WaitRetry:
+		return "a retry of failed deletions"
+	case purge.WaitAPIServer:
+		return "the API server"
+	}
+	return "the next pass"
+}

@@ -1,0 +1,285 @@
+package purge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+)
+
+// maxPlanPasses bounds a plan: each escalation that acts needs one more
+// pass, and a pass that changes nothing ends the plan.
+const maxPlanPasses = 8
+
+// passes repeats Delete until the namespace is gone, the escalations
+// between passes, waiting estimate/2+1 s between passes as the namespace
+// controller requeues (a plan does not wait: it ends when a pass changes
+// nothing). An API server that is briefly away (restart, overload) is
+// retried with backoff until the timeout; any other error stops the run
+// cleanly.
+func (r *run) passes(ctx context.Context) error {
+	backoff := retryBackoff()
+	for pass := 1; ; {
+		wait, acted, err := r.onePass(ctx, pass)
+		var stop *stopError
+		switch {
+		case errors.Is(err, errGone):
+			r.report.Outcome = done(r, OutcomeGone, OutcomePlanned)
+			return nil
+		case !r.w.real():
+			r.report.Outcome = OutcomePlanned
+			if err != nil || acted == 0 || pass == maxPlanPasses {
+				return nil
+			}
+			pass++
+			continue
+		case errors.As(err, &stop):
+			r.report.Outcome, r.report.Stop = OutcomeRemaining, stop.stop
+			return nil
+		case err != nil && cutShort(ctx) != nil:
+			return r.stopped(ctx, cutShort(ctx))
+		case err != nil && transient(err):
+			wait = backoff.Step()
+			r.warn(Warning{Kind: WarnServerRetried})
+			r.emit(Event{Kind: EventRetrying, Err: err.Error(), Until: time.Now().Add(wait), For: WaitAPIServer})
+		case err != nil:
+			return r.stopped(ctx, err)
+		default:
+			pass, backoff = pass+1, retryBackoff()
+			r.emit(Event{Kind: EventWaiting, Until: time.Now().Add(wait), For: r.waitingFor(), Remaining: r.report.Remaining})
+		}
+		select {
+		case <-ctx.Done():
+			return r.stopped(ctx, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retryBackoff is the wait before retrying an API server that is away:
+// 1 s, doubling up to 16 s.
+func retryBackoff() *wait.Backoff {
+	return &wait.Backoff{Duration: time.Second, Factor: 2, Cap: 16 * time.Second, Steps: math.MaxInt32}
+}
+
+// stopError ends the passes with the namespace still there, for a reason
+// that is not an error of the run (content kept coming back).
+type stopError struct{ stop *Stop }
+
+func (e *stopError) Error() string { return string(e.stop.Reason) }
+
+// cutShort tells whether the run's deadline has passed, even before the
+// context's timer says so: near the deadline, client-go's rate limiter
+// already refuses requests ("would exceed context deadline"), and such a
+// pass says nothing about the namespace.
+func cutShort(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// transient tells errors worth retrying: the server is restarting,
+// overloaded, or the connection broke.
+func transient(err error) bool {
+	var netErr net.Error
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || utilnet.IsConnectionRefused(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || errors.As(err, &netErr)
+}
+
+// onePass discovers the API afresh (the first pass reuses the snapshot's;
+// a plan plays over that one discovery), runs Delete, then the
+// escalations; it returns how long to wait before the next pass and how
+// many changes the escalations made.
+func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error) {
+	if pass > 1 && r.w.real() {
+		disc, err := r.rediscover()
+		if err != nil {
+			return 0, 0, err
+		}
+		r.disc = disc
+	}
+	r.w.startPass()
+	r.rec.startPass(pass)
+	r.emit(Event{Kind: EventPass, Pass: pass, Types: len(r.disc.DeletableResources())})
+	res, err := r.deleter.Delete(ctx, r.ns())
+	if res.Stage == deletion.StageGone && err == nil {
+		return 0, 0, errGone
+	}
+	if res.Namespace != nil && res.Namespace.DeletionTimestamp != nil {
+		r.rc.setDeletedAt(res.Namespace.DeletionTimestamp.Time)
+	}
+	if cut := cutShort(ctx); cut != nil {
+		// A pass cut short reports timeouts, not the namespace: keep the
+		// last complete one.
+		return 0, 0, cut
+	}
+	if res.Content == nil && err != nil {
+		return 0, 0, err // the namespace could not even be read
+	}
+	r.report.Passes = pass
+	r.recordPass(res, pass)
+	return r.afterPass(ctx, res, err)
+}
+
+// recordPass fills the report from one pass: its requests (every pass of
+// a plan, the last one of a force run), the deletions among the changes,
+// what remains, what was refused.
+func (r *run) recordPass(res deletion.Result, pass int) {
+	rep := r.report
+	steps := r.rec.Steps()
+	if r.w.real() {
+		rep.Steps = steps
+	} else {
+		rep.Steps = append(rep.Steps, steps...)
+	}
+	deleted := 0
+	for _, f := range r.rec.failures() {
+		r.fail(f)
+	}
+	for _, st := range steps {
+		if st.Status == StepSent && st.Objects > 0 {
+			deleted += st.Objects
+			if !r.reported[st.Resource] {
+				r.reported[st.Resource] = true
+				r.changed(Change{Kind: ChangeDeletedContent, Verb: st.Verb, Resource: st.Resource, Objects: st.Objects})
+			}
+		}
+	}
+	r.recordContent(res.Content, pass == 1)
+	if c := res.Content; c != nil {
+		for _, gvr := range c.Failed {
+			if !r.rec.failed(gvr) {
+				r.fail(Failure{Verb: "pass", Resource: deletion.ResourceName(gvr), Error: c.FailedErrs[gvr].Error()})
+			}
+		}
+	}
+	r.emit(Event{Kind: EventPassEnded, Pass: pass, Remaining: rep.Remaining, Failures: r.rec.failures(), Deleted: deleted, Estimate: estimateOf(res)})
+}
+
+func estimateOf(res deletion.Result) int64 {
+	if res.Content == nil {
+		return 0
+	}
+	return res.Content.Estimate
+}
+
+// afterPass acts on where Delete ended: the namespace's own finalizers, a
+// finalize with other systems' tokens left, or content that remains, which
+// the escalations act on.
+func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (time.Duration, int, error) {
+	rep := r.report
+	var chased []string
+	if res.Content != nil {
+		chased = r.noteRecreated()
+	}
+	switch res.Stage {
+	case deletion.StageAlreadyFinalized:
+		acted, err := r.namespaceFinalizers(ctx, res.Namespace)
+		return time.Second, acted, err
+	case deletion.StageNotDeleting:
+		return 0, 0, stopIfPlan(r, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
+	case deletion.StageFinalized:
+		if err != nil {
+			rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()}
+			r.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
+			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
+		}
+		r.finalized(res)
+		if kept := rep.Finalize.Kept; len(kept) > 0 {
+			// Only their owners remove the tokens other systems set.
+			rep.Finalize.Cause = FinalizeOtherTokens
+			r.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
+			return 0, 0, stopIfPlan(r, fmt.Errorf("spec.finalizers holds %v, which only their owner removes: re-run with --remove-namespace-finalizers if it is gone", kept))
+		}
+		return 0, 0, r.goneAfterFinalize(ctx, res)
+	}
+	notFinalized(&rep.Finalize, res, err)
+	if len(chased) > 0 {
+		return 0, 0, &stopError{stop: r.rc.stop(chased)}
+	}
+	acted := 0
+	if r.needsRevival(res.Content) {
+		if err := r.revive(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	if r.Opts.strips() && len(stripCandidates(res.Content)) > 0 {
+		acted += r.strip(ctx, res.Content)
+	}
+	if r.Opts.ForceDeletePods && res.Content.Totals.GVRToNumRemaining[deletion.PodsGVR] > 0 {
+		acted += r.forceDeletePods(ctx)
+	}
+	r.acted += acted
+	if acted > 0 {
+		return time.Second, acted, nil
+	}
+	return time.Duration(res.Content.Estimate/2+1) * time.Second, 0, nil
+}
+
+// goneAfterFinalize confirms with one GET that a namespace finalized with
+// both finalizer lists empty is gone (the API server deletes it in the
+// finalize request itself), instead of a whole pass with its discovery.
+func (r *run) goneAfterFinalize(ctx context.Context, res deletion.Result) error {
+	ns := res.Namespace
+	if ns == nil || len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
+		return nil
+	}
+	if _, err := r.deleter.NsClient.Get(ctx, r.ns(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return errGone
+	}
+	return nil
+}
+
+// noteRecreated reports what came back in this pass and returns the types
+// purge stops chasing.
+func (r *run) noteRecreated() []string {
+	chased := r.rc.endPass()
+	r.report.Recreated = r.rc.list()
+	for _, o := range r.report.Recreated {
+		r.warn(Warning{Kind: WarnRecreated, Resource: o.Resource, Name: o.Name})
+	}
+	return chased
+}
+
+// stopped ends a force run early, keeping the report of what was done.
+func (r *run) stopped(ctx context.Context, err error) error {
+	rep := r.report
+	rep.Outcome = OutcomeRemaining
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		rep.Stop = &Stop{Reason: StopInterrupted}
+		return nil
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		rep.Stop = &Stop{Reason: StopTimeout, Timeout: r.Opts.Timeout.String()}
+		return nil
+	}
+	rep.Stop = &Stop{Reason: StopError, Error: err.Error()}
+	return err
+}
+
+// waitingFor names what the last pass left waiting.
+func (r *run) waitingFor() WaitReason {
+	switch {
+	case r.report.Finalize.PodsFirst:
+		return WaitPods
+	case r.report.Finalize.Cause == FinalizeContentRemains:
+		return WaitFinalizers
+	case r.report.Finalize.Cause == FinalizeDeletionErrors:
+		return WaitRetry
+	}
+	return WaitNextPass
+}

@@ -1,0 +1,355 @@
+package purge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+// A run sends every write through a writer, as kubectl's delete sends
+// through one path whatever its dry-run strategy: for real (saving first),
+// as dry runs the server answers, or played over a snapshot (a plan). The
+// escalations are written once, above this seam; the mode is looked at
+// only here, where a request is sent.
+
+// Write is one write of an escalation: the request, what to save before
+// it, and what it does to a plan.
+type Write struct {
+	// Verb is delete, patch or create.
+	Verb      string
+	Resource  schema.GroupVersionResource
+	Namespace string
+	Name      string
+	// Patch is a merge patch (guardedPatch); Object what is created.
+	Patch  []byte
+	Object runtime.Object
+	// GracePeriod and UID: a DELETE's grace period and precondition.
+	GracePeriod *int64
+	UID         types.UID
+	// Op is the admission operation (DELETE, UPDATE) a plan predicts
+	// fail-closed webhooks' refusals for.
+	Op string
+	// Save is the object as it is, saved before the write.
+	Save *unstructured.Unstructured
+	// Play is what the write does to a plan once accepted.
+	Play func(*deletion.PlanOps, *deletion.PlanNamespaces)
+}
+
+// writer is the seam: the deletion pass's clients, the reads escalations
+// decide from, and Send.
+type writer interface {
+	// ops, pods and namespaces are the deleter's (upstream's metadata
+	// client, pod lister and namespace client).
+	ops() deletion.Operations
+	pods() deletion.PodLister
+	namespaces() deletion.NamespaceClient
+	// reached is how many objects a pass's request for gvr reached;
+	// reachedAfter tells whether it is known only once sent; spared
+	// whether a deletecollection was not sent (nothing to delete).
+	reached(gvr schema.GroupVersionResource) int
+	reachedAfter() bool
+	spared(gvr schema.GroupVersionResource) bool
+	startPass()
+	// read reads an object an escalation is about to change; list and
+	// listPods what it may change.
+	read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
+	list(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
+	listPods(ctx context.Context, namespace string) ([]v1.Pod, error)
+	// send sends a write; it returns where the object was saved first.
+	send(ctx context.Context, w Write) (saved string, err error)
+	// until says how long until t, and whether to act now: a plan plays
+	// what purge would do once a wait is over.
+	until(t time.Time) (time.Duration, bool)
+	// real tells whether writes change the cluster.
+	real() bool
+	// backup is where real writes save (nil in plans).
+	backup() *backup.Writer
+}
+
+// guardedPatch is the merge patch from before to after, carrying before's
+// resourceVersion: if anyone changed the object since it was read, the
+// API server answers Conflict instead of clobbering their change.
+func guardedPatch(before, after *unstructured.Unstructured) ([]byte, error) {
+	from, err := json.Marshal(before.Object)
+	if err != nil {
+		return nil, err
+	}
+	to, err := json.Marshal(after.Object)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("computing the patch of %s: %w", before.GetName(), err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		m["metadata"] = meta
+	}
+	meta["resourceVersion"] = before.GetResourceVersion()
+	return json.Marshal(m)
+}
+
+// toUnstructured turns a typed object into what writes patch and save.
+func toUnstructured(obj runtime.Object, apiVersion, kind string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	return u, nil
+}
+
+// sender sends writes to the API server, with the client each resource's
+// requests go through; dryRun sends them with dryRun=All.
+type sender struct {
+	clients *kube.Clients
+	dryRun  bool
+}
+
+var namespacesGVR = v1.SchemeGroupVersion.WithResource("namespaces")
+
+func (s sender) send(ctx context.Context, w Write) error {
+	var dry []string
+	if s.dryRun {
+		dry = []string{metav1.DryRunAll}
+	}
+	switch {
+	case w.Resource == namespacesGVR && w.Verb == "create":
+		_, err := s.clients.Kube.CoreV1().Namespaces().Create(ctx, w.Object.(*v1.Namespace), metav1.CreateOptions{DryRun: dry})
+		return err
+	case w.Resource == namespacesGVR && w.Verb == "delete":
+		return s.clients.Kube.CoreV1().Namespaces().Delete(ctx, w.Name, metav1.DeleteOptions{DryRun: dry})
+	case w.Resource == namespacesGVR:
+		_, err := s.clients.Kube.CoreV1().Namespaces().Patch(ctx, w.Name, types.MergePatchType, w.Patch, metav1.PatchOptions{DryRun: dry})
+		return err
+	case w.Resource == deletion.PodsGVR && w.Verb == "delete":
+		opts := metav1.DeleteOptions{GracePeriodSeconds: w.GracePeriod, DryRun: dry}
+		if w.UID != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &w.UID}
+		}
+		return s.clients.Kube.CoreV1().Pods(w.Namespace).Delete(ctx, w.Name, opts)
+	case w.Namespace == "":
+		// Cluster-scoped configuration (webhooks), read and written in full.
+		_, err := s.clients.Dynamic.Resource(w.Resource).Patch(ctx, w.Name, types.MergePatchType, w.Patch, metav1.PatchOptions{DryRun: dry})
+		return err
+	case w.Verb == "delete":
+		return s.clients.SweepMetadata().Resource(w.Resource).Namespace(w.Namespace).Delete(ctx, w.Name, metav1.DeleteOptions{GracePeriodSeconds: w.GracePeriod, DryRun: dry})
+	}
+	_, err := s.clients.SweepMetadata().Resource(w.Resource).Namespace(w.Namespace).Patch(ctx, w.Name, types.MergePatchType, w.Patch, metav1.PatchOptions{DryRun: dry})
+	return err
+}
+
+// realWriter acts: every object is saved before a request may change or
+// delete it.
+type realWriter struct {
+	clients *kube.Clients
+	bk      *backup.Writer
+	content *backupOps
+	// former is a namespace that no longer exists (--orphans): its passes
+	// run over it until purge re-creates it to strip finalizers.
+	former *deletion.PlanNamespaces
+	now    func() time.Time
+}
+
+func newRealWriter(clients *kube.Clients, bk *backup.Writer, rc *recreations, former *deletion.PlanNamespaces, now func() time.Time) *realWriter {
+	return &realWriter{clients: clients, bk: bk, former: former, now: now,
+		content: &backupOps{inner: kube.NewMetadataOps(clients, false), bk: bk, dyn: clients, counts: newCounts(), rc: rc}}
+}
+
+func (w *realWriter) ops() deletion.Operations  { return w.content }
+func (w *realWriter) pods() deletion.PodLister  { return w.content }
+func (w *realWriter) real() bool                { return true }
+func (w *realWriter) backup() *backup.Writer    { return w.bk }
+func (w *realWriter) reachedAfter() bool        { return true }
+func (w *realWriter) startPass()                { w.content.counts = newCounts() }
+func (w *realWriter) reached(gvr schemaGVR) int { return w.content.counts.get(gvr) }
+func (w *realWriter) spared(gvr schemaGVR) bool { return w.content.counts.state(gvr) == skipped }
+
+func (w *realWriter) namespaces() deletion.NamespaceClient {
+	api := w.clients.Kube.CoreV1().Namespaces()
+	if w.former == nil {
+		return api
+	}
+	return &formerNamespaces{api: api, former: w.former}
+}
+
+func (w *realWriter) read(ctx context.Context, gvr schemaGVR, namespace, name string) (*unstructured.Unstructured, error) {
+	return w.clients.SweepDynamic().Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (w *realWriter) list(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	return kube.ListMetadata(ctx, w.clients.SweepMetadata(), gvr, namespace)
+}
+
+func (w *realWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
+	list, err := w.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func (w *realWriter) until(t time.Time) (time.Duration, bool) {
+	wait := t.Sub(w.now())
+	return wait, wait <= 0
+}
+
+// send saves the object first (cluster-scoped ones apart, and their path
+// is returned), then sends the request; nothing is changed that could not
+// be saved.
+func (w *realWriter) send(ctx context.Context, wr Write) (string, error) {
+	saved := ""
+	if wr.Save != nil {
+		var err error
+		if wr.Namespace == "" {
+			saved, err = w.bk.SaveCluster(wr.Resource, wr.Save)
+		} else {
+			err = w.bk.Save(wr.Resource, wr.Save)
+		}
+		if err != nil {
+			return "", fmt.Errorf("saving %s/%s first: %w", deletion.ResourceName(wr.Resource), wr.Name, err)
+		}
+	}
+	return saved, sender{clients: w.clients}.send(ctx, wr)
+}
+
+// formerNamespaces is the view of a namespace that no longer exists: the
+// in-memory one, until purge re-creates it (then the API server's).
+type formerNamespaces struct {
+	api    deletion.NamespaceClient
+	former *deletion.PlanNamespaces
+}
+
+func (f *formerNamespaces) Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Namespace, error) {
+	ns, err := f.api.Get(ctx, name, opts)
+	if apierrors.IsNotFound(err) {
+		return f.former.Get(ctx, name, opts)
+	}
+	return ns, err
+}
+
+func (f *formerNamespaces) Finalize(ctx context.Context, ns *v1.Namespace, opts metav1.UpdateOptions) (*v1.Namespace, error) {
+	if ns.UID != "" { // re-created: a real namespace
+		return f.api.Finalize(ctx, ns, opts)
+	}
+	return f.former.Finalize(ctx, ns, opts)
+}
+
+// planWriter plays every write over a snapshot. A client plan predicts the
+// answers (fail-closed webhooks whose backend is down); a server dry run
+// (server set) sends each write with dryRun=All first, so webhooks and RBAC
+// answer, and plays what they accept.
+type planWriter struct {
+	plan *deletion.PlanOps
+	ns   *deletion.PlanNamespaces
+	// rejections are a client plan's predicted answers.
+	rejections diagnose.Rejections
+	// server sends the dry runs; nil for a client plan.
+	server *kube.Clients
+	// exists is false for a namespace that no longer exists: the API
+	// server has nothing to answer a write in it with.
+	exists bool
+	// bypassed turns a server dry run's refusal by a webhook the run
+	// bypasses into a warning (a dry run cannot bypass it).
+	bypassed func(err error, what string) error
+	clients  *kube.Clients
+	now      func() time.Time
+}
+
+func (w *planWriter) pods() deletion.PodLister                { return w.plan }
+func (w *planWriter) real() bool                              { return false }
+func (w *planWriter) backup() *backup.Writer                  { return nil }
+func (w *planWriter) reachedAfter() bool                      { return false }
+func (w *planWriter) startPass()                              {}
+func (w *planWriter) reached(gvr schemaGVR) int               { return w.plan.Count(gvr) }
+func (w *planWriter) spared(schemaGVR) bool                   { return false }
+func (w *planWriter) until(t time.Time) (time.Duration, bool) { return t.Sub(w.now()), true }
+
+func (w *planWriter) ops() deletion.Operations {
+	if w.server == nil {
+		return w.plan
+	}
+	return &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: kube.NewMetadataOps(w.server, true), filter: w.bypassed}, Plan: w.plan}
+}
+
+func (w *planWriter) namespaces() deletion.NamespaceClient {
+	if w.server == nil || !w.exists {
+		return w.ns
+	}
+	return &deletion.ServerDryRunNamespaces{Server: &bypassFilterNs{NamespaceClient: w.server.Kube.CoreV1().Namespaces(), filter: w.bypassed}, Plan: w.ns}
+}
+
+// read reads namespaced content as the plan holds it (metadata), and
+// configuration from the API server.
+func (w *planWriter) read(ctx context.Context, gvr schemaGVR, namespace, name string) (*unstructured.Unstructured, error) {
+	if namespace == "" {
+		return w.clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	}
+	item, err := w.plan.Get(gvr, name)
+	if err != nil {
+		return nil, err
+	}
+	return toUnstructured(item, gvr.GroupVersion().String(), "")
+}
+
+func (w *planWriter) list(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	return w.plan.List(ctx, gvr, namespace)
+}
+
+func (w *planWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
+	return w.plan.ListPods(ctx, namespace)
+}
+
+// send predicts the answer (client) or asks the server (server), and plays
+// the write when it is accepted. Configuration changes (a bypass) are only
+// played: they would change it.
+func (w *planWriter) send(ctx context.Context, wr Write) (string, error) {
+	var err error
+	switch {
+	case w.server == nil:
+		err = w.predicted(wr)
+	case wr.Namespace == "" && wr.Resource != namespacesGVR:
+	case wr.Namespace != "" && !w.exists:
+		// No namespace to send to yet: purge --force re-creates it first.
+		err = w.predicted(wr)
+	default:
+		err = w.bypassed(sender{clients: w.server, dryRun: true}.send(ctx, wr), wr.Verb+" "+deletion.ResourceName(wr.Resource)+"/"+wr.Name)
+	}
+	if err == nil && wr.Play != nil {
+		wr.Play(w.plan, w.ns)
+	}
+	return "", err
+}
+
+func (w *planWriter) predicted(wr Write) error {
+	switch wr.Op {
+	case "DELETE":
+		return w.rejections.Delete[wr.Resource]
+	case "UPDATE":
+		return w.rejections.Update[wr.Resource]
+	}
+	return nil
+}
