@@ -170,7 +170,14 @@ deletes or changes to a backup folder, and repeats the pass until the namespace 
 --bypass-webhook, --finalize-despite-discovery-failure, --remove-namespace-finalizers) are each
 shown in the plan first.
 
-Exit codes: 0 done (or planned), 5 namespace still there after --timeout, 4 not found, 2 bad usage, 1 error.`,
+When the namespace stays (a plan that would not finish, a run stopped), the report ends with what
+holds it, each blocker with its next step: the purge command line with the flag that gets past it,
+or the fix outside ns-doctor. A run whose passes change nothing, refused in ways only an outside
+action clears (a webhook or conversion backend gone, Forbidden), stops at once instead of waiting
+out --timeout.
+
+Exit codes: 0 done (or planned), 5 namespace still there (--timeout, or stopped because waiting
+cannot help), 4 not found, 2 bad usage, 1 error.`,
 		Example: `  # What would the namespace controller do now?
   kubectl ns-doctor purge demo
 
@@ -257,17 +264,17 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 }
 
 // showProgress shows a force run's events on stderr, as they come: in
-// place on a terminal, a line per pass otherwise; nothing with -o json|yaml
+// place on a terminal, a line per pass otherwise. A plan, or -o json|yaml
 // on a terminal (as kubectl, the report holds what the lines would say),
-// nor for a plan. It returns what ends the display.
+// shows only the API server's warnings. It returns what ends the display.
 func (o *PurgeOptions) showProgress(many bool) func() {
 	terminal := isTerminal(o.ErrOut)
-	if o.Purge.DryRun != purge.DryRunNone || (terminal && o.PrintFlags.machine()) {
-		return func() {}
+	progress := printer.NewWarnings(o.ErrOut)
+	if o.Purge.DryRun == purge.DryRunNone && (!terminal || !o.PrintFlags.machine()) {
+		progress = printer.NewProgress(o.ErrOut, terminal, many)
 	}
 	events := make(chan purge.Event, 64)
 	done := make(chan struct{})
-	progress := printer.NewProgress(o.ErrOut, terminal, many)
 	go func() {
 		defer close(done)
 		for e := range events {

@@ -136,8 +136,20 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
+	return i.ObservationOf(ctx, ns, snap), nil
+}
+
+// ObservationOf is what the inspector read once (discovery, webhooks,
+// CRDs, APIServices, backends) with snap as the namespace's content: no
+// sweep of its own.
+func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot) diagnose.Observation {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	obs := diagnose.Observation{Namespace: ns, Snapshot: snap, Now: time.Now(),
+		Grace: i.Options.Grace, IfDeleted: i.Options.IfDeleted, Ordering: i.Options.Ordering}
+	if i.disc == nil {
+		return obs
+	}
 	if len(snap.ListErrs) > 0 {
 		// A list that failed may be an aggregated API whose backend broke
 		// after discovery: its APIService and Service tell.
@@ -146,11 +158,20 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 		}
 		i.readBackends(ctx, snap)
 	}
-	return diagnose.Observation{
-		Namespace: ns, Resources: i.disc.Resources, DiscoveryErr: i.disc.Err, FailedGroups: i.disc.Failed,
-		Snapshot: snap, APIServices: i.apisvcs, Webhooks: i.webhooks, CRDs: i.crds, Services: maps.Clone(i.services), Unchecked: slices.Clone(i.unchecked),
-		Now: time.Now(), Grace: i.Options.Grace, IfDeleted: i.Options.IfDeleted, Ordering: i.Options.Ordering,
-	}, nil
+	obs.Resources, obs.DiscoveryErr, obs.FailedGroups = i.disc.Resources, i.disc.Err, i.disc.Failed
+	obs.APIServices, obs.Webhooks, obs.CRDs, obs.Services = i.apisvcs, i.webhooks, i.crds, maps.Clone(i.services)
+	i.uncheckedMu.Lock()
+	obs.Unchecked = slices.Clone(i.unchecked)
+	i.uncheckedMu.Unlock()
+	return obs
+}
+
+// Diagnose is the diagnosis of ns with snap as its content (what a purge
+// run last saw), with the evidence of who holds it: no second sweep.
+func (i *Inspector) Diagnose(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot) diagnose.Report {
+	obs := i.ObservationOf(ctx, ns, snap)
+	obs.Evidence = i.Evidence(ctx, ns, snap)
+	return diagnose.Diagnose(obs)
 }
 
 func (i *Inspector) discover(ctx context.Context) error {

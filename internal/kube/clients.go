@@ -49,9 +49,8 @@ func NewClients(getter genericclioptions.RESTClientGetter) (*Clients, error) {
 func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = RaisedRateLimit(cfg.QPS, cfg.Burst)
-	// Sweeping every resource type lists deprecated ones too (v1
-	// Endpoints); their deprecation warnings are not the user's concern.
-	cfg.WarningHandler = rest.NoWarnings{}
+	// Warnings reach the user for writes only (warnings.go).
+	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, warningHandler{}
 	c := &Clients{apf: &apf{}}
 	c.Collections = restCollections{c: c}
 	cfg.Wrap(c.apf.wrap)

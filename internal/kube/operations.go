@@ -38,7 +38,7 @@ func (m *MetadataOps) deleteOptions() metav1.DeleteOptions {
 
 // DeleteCollection deletes everything of a resource in namespace.
 func (m *MetadataOps) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, namespace string) error {
-	return m.Collections.DeleteCollection(ctx, gvr, namespace, m.deleteOptions())
+	return m.Collections.DeleteCollection(Writing(ctx), gvr, namespace, m.deleteOptions())
 }
 
 // List lists a resource's items in namespace, metadata only, page by page.
@@ -48,5 +48,5 @@ func (m *MetadataOps) List(ctx context.Context, gvr schema.GroupVersionResource,
 
 // Delete deletes one item.
 func (m *MetadataOps) Delete(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error {
-	return m.Client.Resource(gvr).Namespace(namespace).Delete(ctx, name, m.deleteOptions())
+	return m.Client.Resource(gvr).Namespace(namespace).Delete(Writing(ctx), name, m.deleteOptions())
 }

@@ -186,6 +186,32 @@ type PurgeDocument struct {
 	Changes            []string            `json:"changes"`
 	Warnings           []string            `json:"warnings"`
 	Errors             []string            `json:"errors"`
+	// Failures are the refused requests, typed: who refused each, how
+	// often, when first and last.
+	Failures []FailureDocument `json:"failures,omitempty"`
+	// Holding is what holds the namespace at the end, each with the step
+	// past it.
+	Holding []HoldDocument `json:"holding,omitempty"`
+}
+
+// FailureDocument is one refused request.
+type FailureDocument struct {
+	Verb     string            `json:"verb"`
+	Resource string            `json:"resource,omitempty"`
+	Name     string            `json:"name,omitempty"`
+	Error    string            `json:"error"`
+	Refusal  *diagnose.Refusal `json:"refusal,omitempty"`
+	Count    int               `json:"count"`
+	First    time.Time         `json:"first"`
+	Last     time.Time         `json:"last"`
+}
+
+// HoldDocument is one blocker holding the namespace at the end of a run;
+// its nextStep is the step past it: the purge command line with the flag
+// the run lacks (step), or the outside fix.
+type HoldDocument struct {
+	BlockerDocument
+	Step *ActionDocument `json:"step,omitempty"`
 }
 
 // StepDocument is one request of a pass, and what became of it.
@@ -239,6 +265,18 @@ func Purge(r *purge.Report) PurgeDocument {
 	}
 	if len(d.MissingPermissions) == 0 {
 		d.MissingPermissions = nil
+	}
+	for _, f := range r.Failures {
+		d.Failures = append(d.Failures, FailureDocument{Verb: f.Verb, Resource: f.Resource, Name: f.Name, Error: f.Error, Refusal: f.Refusal,
+			Count: f.Count, First: f.First.UTC(), Last: f.Last.UTC()})
+	}
+	for _, h := range r.Holding {
+		hd := HoldDocument{BlockerDocument: Blockers([]diagnose.Blocker{h.Blocker})[0]}
+		hd.NextStep = HoldStep(r, h)
+		if h.Step != nil {
+			hd.Step = &ActionDocument{Action: *h.Step, Step: hd.NextStep}
+		}
+		d.Holding = append(d.Holding, hd)
 	}
 	for _, s := range r.Steps {
 		d.Steps = append(d.Steps, StepDocument{Step: s, Result: StepResult(s)})

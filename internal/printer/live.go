@@ -105,3 +105,13 @@ func (l *Live) Close() {
 		l.p.Wait()
 	}
 }
+
+// Print writes text above the live lines (a warning), or in place of them
+// where nothing is drawn.
+func (l *Live) Print(text string) {
+	if l.p != nil {
+		_, _ = l.p.Write([]byte(text))
+		return
+	}
+	_, _ = io.WriteString(l.w, text)
+}

@@ -15,10 +15,13 @@ import (
 // pass, so logs get one line per real change. With several namespaces,
 // each plain line starts with its namespace.
 type Progress struct {
-	w      io.Writer
-	live   *Live
-	many   bool
-	states map[string]*runState
+	w    io.Writer
+	live *Live
+	many bool
+	// warningsOnly shows the API server's warnings and nothing else (a
+	// plan, or -o json|yaml on a terminal).
+	warningsOnly bool
+	states       map[string]*runState
 }
 
 // runState is what the events said so far of one run.
@@ -27,6 +30,7 @@ type runState struct {
 	pass, types, typesDone int
 	deleted                int
 	remaining              []purge.Remaining
+	failures               []purge.Failure
 	until                  time.Time
 	waitFor                purge.WaitReason
 	done                   bool
@@ -42,8 +46,26 @@ func NewProgress(w io.Writer, terminal, many bool) *Progress {
 	return p
 }
 
+// NewWarnings shows only the API server's warnings, on w.
+func NewWarnings(w io.Writer) *Progress {
+	return &Progress{w: w, warningsOnly: true, states: map[string]*runState{}}
+}
+
 // Show takes one event.
 func (p *Progress) Show(e purge.Event) {
+	if e.Kind == purge.EventWarning {
+		// As kubectl shows them: once each, on stderr, above a live display.
+		line := "Warning: " + e.Err + "\n"
+		if p.live != nil {
+			p.live.Print(line)
+		} else {
+			_, _ = io.WriteString(p.w, line)
+		}
+		return
+	}
+	if p.warningsOnly {
+		return
+	}
 	s := p.states[e.Namespace]
 	if s == nil {
 		s = &runState{namespace: e.Namespace}
@@ -88,6 +110,7 @@ func (s *runState) update(e purge.Event) {
 	case purge.EventPassEnded:
 		s.remaining = slices.Clone(e.Remaining)
 		slices.SortStableFunc(s.remaining, func(a, b purge.Remaining) int { return b.Count - a.Count })
+		s.failures = e.Failures
 	case purge.EventWaiting, purge.EventRetrying:
 		s.until, s.waitFor = e.Until, e.For
 	case purge.EventDone:
@@ -109,14 +132,47 @@ func plainLine(e purge.Event) string {
 	return ""
 }
 
-// passLine says what a pass left.
+// passLine says what a pass left, and what was refused: never "no
+// content remains" while something is refused.
 func passLine(e purge.Event) string {
-	var parts []string
+	var left []string
 	for _, rem := range e.Remaining {
-		parts = append(parts, fmt.Sprintf("%s=%d", rem.Resource, rem.Count))
+		left = append(left, fmt.Sprintf("%s=%d", rem.Resource, rem.Count))
 	}
-	if len(parts) == 0 {
-		return fmt.Sprintf("pass %d: no content remains", e.Pass)
+	var parts []string
+	switch {
+	case len(left) > 0:
+		parts = append(parts, fmt.Sprintf("remaining %s (estimate %ds)", strings.Join(left, ", "), e.Estimate))
+	case len(e.Failures) == 0:
+		parts = append(parts, "no content remains")
 	}
-	return fmt.Sprintf("pass %d: remaining %s (estimate %ds)", e.Pass, strings.Join(parts, ", "), e.Estimate)
+	if len(e.Failures) > 0 {
+		parts = append(parts, refusedWords(e.Failures))
+	}
+	if e.Deleted == 0 && (len(left) > 0 || len(e.Failures) > 0) {
+		parts = append(parts, "nothing deleted")
+	}
+	return fmt.Sprintf("pass %d: %s", e.Pass, strings.Join(parts, "; "))
+}
+
+// refusedWords says what failed in a pass, in a line: the first failure
+// (who refused it, when the answer tells), how often since when, and how
+// many others.
+func refusedWords(failures []purge.Failure) string {
+	f := failures[0]
+	what := f.Resource
+	if f.Name != "" {
+		what += "/" + f.Name
+	}
+	if f.Verb != "pass" {
+		what = f.Verb + " " + what
+	}
+	words := "failed: " + what + ": " + refusedOr(f.Refusal, f.Error)
+	if f.Count > 1 {
+		words += fmt.Sprintf(" (x%d since %s)", f.Count, f.First.Format("15:04:05"))
+	}
+	if len(failures) > 1 {
+		words += fmt.Sprintf(", and %d more", len(failures)-1)
+	}
+	return words
 }

@@ -25,7 +25,31 @@ func (h Human) Purge(w io.Writer, r *purge.Report) error {
 	h.purgeConditions(p, r)
 	h.purgeFinalize(p, r)
 	h.purgeLists(p, r)
+	h.purgeHolding(p, r)
 	return p.err
+}
+
+// purgeHolding ends the report with what holds the namespace, as explain
+// says it, each with the step past it.
+func (h Human) purgeHolding(p *errWriter, r *purge.Report) {
+	if len(r.Holding) == 0 {
+		return
+	}
+	title := "What holds the namespace now"
+	if r.Outcome == purge.OutcomePlanned {
+		title = "What would hold the namespace"
+	}
+	bold, red := h.paint(color.Bold), h.paint(color.FgRed, color.Bold)
+	p.printf("\n%s\n", bold(title))
+	for i, hold := range r.Holding {
+		w := WordsOf(hold.Blocker)
+		p.printf("%d. %s %s\n", i+1, red(string(hold.Blocker.Kind)), wrap(w.Summary, width-len(hold.Blocker.Kind)-4, "   "))
+		for _, e := range w.Evidence {
+			p.printf("   - %s\n", wrap(e, width-5, "     "))
+		}
+		// Never wrapped: a command must survive copy and paste.
+		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), HoldStep(r, hold))
+	}
 }
 
 func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
@@ -73,7 +97,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 		if s.Name != "" {
 			request += " " + s.Name
 		}
-		rows = append(rows, []string{fmt.Sprint(s.Pass), request, s.Resource, fmt.Sprint(s.Objects), StepResult(s)})
+		rows = append(rows, []string{fmt.Sprint(s.Pass), request, s.Resource, fmt.Sprint(s.Objects), cell(StepResult(s), s.Refusal, 60)})
 	}
 	title := "Deletion pass"
 	if len(passes) > 1 {
@@ -83,7 +107,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 	if len(rows) > 0 && len(passes) > 1 {
 		t := newTable(p, "PASS", "REQUEST", "RESOURCE", "OBJECTS", "RESULT")
 		for _, row := range rows {
-			_ = t.Append(row[0], row[1], row[2], row[3], truncate(row[4], 60))
+			_ = t.Append(row[0], row[1], row[2], row[3], row[4])
 		}
 		if err := t.Render(); err != nil {
 			p.fail(err)
@@ -94,7 +118,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 		}
 		t := newTable(p, "REQUEST", "RESOURCE", "OBJECTS", "RESULT")
 		for _, row := range rows {
-			_ = t.Append(row[0], row[1], row[2], truncate(row[3], 60))
+			_ = t.Append(row[0], row[1], row[2], row[3])
 		}
 		if err := t.Render(); err != nil {
 			p.fail(err)
@@ -115,7 +139,7 @@ func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
 	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers to remove (escalation)"))
 	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
 	for _, s := range r.Strips {
-		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), truncate(StripResult(s), 50))
+		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), cell(StripResult(s), s.Refusal, 50))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -136,7 +160,7 @@ func (h Human) purgeForcedPods(p *errWriter, r *purge.Report) {
 	p.printf("\n%s\n", h.paint(color.Bold)("Pods to delete with grace period 0 (escalation)"))
 	t := newTable(p, "POD", "NODE", "NODE STATE", "TERMINATING", "RESULT")
 	for _, f := range r.ForcedPods {
-		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), truncate(ForcedResult(f), 50))
+		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), cell(ForcedResult(f), f.Refusal, 50))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -321,6 +345,11 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 		}
 		if r.BackupDir != "" {
 			p.printf("  backup: %s (%d objects)\n", r.BackupDir, r.BackedUp)
+		}
+		if len(r.Holding) > 0 {
+			hold := r.Holding[0]
+			p.printf("  holds: %s: %s\n", hold.Blocker.Kind, wrap(WordsOf(hold.Blocker).Summary, width-len(hold.Blocker.Kind)-11, "    "))
+			p.printf("  next: %s\n", HoldStep(r, hold))
 		}
 	}
 	return p.err

@@ -41,7 +41,7 @@ func incompleteReport() *purge.Report {
 			{Kind: purge.WarnRecreated, Resource: "gadgets.example.com", Name: "g1"},
 			{Kind: purge.WarnPutBack, Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}},
 		},
-		Failures: []purge.Failure{{Verb: "deletecollection", Resource: "sprockets.example.com", Error: "sprocket backend is down", Count: 1}},
+		Failures: []purge.Failure{{Verb: "deletecollection", Resource: "sprockets.example.com", Error: "sprocket backend is down", Count: 1, First: now, Last: now}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -43,14 +44,30 @@ func PurgeMessage(r *purge.Report) string {
 		return fmt.Sprintf("%s kept coming back in namespace %s in %d passes: %s still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
 			strings.Join(stop.Recreated, ", "), r.Namespace, purge.RecreationPasses, who)
 	}
+	if stop.Reason == purge.StopBlocked {
+		return blockedMessage(r)
+	}
 	return fmt.Sprintf("stopped: %s; re-run purge to continue where it stopped", stop.Error)
+}
+
+// blockedMessage says why a run stopped early, and the step past it.
+func blockedMessage(r *purge.Report) string {
+	words := fmt.Sprintf("namespace %s cannot finish, and waiting will not help: only an outside action or another flag clears what holds it", r.Namespace)
+	if r.Stop.After != "" {
+		words = fmt.Sprintf("stopped after %s: namespace %s cannot finish, and waiting will not help", r.Stop.After, r.Namespace)
+	}
+	if len(r.Holding) > 0 {
+		h := r.Holding[0]
+		words += fmt.Sprintf("; %s: %s; next: %s", h.Blocker.Kind, WordsOf(h.Blocker).Summary, HoldStep(r, h))
+	}
+	return words
 }
 
 // StepResult says what became of one request.
 func StepResult(s purge.Step) string {
 	switch s.Status {
 	case purge.StepFailed:
-		return "failed: " + s.Error
+		return "failed: " + refusalCell(s.Refusal, s.Error)
 	case purge.StepSkipped:
 		return "not sent: nothing to delete"
 	}
@@ -84,7 +101,7 @@ func StripResult(s purge.Strip) string {
 	case purge.StripRemoved:
 		return "removed"
 	case purge.StripFailed:
-		return "failed: " + s.Error
+		return "failed: " + refusalCell(s.Refusal, s.Error)
 	case purge.StripGone:
 		return "gone before its finalizers were removed"
 	case purge.StripNothingLeft:
@@ -108,7 +125,7 @@ func ForcedResult(f purge.ForcedPod) string {
 	case purge.ForceGone:
 		return "gone before its turn"
 	case purge.ForceFailed:
-		return "failed: " + f.Error
+		return "failed: " + refusalCell(f.Refusal, f.Error)
 	}
 	return string(f.Status)
 }
@@ -244,6 +261,10 @@ func FailureWords(f purge.Failure, r *purge.Report) string {
 		return words
 	case f.Verb == "finalize":
 		words = "finalize: " + f.Error
+	case f.Verb == "discover":
+		words = fmt.Sprintf("discover %s: %s", f.Resource, f.Error)
+	case f.Verb == "pass":
+		words = fmt.Sprintf("%s: %s", f.Resource, f.Error)
 	case f.Resource == "namespaces" && f.Verb == "delete":
 		words = "delete namespace: " + f.Error
 	case f.Resource == "namespaces" && f.Verb == "patch":
@@ -254,6 +275,9 @@ func FailureWords(f purge.Failure, r *purge.Report) string {
 		words = fmt.Sprintf("force-delete pod %s: %s", f.Name, f.Error)
 	default:
 		words = fmt.Sprintf("%s %s: %s", f.Verb, f.Resource, f.Error)
+	}
+	if f.Refusal != nil {
+		words = strings.Replace(words, ": ", ": "+RefusalWords(f.Refusal)+": ", 1)
 	}
 	if f.Count > 1 {
 		words += fmt.Sprintf(" (%d times, %s to %s)", f.Count, f.First.Format("15:04:05"), f.Last.Format("15:04:05"))
@@ -356,6 +380,9 @@ func progressLine(p *runState, now time.Time) string {
 		}
 		line += "; left: " + strings.Join(parts, ", ")
 	}
+	if len(p.failures) > 0 && !p.done {
+		line += "; " + refusedWords(p.failures)
+	}
 	if !p.until.IsZero() && !p.done {
 		line += fmt.Sprintf("; waiting for %s until %s (%s)", waitWords(p.waitFor), p.until.Format("15:04:05"), p.until.Sub(now).Round(time.Second))
 	}
@@ -374,4 +401,130 @@ func waitWords(w purge.WaitReason) string {
 		return "the API server"
 	}
 	return "the next pass"
+}
+
+// RefusalWords says who refused a request.
+func RefusalWords(r *diagnose.Refusal) string {
+	service := func() string {
+		if r.Service == "" {
+			return ""
+		}
+		if r.ServiceState == nil {
+			return ", service " + r.Service
+		}
+		return fmt.Sprintf(", whose service %s is %s", r.Service, serviceWords(*r.ServiceState))
+	}
+	switch r.By {
+	case diagnose.RefusedByWebhook:
+		config := ""
+		if r.Configuration != "" {
+			config = fmt.Sprintf(" of %s/%s", r.ConfigurationKind, r.Configuration)
+		}
+		if r.Denied {
+			return fmt.Sprintf("denied by webhook %s%s", r.Webhook, config)
+		}
+		return fmt.Sprintf("refused by webhook %s%s%s", r.Webhook, config, service())
+	case diagnose.RefusedByConversion:
+		return fmt.Sprintf("the conversion webhook of CRD %s cannot be called%s", r.CRD, service())
+	case diagnose.RefusedByRBAC:
+		if r.User == "" {
+			return "forbidden"
+		}
+		return fmt.Sprintf("forbidden: user %q may not %s %s", r.User, r.Verb, r.Resource)
+	case diagnose.RefusedByAPI:
+		return fmt.Sprintf("the aggregated API apiservice/%s fails%s", r.APIService, service())
+	}
+	return string(r.By)
+}
+
+// refusedOr says who refused, when known, else the API server's answer.
+func refusedOr(r *diagnose.Refusal, err string) string {
+	if r == nil {
+		return err
+	}
+	return RefusalWords(r)
+}
+
+// refusalCell says who refused in a few words, for a table cell and a
+// report's result: the name a next step needs, never cut (the errors list
+// says the rest).
+func refusalCell(r *diagnose.Refusal, err string) string {
+	switch {
+	case r == nil:
+		return err
+	case r.By == diagnose.RefusedByWebhook && r.Configuration != "":
+		return "refused by " + r.ConfigurationKind + "/" + r.Configuration
+	case r.By == diagnose.RefusedByConversion:
+		return "conversion webhook of CRD " + r.CRD + " unreachable"
+	case r.By == diagnose.RefusedByAPI:
+		return "apiservice/" + r.APIService + " fails"
+	}
+	return RefusalWords(r)
+}
+
+// cell is a result in a table: cut to n characters, unless it names who
+// refused (refusalCell keeps that short).
+func cell(result string, refusal *diagnose.Refusal, n int) string {
+	if refusal != nil {
+		return result
+	}
+	return truncate(result, n)
+}
+
+// PurgeStepCommand is the purge command line that gets past a hold: the
+// run's own escalations, and the step's flag.
+func PurgeStepCommand(r *purge.Report, step diagnose.Action) string {
+	args := []string{"kubectl ns-doctor purge", r.Namespace, "--force"}
+	if r.Context != "" {
+		args = append(args, "--context="+shellQuote(r.Context))
+	}
+	for _, f := range r.Flags {
+		args = append(args, flagArg(f))
+	}
+	if step.Flag != "" {
+		args = append(args, flagArg(step))
+	}
+	return strings.Join(args, " ")
+}
+
+func flagArg(a diagnose.Action) string {
+	if a.Value == "" {
+		return a.Flag
+	}
+	return a.Flag + "=" + shellQuote(a.Value)
+}
+
+// shellQuote quotes a value for a POSIX shell when it holds anything but
+// plain characters (a glob's '*' would otherwise expand).
+func shellQuote(s string) string {
+	safe := func(c rune) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._/:=,@%+-", c)
+	}
+	plain := s != "" && strings.IndexFunc(s, func(c rune) bool { return !safe(c) }) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// HoldStep says the step past one hold: the purge command line with the
+// flag this run lacks, or the outside fix.
+func HoldStep(r *purge.Report, h purge.Hold) string {
+	if h.Step != nil {
+		return PurgeStepCommand(r, *h.Step)
+	}
+	var outside []string
+	given := ""
+	for _, a := range h.Blocker.Actions {
+		switch {
+		case a.Kind == diagnose.ActionPurge && a.Flag != "":
+			given = fmt.Sprintf("this run has %s already; ", a.Flag)
+		case a.Kind != diagnose.ActionPurge:
+			outside = append(outside, ActionWords(a))
+		}
+	}
+	if len(outside) == 0 {
+		return strings.TrimSuffix(given, "; ")
+	}
+	return given + strings.Join(outside, "; or: ")
 }

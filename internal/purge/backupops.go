@@ -24,6 +24,16 @@ type backupOps struct {
 	dyn    *kube.Clients
 	counts *counts
 	rc     *recreations
+
+	mu sync.Mutex
+	// pods are the pods the last estimate read.
+	pods []v1.Pod
+}
+
+func (b *backupOps) seenPods() []v1.Pod {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pods
 }
 
 var (
@@ -68,6 +78,9 @@ func (b *backupOps) ListPods(ctx context.Context, ns string) ([]v1.Pod, error) {
 		pods = append(pods, pod)
 		return nil
 	})
+	b.mu.Lock()
+	b.pods = pods
+	b.mu.Unlock()
 	return pods, err
 }
 

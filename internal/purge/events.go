@@ -13,6 +13,7 @@ const (
 	EventPassEnded EventKind = "PassEnded" // a pass ended: Remaining, Failures
 	EventWaiting   EventKind = "Waiting"   // the run waits until Until, For something
 	EventRetrying  EventKind = "Retrying"  // the API server is away: Err, retried after Until
+	EventWarning   EventKind = "Warning"   // the API server sent a warning: Err, its text
 	EventDone      EventKind = "Done"      // the run ended
 )
 

@@ -1,11 +1,15 @@
 package purge
 
 import (
+	"context"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
 // DryRun is kubectl's dry-run strategy: client (the default here: a plan),
@@ -114,6 +118,74 @@ func (o Options) match(finalizers []string) []string {
 				break
 			}
 		}
+	}
+	return out
+}
+
+// escalations are the run's escalation flags as purge actions, so that a
+// next step's command line repeats them.
+func (o Options) escalations(namespace string) []diagnose.Action {
+	var out []diagnose.Action
+	flag := func(name, value string) { out = append(out, diagnose.PurgeAction(namespace, name, value)) }
+	if o.Orphans {
+		flag("--orphans", "")
+	}
+	if o.DeleteNamespace {
+		flag("--delete-namespace", "")
+	}
+	if len(o.RemoveFinalizers) > 0 {
+		flag(diagnose.FlagRemoveFinalizers, strings.Join(o.RemoveFinalizers, ","))
+	}
+	if o.RemoveAllFinalizers {
+		flag("--remove-all-finalizers", "")
+	}
+	if o.FinalizeDespiteDiscoveryFailure {
+		flag(diagnose.FlagFinalizeDespiteDiscovery, "")
+	}
+	if o.RemoveNamespaceFinalizers {
+		flag(diagnose.FlagRemoveNamespaceFinalizers, "")
+	}
+	if o.ForceDeletePods {
+		flag(diagnose.FlagForceDeletePods, "")
+	}
+	for _, name := range o.BypassWebhook {
+		flag(diagnose.FlagBypassWebhook, name)
+	}
+	return out
+}
+
+// gives tells whether the run already does what a purge action asks.
+func (o Options) gives(a diagnose.Action) bool {
+	switch a.Flag {
+	case diagnose.FlagRemoveFinalizers:
+		wanted := strings.Split(a.Value, ",")
+		return len(o.match(wanted)) == len(wanted)
+	case diagnose.FlagBypassWebhook:
+		return slices.Contains(o.BypassWebhook, a.Value)
+	case diagnose.FlagForceDeletePods:
+		return o.ForceDeletePods
+	case diagnose.FlagRemoveNamespaceFinalizers:
+		return o.RemoveNamespaceFinalizers
+	case diagnose.FlagFinalizeDespiteDiscovery:
+		return o.FinalizeDespiteDiscoveryFailure
+	}
+	return a.Flag == "" // the pass alone: this run is one
+}
+
+// escalation acts on what a pass left; it returns how many changes it
+// made (or would).
+type escalation func(ctx context.Context, content *deletion.ContentResult) int
+
+// afterPassEscalations are the escalations the options ask for, in the
+// order they act after each pass. A new escalation is its option above, a
+// line here, and a file of its own.
+func (r *run) afterPassEscalations() []escalation {
+	var out []escalation
+	if r.Opts.strips() {
+		out = append(out, r.strip)
+	}
+	if r.Opts.ForceDeletePods {
+		out = append(out, r.forceDeletePods)
 	}
 	return out
 }

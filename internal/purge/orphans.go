@@ -89,7 +89,7 @@ func (r *run) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (int, e
 	}
 	if !r.Opts.RemoveNamespaceFinalizers {
 		r.report.Finalize.Cause, r.report.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers
-		return 0, stopIfPlan(r, fmt.Errorf("namespace metadata.finalizers holds %v: their owner must remove them, or use --remove-namespace-finalizers", ns.Finalizers))
+		return 0, stopIfPlan(r, r.blocked())
 	}
 	before, err := toUnstructured(ns, "v1", "Namespace")
 	if err != nil {

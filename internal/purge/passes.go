@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
 // maxPlanPasses bounds a plan: each escalation that acts needs one more
@@ -53,6 +57,12 @@ func (r *run) passes(ctx context.Context) error {
 			r.emit(Event{Kind: EventRetrying, Err: err.Error(), Until: time.Now().Add(wait), For: WaitAPIServer})
 		case err != nil:
 			return r.stopped(ctx, err)
+		case r.stalled(acted):
+			// The same refusals, nothing changed: only an outside action
+			// clears them, and waiting until --timeout would not help.
+			r.report.Outcome = OutcomeRemaining
+			r.report.Stop = &Stop{Reason: StopBlocked, After: time.Since(r.started).Round(time.Second).String()}
+			return nil
 		default:
 			pass, backoff = pass+1, retryBackoff()
 			r.emit(Event{Kind: EventWaiting, Until: time.Now().Add(wait), For: r.waitingFor(), Remaining: r.report.Remaining})
@@ -72,8 +82,15 @@ func retryBackoff() *wait.Backoff {
 }
 
 // stopError ends the passes with the namespace still there, for a reason
-// that is not an error of the run (content kept coming back).
+// that is not an error of the run (content kept coming back, a hold only
+// an outside action clears).
 type stopError struct{ stop *Stop }
+
+// blocked ends a run held by what only an outside action (or an
+// escalation it lacks) clears: waiting would not help.
+func (r *run) blocked() error {
+	return &stopError{stop: &Stop{Reason: StopBlocked, After: time.Since(r.started).Round(time.Second).String()}}
+}
 
 func (e *stopError) Error() string { return string(e.stop.Reason) }
 
@@ -114,6 +131,9 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 	}
 	r.w.startPass()
 	r.rec.startPass(pass)
+	r.mu.Lock()
+	r.passFailures = nil
+	r.mu.Unlock()
 	r.emit(Event{Kind: EventPass, Pass: pass, Types: len(r.disc.DeletableResources())})
 	res, err := r.deleter.Delete(ctx, r.ns())
 	if res.Stage == deletion.StageGone && err == nil {
@@ -121,6 +141,12 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 	}
 	if res.Namespace != nil && res.Namespace.DeletionTimestamp != nil {
 		r.rc.setDeletedAt(res.Namespace.DeletionTimestamp.Time)
+	}
+	if res.Namespace != nil {
+		r.lastNS = res.Namespace
+	}
+	if res.Content != nil {
+		r.lastContent = res.Content
 	}
 	if cut := cutShort(ctx); cut != nil {
 		// A pass cut short reports timeouts, not the namespace: keep the
@@ -131,14 +157,18 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 		return 0, 0, err // the namespace could not even be read
 	}
 	r.report.Passes = pass
-	r.recordPass(res, pass)
+	r.recordPass(ctx, res, pass)
+	// What the pass left, before the escalations act on it: their
+	// refusals show in the next pass's line, and in the report.
+	r.emit(Event{Kind: EventPassEnded, Pass: pass, Remaining: r.report.Remaining, Failures: r.thisPassFailures(), Estimate: estimateOf(res),
+		Deleted: deleted(r.rec.Steps(), r.report.Remaining)})
 	return r.afterPass(ctx, res, err)
 }
 
 // recordPass fills the report from one pass: its requests (every pass of
 // a plan, the last one of a force run), the deletions among the changes,
 // what remains, what was refused.
-func (r *run) recordPass(res deletion.Result, pass int) {
+func (r *run) recordPass(ctx context.Context, res deletion.Result, pass int) {
 	rep := r.report
 	steps := r.rec.Steps()
 	if r.w.real() {
@@ -146,13 +176,11 @@ func (r *run) recordPass(res deletion.Result, pass int) {
 	} else {
 		rep.Steps = append(rep.Steps, steps...)
 	}
-	deleted := 0
 	for _, f := range r.rec.failures() {
 		r.fail(f)
 	}
 	for _, st := range steps {
 		if st.Status == StepSent && st.Objects > 0 {
-			deleted += st.Objects
 			if !r.reported[st.Resource] {
 				r.reported[st.Resource] = true
 				r.changed(Change{Kind: ChangeDeletedContent, Verb: st.Verb, Resource: st.Resource, Objects: st.Objects})
@@ -160,14 +188,97 @@ func (r *run) recordPass(res deletion.Result, pass int) {
 		}
 	}
 	r.recordContent(res.Content, pass == 1)
-	if c := res.Content; c != nil {
-		for _, gvr := range c.Failed {
-			if !r.rec.failed(gvr) {
-				r.fail(Failure{Verb: "pass", Resource: deletion.ResourceName(gvr), Error: c.FailedErrs[gvr].Error()})
-			}
+	c := res.Content
+	if c == nil {
+		return
+	}
+	for _, gvr := range c.Failed {
+		if !r.rec.failed(gvr) {
+			r.fail(Failure{Verb: "pass", Resource: deletion.ResourceName(gvr), Error: c.FailedErrs[gvr].Error()})
 		}
 	}
-	r.emit(Event{Kind: EventPassEnded, Pass: pass, Remaining: rep.Remaining, Failures: r.rec.failures(), Deleted: deleted, Estimate: estimateOf(res)})
+	if c.Err != nil && r.disc != nil && len(r.disc.Failed) > 0 {
+		obs := r.Inspector.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{})
+		for gv, err := range r.disc.Failed {
+			r.fail(Failure{Verb: "discover", Resource: gv.String(), Error: err.Error(), Refusal: diagnose.DiscoveryRefusal(obs, gv)})
+		}
+	}
+}
+
+// deleted is how many objects a pass's requests removed: what they
+// reached, less what is still there (held by finalizers, terminating).
+func deleted(steps []Step, remaining []Remaining) int {
+	n := 0
+	left := map[string]int{}
+	for _, rem := range remaining {
+		left[rem.Resource] = rem.Count
+	}
+	for _, st := range steps {
+		if st.Status == StepSent || st.Status == StepPlanned {
+			n += st.Objects
+		}
+	}
+	for _, st := range steps {
+		if (st.Status == StepSent || st.Status == StepPlanned) && st.Objects > 0 {
+			n -= min(left[st.Resource], st.Objects)
+			left[st.Resource] = 0
+		}
+	}
+	return max(n, 0)
+}
+
+// thisPassFailures are the report's failures this pass met, with their
+// counts so far.
+func (r *run) thisPassFailures() []Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Failure
+	for _, f := range r.report.Failures {
+		if slices.ContainsFunc(r.passFailures, func(x Failure) bool { return sameRequest(x, f) }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sameRequest(a, b Failure) bool {
+	return a.Verb == b.Verb && a.Resource == b.Resource && a.Name == b.Name && a.Error == b.Error
+}
+
+// stalled tells whether this pass ended as the one before (the same
+// content left, the same refusals, no escalation acting), refused only in
+// ways that an outside action alone clears.
+func (r *run) stalled(acted int) bool {
+	state := r.passState()
+	same := state == r.lastState
+	r.lastState = state
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !same || acted > 0 || len(r.passFailures) == 0 {
+		return false
+	}
+	for _, f := range r.passFailures {
+		if f.Refusal == nil || !f.Refusal.Outside {
+			return false
+		}
+	}
+	return true
+}
+
+// passState is what a pass left, in a word: what remains and what was
+// refused.
+func (r *run) passState() string {
+	var parts []string
+	for _, rem := range r.report.Remaining {
+		parts = append(parts, fmt.Sprintf("%s=%d%v", rem.Resource, rem.Count, rem.Finalizers))
+	}
+	r.mu.Lock()
+	for _, f := range r.passFailures {
+		parts = append(parts, f.Verb+" "+f.Resource+"/"+f.Name+": "+f.Error)
+	}
+	r.mu.Unlock()
+	sort.Strings(parts)
+	return string(r.report.Finalize.Cause) + "|" + strings.Join(parts, "|")
 }
 
 func estimateOf(res deletion.Result) int64 {
@@ -203,9 +314,11 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 			// Only their owners remove the tokens other systems set.
 			rep.Finalize.Cause = FinalizeOtherTokens
 			r.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
-			return 0, 0, stopIfPlan(r, fmt.Errorf("spec.finalizers holds %v, which only their owner removes: re-run with --remove-namespace-finalizers if it is gone", kept))
+			return 0, 0, stopIfPlan(r, r.blocked())
 		}
-		return 0, 0, r.goneAfterFinalize(ctx, res)
+		// The finalize call changed the namespace: the next pass sees what
+		// still holds it (its own metadata.finalizers).
+		return 0, 1, r.goneAfterFinalize(ctx, res)
 	}
 	notFinalized(&rep.Finalize, res, err)
 	if len(chased) > 0 {
@@ -217,11 +330,8 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 			return 0, 0, err
 		}
 	}
-	if r.Opts.strips() && len(stripCandidates(res.Content)) > 0 {
-		acted += r.strip(ctx, res.Content)
-	}
-	if r.Opts.ForceDeletePods && res.Content.Totals.GVRToNumRemaining[deletion.PodsGVR] > 0 {
-		acted += r.forceDeletePods(ctx)
+	for _, escalate := range r.afterPassEscalations() {
+		acted += escalate(ctx, res.Content)
 	}
 	r.acted += acted
 	if acted > 0 {

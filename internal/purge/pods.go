@@ -17,7 +17,10 @@ import (
 // confirmed (a lost node, a dead kubelet). Each is saved first. A plan
 // plays the pods whose grace period is not over yet too, saying when. It
 // returns how many it deleted (or would).
-func (r *run) forceDeletePods(ctx context.Context) int {
+func (r *run) forceDeletePods(ctx context.Context, content *deletion.ContentResult) int {
+	if content.Totals.GVRToNumRemaining[deletion.PodsGVR] == 0 {
+		return 0
+	}
 	pods, err := r.w.listPods(ctx, r.ns())
 	if err != nil {
 		r.fail(Failure{Verb: "list", Resource: "pods", Error: err.Error()})
@@ -37,7 +40,7 @@ func (r *run) forceDeletePods(ctx context.Context) int {
 		if wait > 0 {
 			fp.AfterSeconds = int64(wait.Round(time.Second).Seconds())
 		}
-		fp.Status, fp.Error = r.forceDelete(ctx, pod, fp)
+		fp.Status, fp.Error = r.forceDelete(ctx, pod, &fp)
 		if fp.Status == ForceDeleted || fp.Status == ForcePlanned {
 			deleted++
 		}
@@ -48,7 +51,7 @@ func (r *run) forceDeletePods(ctx context.Context) int {
 
 // forceDelete sends one pod's DELETE with grace period 0 and its UID as a
 // precondition, the pod saved first.
-func (r *run) forceDelete(ctx context.Context, pod *v1.Pod, fp ForcedPod) (ForceStatus, string) {
+func (r *run) forceDelete(ctx context.Context, pod *v1.Pod, fp *ForcedPod) (ForceStatus, string) {
 	saved, err := toUnstructured(pod, "v1", "Pod")
 	if err == nil {
 		_, err = r.w.send(ctx, Write{Verb: "delete", Resource: deletion.PodsGVR, Namespace: r.ns(), Name: pod.Name, GracePeriod: ptr.To(int64(0)), UID: pod.UID,
@@ -58,7 +61,8 @@ func (r *run) forceDelete(ctx context.Context, pod *v1.Pod, fp ForcedPod) (Force
 	case apierrors.IsNotFound(err):
 		return ForceGone, ""
 	case err != nil:
-		r.fail(Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name, Error: err.Error()})
+		fp.Refusal = r.whoRefused(ctx, deletion.PodsGVR, err)
+		r.fail(Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name, Error: err.Error(), Refusal: fp.Refusal})
 		return ForceFailed, err.Error()
 	}
 	r.changed(Change{Kind: ChangeForceDeletedPod, Resource: "pods", Name: pod.Name, Node: fp.Node, NodeState: fp.NodeState})

@@ -150,6 +150,8 @@ func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 		return r, ErrActive
 	}
 	run := newRun(p, r)
+	// The API server's warnings on purge's writes are the user's.
+	ctx = kube.WithWarnings(ctx, run.serverWarning)
 	defer run.emit(Event{Kind: EventDone})
 	defer func() {
 		r.Leaks = leaksOf(r.Strips)

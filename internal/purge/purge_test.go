@@ -16,6 +16,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
 
@@ -56,6 +57,12 @@ func purgerIn(c *kubetest.Cluster, name string, opts Options) testPurger {
 
 func hasFailure(r *Report, verb, resource, name string) bool {
 	return slices.ContainsFunc(r.Failures, func(f Failure) bool { return f.Verb == verb && f.Resource == resource && f.Name == name })
+}
+
+// holds tells whether the report says kind holds the namespace, with flag
+// as the step past it.
+func holds(r *Report, kind diagnose.BlockerKind, flag string) bool {
+	return slices.ContainsFunc(r.Holding, func(h Hold) bool { return h.Blocker.Kind == kind && h.Step != nil && h.Step.Flag == flag })
 }
 
 func hasWarning(r *Report, kind WarningKind) bool {
@@ -276,7 +283,7 @@ func TestNamespaceFinalizers(t *testing.T) {
 	}{
 		{"plan, kept", false, DryRunClient, FinalizeOtherTokens, "", false},
 		{"plan, removed", true, DryRunClient, FinalizeNothingRemains, "", false},
-		{"force, kept", false, DryRunNone, FinalizeOtherTokens, "only their owner removes", false},
+		{"force, kept", false, DryRunNone, FinalizeOtherTokens, "", false},
 		{"force, removed", true, DryRunNone, FinalizeNothingRemains, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,8 +296,14 @@ func TestNamespaceFinalizers(t *testing.T) {
 			if r.Finalize.Cause != tc.wantCause || (c.Namespace("ns") == nil) != tc.wantGone {
 				t.Errorf("finalize %+v, namespace %+v", r.Finalize, c.Namespace("ns"))
 			}
-			if tc.mode == DryRunClient && !tc.escalate && !hasWarning(r, WarnTokensKept) {
-				t.Errorf("the plan does not warn about the kept token: %v", r.Warnings)
+			if !tc.escalate && !hasWarning(r, WarnTokensKept) {
+				t.Errorf("no warning about the kept token: %v", r.Warnings)
+			}
+			if !tc.escalate && !holds(r, diagnose.BlockerNamespaceFinalizer, diagnose.FlagRemoveNamespaceFinalizers) {
+				t.Errorf("the report does not say what holds it and which flag gets past it: %+v", r.Holding)
+			}
+			if tc.mode == DryRunNone && !tc.escalate && (r.Stop == nil || r.Stop.Reason != StopBlocked) {
+				t.Errorf("a token only its owner removes: stop %+v, want Blocked", r.Stop)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
 // recorder wraps the writer's content operations to report every request
@@ -17,8 +18,10 @@ import (
 // concurrently. It is built once per run; startPass begins a pass.
 type recorder struct {
 	w writer
-	// onStep is told of each request recorded.
-	onStep func(Step)
+	// onStep is told of each request recorded; whoRefused says who
+	// refused one.
+	onStep     func(Step)
+	whoRefused func(context.Context, schemaGVR, error) *diagnose.Refusal
 
 	mu         sync.Mutex
 	pass       int
@@ -28,10 +31,12 @@ type recorder struct {
 	// recounts.
 	refused  []Failure
 	listErrs map[schemaGVR]Failure
+	// lists are what the pass's recounts found: what the run last saw.
+	lists map[schemaGVR]*metav1.PartialObjectMetadataList
 }
 
-func newRecorder(w writer, onStep func(Step)) *recorder {
-	return &recorder{w: w, onStep: onStep}
+func newRecorder(w writer, onStep func(Step), whoRefused func(context.Context, schemaGVR, error) *diagnose.Refusal) *recorder {
+	return &recorder{w: w, onStep: onStep, whoRefused: whoRefused}
 }
 
 var _ deletion.Operations = (*recorder)(nil)
@@ -40,14 +45,18 @@ func (r *recorder) startPass(pass int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pass, r.steps, r.finalizers, r.refused, r.listErrs = pass, nil, map[schemaGVR]map[string]int{}, nil, map[schemaGVR]Failure{}
+	r.lists = map[schemaGVR]*metav1.PartialObjectMetadataList{}
 }
 
-func (r *recorder) record(verb string, gvr schemaGVR, name string, n int, status StepStatus, err error) {
-	r.mu.Lock()
-	s := Step{Pass: r.pass, Verb: verb, Resource: deletion.ResourceName(gvr), Name: name, Objects: n, Status: status}
+func (r *recorder) record(ctx context.Context, verb string, gvr schemaGVR, name string, n int, status StepStatus, err error) {
+	s := Step{Verb: verb, Resource: deletion.ResourceName(gvr), Name: name, Objects: n, Status: status}
 	if err != nil {
-		s.Status, s.Error = StepFailed, err.Error()
-		r.refused = append(r.refused, Failure{Verb: verb, Resource: s.Resource, Name: name, Error: s.Error})
+		s.Status, s.Error, s.Refusal = StepFailed, err.Error(), r.whoRefused(ctx, gvr, err)
+	}
+	r.mu.Lock()
+	s.Pass = r.pass
+	if err != nil {
+		r.refused = append(r.refused, Failure{Verb: verb, Resource: s.Resource, Name: name, Error: s.Error, Refusal: s.Refusal})
 	}
 	r.steps = append(r.steps, s)
 	r.mu.Unlock()
@@ -78,26 +87,31 @@ func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns strin
 	if r.w.spared(gvr) {
 		status = StepSkipped
 	}
-	r.record("deletecollection", gvr, "", n, status, err)
+	r.record(ctx, "deletecollection", gvr, "", n, status, err)
 	return err
 }
 
 // Delete records the deletion of one item.
 func (r *recorder) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
 	err := r.w.ops().Delete(ctx, gvr, ns, name)
-	r.record("delete", gvr, name, 1, r.status(), err)
+	r.record(ctx, "delete", gvr, name, 1, r.status(), err)
 	return err
 }
 
 // List keeps the finalizers of what the list found, and a failed list.
 func (r *recorder) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.PartialObjectMetadataList, error) {
 	list, err := r.w.ops().List(ctx, gvr, ns)
+	var refusal *diagnose.Refusal
+	if err != nil {
+		refusal = r.whoRefused(ctx, gvr, err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case err != nil:
-		r.listErrs[gvr] = Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error()}
+		r.listErrs[gvr] = Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error(), Refusal: refusal}
 	case list != nil:
+		r.lists[gvr] = list
 		counts := map[string]int{}
 		for _, item := range list.Items {
 			for _, f := range item.Finalizers {
@@ -155,4 +169,16 @@ func (r *recorder) failures() []Failure {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
+}
+
+// seen is what the pass's recounts found, as a snapshot, with the types
+// whose requests failed as list errors.
+func (r *recorder) seen() *deletion.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	snap := &deletion.Snapshot{Lists: map[schemaGVR]*metav1.PartialObjectMetadataList{}, ListErrs: map[schemaGVR]error{}}
+	for gvr, l := range r.lists {
+		snap.Lists[gvr] = l
+	}
+	return snap
 }

@@ -54,8 +54,19 @@ type Report struct {
 	Failures []Failure
 	// Holding is what holds the namespace when the run ends with it still
 	// there (or a plan predicts it stays): explain's diagnosis of the state
-	// the run last saw, its next steps naming purge's own flags.
-	Holding *diagnose.Report
+	// the run last saw, each blocker with the purge flag that gets past it.
+	Holding []Hold
+	// Flags are this run's escalations, as purge actions: a next step's
+	// command line repeats them.
+	Flags []diagnose.Action
+}
+
+// Hold is one blocker that holds the namespace at the end of a run, and
+// the purge flag this run lacks that gets past it (nil: none does, and the
+// blocker's outside fix is the step).
+type Hold struct {
+	Blocker diagnose.Blocker
+	Step    *diagnose.Action
 }
 
 // Outcome is how a run ended.
@@ -119,6 +130,8 @@ type Step struct {
 	Objects int        `json:"objects"`
 	Status  StepStatus `json:"status"`
 	Error   string     `json:"error,omitempty"`
+	// Refusal says who refused it, when the answer tells.
+	Refusal *diagnose.Refusal `json:"refusal,omitempty"`
 }
 
 // StripStatus is what became of one finalizer removal.
@@ -141,6 +154,8 @@ type Strip struct {
 	Finalizers []string    `json:"finalizers"`
 	Status     StripStatus `json:"status"`
 	Error      string      `json:"error,omitempty"`
+	// Refusal says who refused it, when the answer tells.
+	Refusal *diagnose.Refusal `json:"refusal,omitempty"`
 }
 
 // Leak is what stripping one finalizer costs.
@@ -189,6 +204,8 @@ type ForcedPod struct {
 	AfterSeconds int64       `json:"afterSeconds,omitempty"`
 	Status       ForceStatus `json:"status"`
 	Error        string      `json:"error,omitempty"`
+	// Refusal says who refused it, when the answer tells.
+	Refusal *diagnose.Refusal `json:"refusal,omitempty"`
 }
 
 // BypassStatus is what became of a webhook configuration's bypass.
@@ -368,45 +385,10 @@ type Failure struct {
 	// Error is the API server's answer.
 	Error string
 	// Refusal says who refused, when the answer tells.
-	Refusal *Refusal
+	Refusal *diagnose.Refusal
 	// Count is how many times the same answer came; First and Last when.
 	Count       int
 	First, Last time.Time
 	// Path is the backup copy to restore by hand (a bypass not undone).
 	Path string
-}
-
-// RefusedBy says what refused a request.
-type RefusedBy string
-
-// Who refuses.
-const (
-	RefusedByWebhook    RefusedBy = "Webhook"    // an admission webhook, by its answer or by failing to be called
-	RefusedByConversion RefusedBy = "Conversion" // a CRD's conversion webhook could not be called
-	RefusedByRBAC       RefusedBy = "RBAC"       // Forbidden
-	RefusedByMissingCRD RefusedBy = "MissingCRD" // the resource type is gone
-	RefusedByAPI        RefusedBy = "API"        // an aggregated API's backend, or the server itself
-)
-
-// Refusal is who refused a request, as far as the answer and the cluster
-// tell.
-type Refusal struct {
-	By RefusedBy `json:"by"`
-	// Webhook and Configuration: the webhook and its configuration
-	// (ValidatingWebhookConfiguration or MutatingWebhookConfiguration).
-	Webhook           string `json:"webhook,omitempty"`
-	Configuration     string `json:"configuration,omitempty"`
-	ConfigurationKind string `json:"configurationKind,omitempty"`
-	// CRD: the CRD whose conversion webhook failed.
-	CRD string `json:"crd,omitempty"`
-	// Service is the backend that cannot be called (namespace/name).
-	Service string `json:"service,omitempty"`
-	// User, Verb and Resource: who may not do what (RBAC).
-	User     string `json:"user,omitempty"`
-	Verb     string `json:"verb,omitempty"`
-	Resource string `json:"resource,omitempty"`
-	// Outside: only an outside action clears it (a backend that does not
-	// exist or has no ready endpoint, Forbidden, a missing CRD): waiting
-	// cannot help.
-	Outside bool `json:"outside"`
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,10 +50,23 @@ type run struct {
 	acted int
 	// nodes caches the state of the pods' nodes.
 	nodes map[string]NodeState
+	// mu guards the report's warnings, changes and failures: the API
+	// server's warnings arrive from client-go's goroutines.
+	mu sync.Mutex
+	// passFailures are this pass's refused requests; lastState is what
+	// the pass before left (what remains, what was refused), to tell a
+	// pass that changed nothing.
+	passFailures []Failure
+	lastState    string
+	// lastNS is the namespace as the last pass read it, lastContent what
+	// its content pass found.
+	lastNS      *v1.Namespace
+	lastContent *deletion.ContentResult
+	started     time.Time
 }
 
 func newRun(p *Purger, r *Report) *run {
-	return &run{Purger: p, report: r, reported: map[string]bool{}, rc: newRecreations(), stripped: map[string][]string{}}
+	return &run{Purger: p, report: r, reported: map[string]bool{}, rc: newRecreations(), stripped: map[string][]string{}, started: time.Now()}
 }
 
 func (r *run) ns() string { return r.report.Namespace }
@@ -86,7 +100,10 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		defer cancel()
 	}
 	r.deleter = r.newDeleter()
-	return r.passes(ctx)
+	r.report.Flags = r.Opts.escalations(r.ns())
+	err = r.passes(ctx)
+	r.holding(context.WithoutCancel(ctx))
+	return err
 }
 
 // prepare is everything before the first change: it undoes (or, in a
@@ -228,7 +245,7 @@ func (r *run) inspector() *inspect.Inspector {
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
 // writer, discovery and escalations.
 func (r *run) newDeleter() *deletion.NamespacedResourcesDeleter {
-	r.rec = newRecorder(r.w, r.requestDone)
+	r.rec = newRecorder(r.w, r.requestDone, r.whoRefused)
 	return &deletion.NamespacedResourcesDeleter{
 		NsClient: r.w.namespaces(), Ops: r.rec, Pods: r.w.pods(),
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
@@ -350,22 +367,39 @@ func done[T any](r *run, real, planned T) T {
 // the run has its writer, only a force run's undoing of a killed run's
 // bypass changes anything.
 func (r *run) changed(c Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.w == nil || r.w.real() {
 		r.report.Changes = append(r.report.Changes, c)
 	}
 }
 
-// warn records a warning once.
-func (r *run) warn(w Warning) {
-	if !slices.ContainsFunc(r.report.Warnings, func(x Warning) bool { return reflect.DeepEqual(x, w) }) {
-		r.report.Warnings = append(r.report.Warnings, w)
+// warn records a warning once; it tells whether it was new.
+func (r *run) warn(w Warning) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if slices.ContainsFunc(r.report.Warnings, func(x Warning) bool { return reflect.DeepEqual(x, w) }) {
+		return false
+	}
+	r.report.Warnings = append(r.report.Warnings, w)
+	return true
+}
+
+// serverWarning is a warning the API server sent in answer to a write
+// (an admission webhook's, or its own): kept once, and shown as it comes.
+func (r *run) serverWarning(text string) {
+	if r.warn(Warning{Kind: WarnAPIServer, Text: text}) {
+		r.emit(Event{Kind: EventWarning, Err: text})
 	}
 }
 
 // fail records a refused request; the same answer to the same request is
 // one failure, counted, with when it came first and last.
 func (r *run) fail(f Failure) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	now := r.now()
+	r.passFailures = append(r.passFailures, f)
 	for i := range r.report.Failures {
 		x := &r.report.Failures[i]
 		if x.Verb == f.Verb && x.Resource == f.Resource && x.Name == f.Name && x.Error == f.Error {
@@ -375,6 +409,24 @@ func (r *run) fail(f Failure) {
 	}
 	f.Count, f.First, f.Last = 1, now, now
 	r.report.Failures = append(r.report.Failures, f)
+}
+
+// whoRefused says who refused a request, from what the run knows of the
+// cluster's webhooks, CRDs and APIServices and their backends.
+func (r *run) whoRefused(ctx context.Context, gvr schemaGVR, err error) *diagnose.Refusal {
+	if err == nil || r.Inspector == nil {
+		return nil
+	}
+	obs := r.Inspector.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}})
+	return diagnose.WhoRefused(obs, gvr, err)
+}
+
+// namespaceSeen is the namespace as the run last read it.
+func (r *run) namespaceSeen() *v1.Namespace {
+	if r.lastNS != nil {
+		return r.lastNS
+	}
+	return formerNamespace(r.ns(), r.now())
 }
 
 // emit sends a progress event, if anyone listens.

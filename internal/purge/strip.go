@@ -15,7 +15,7 @@ import (
 // It returns how many objects it changed (or would).
 func (r *run) strip(ctx context.Context, content *deletion.ContentResult) int {
 	changed := 0
-	for _, gvr := range stripCandidates(content) {
+	for _, gvr := range stripCandidates(content) { // none: nothing left to strip
 		list, err := r.w.list(ctx, gvr, r.ns())
 		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
 			continue // its deletion failed already, and the pass says why
@@ -78,8 +78,8 @@ func (r *run) stripOne(ctx context.Context, gvr schemaGVR, name string) Strip {
 	})
 	switch {
 	case err != nil:
-		s.Status, s.Error = StripFailed, err.Error()
-		r.fail(Failure{Verb: "strip", Resource: s.Resource, Name: name, Error: err.Error()})
+		s.Status, s.Error, s.Refusal = StripFailed, err.Error(), r.whoRefused(ctx, gvr, err)
+		r.fail(Failure{Verb: "strip", Resource: s.Resource, Name: name, Error: err.Error(), Refusal: s.Refusal})
 	case s.Status == "":
 		s.Status = done(r, StripRemoved, StripPlanned)
 		r.changed(Change{Kind: ChangeStrippedFinalizers, Resource: s.Resource, Name: name, Finalizers: s.Finalizers})

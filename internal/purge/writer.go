@@ -70,6 +70,8 @@ type writer interface {
 	read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 	list(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
 	listPods(ctx context.Context, namespace string) ([]v1.Pod, error)
+	// seenPods are the pods as the last pass's estimate read them.
+	seenPods() []v1.Pod
 	// send sends a write; it returns where the object was saved first.
 	send(ctx context.Context, w Write) (saved string, err error)
 	// until says how long until t, and whether to act now: a plan plays
@@ -132,6 +134,7 @@ type sender struct {
 var namespacesGVR = v1.SchemeGroupVersion.WithResource("namespaces")
 
 func (s sender) send(ctx context.Context, w Write) error {
+	ctx = kube.Writing(ctx)
 	var dry []string
 	if s.dryRun {
 		dry = []string{metav1.DryRunAll}
@@ -211,6 +214,8 @@ func (w *realWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, 
 	}
 	return list.Items, nil
 }
+
+func (w *realWriter) seenPods() []v1.Pod { return w.content.seenPods() }
 
 func (w *realWriter) until(t time.Time) (time.Duration, bool) {
 	wait := t.Sub(w.now())
@@ -321,6 +326,11 @@ func (w *planWriter) list(ctx context.Context, gvr schemaGVR, namespace string) 
 
 func (w *planWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
 	return w.plan.ListPods(ctx, namespace)
+}
+
+func (w *planWriter) seenPods() []v1.Pod {
+	pods, _ := w.plan.ListPods(context.Background(), "")
+	return pods
 }
 
 // send predicts the answer (client) or asks the server (server), and plays

@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
@@ -75,35 +74,17 @@ func TestBlockerListFailedAndUnchecked(t *testing.T) {
 	}
 }
 
+var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
 func conversionStuckNamespace(t *testing.T) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	name := plugintest.UniqueName(t)
 	group := fmt.Sprintf("c%d.example.com", time.Now().UnixNano()%100000)
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	version := func(name string, storage bool) map[string]any {
-		return map[string]any{"name": name, "served": true, "storage": storage,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
-	}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "convs." + group},
-		"spec": map[string]any{
-			"group": group, "scope": "Namespaced",
-			"names":    map[string]any{"kind": "Conv", "plural": "convs", "singular": "conv", "listKind": "ConvList"},
-			"versions": []any{version("v1", true), version("v2", false)},
-			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{
-				"conversionReviewVersions": []any{"v1"},
-				"clientConfig":             map[string]any{"service": map[string]any{"namespace": "conv-system", "name": "converter", "path": "/convert"}},
-			}},
-		},
-	}}
-	_, err := cluster.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
-	plugintest.Must(t, err)
+	crd, v1GVR, err := cluster.BrokenConversionCRD(ctx, group, "Conv", "convs", "conv-system", "converter")
 	t.Cleanup(func() {
-		_ = cluster.Dynamic.Resource(crdGVR).Delete(context.Background(), "convs."+group, metav1.DeleteOptions{})
+		_ = cluster.Dynamic.Resource(crdsGVR).Delete(context.Background(), crd, metav1.DeleteOptions{})
 	})
-	v1GVR, err := cluster.EnsureCRD(ctx, group, "Conv", "convs") // already there: waits until it serves
 	plugintest.Must(t, err)
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	plugintest.Must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))

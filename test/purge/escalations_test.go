@@ -11,7 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -54,22 +56,19 @@ func TestRemoveNamespaceFinalizers(t *testing.T) {
 	plugintest.Must(t, cluster.CreateNamespaceWithFinalizers(ctx, name, "example.com/hold"))
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
-	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "-o", "json")
-	var rep printer.PurgeDocument
-	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
-	if !rep.Finalize.Would || strings.Join(rep.Finalize.Remove, ",") != "kubernetes" || len(rep.Warnings) == 0 {
+	rep, r := purgeJSON(t, name)
+	if r.Code != 0 || !rep.Finalize.Would || strings.Join(rep.Finalize.Remove, ",") != "kubernetes" || len(rep.Warnings) == 0 {
 		t.Fatalf("plan: finalize %+v, warnings %v", rep.Finalize, rep.Warnings)
 	}
 	// Without the escalation: kubernetes goes, the other token stays, and
-	// purge says so at once instead of waiting out its timeout.
-	start := time.Now()
-	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.Code != 1 || !strings.Contains(r.Stderr, "only their owner removes") || time.Since(start) > 30*time.Second {
-		t.Fatalf("without --remove-namespace-finalizers: exit %d after %s\n%s", r.Code, time.Since(start), r.Stderr)
+	// purge stops at once (waiting cannot help), naming the flag.
+	rep, r = purgeJSON(t, name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=10m")
+	if r.Code != 5 || rep.Stop == nil || rep.Stop.Reason != purge.StopBlocked || !strings.Contains(r.Stderr, "--remove-namespace-finalizers") {
+		t.Fatalf("without --remove-namespace-finalizers: exit %d, stop %+v\n%s", r.Code, rep.Stop, r.Stderr)
 	}
-	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force", "--yes", "--remove-namespace-finalizers", "--backup-dir", t.TempDir(), "--timeout=1m")
-	if r.Code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	step := holdStep(t, rep, diagnose.BlockerNamespaceFinalizer, diagnose.FlagRemoveNamespaceFinalizers)
+	if done := followStep(t, step); done.Outcome != purge.OutcomeGone {
+		t.Fatalf("the printed step %q does not finish the namespace: %+v", step, done.Outcome)
 	}
 	if _, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace still there: %v", err)

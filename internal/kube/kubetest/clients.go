@@ -286,6 +286,8 @@ func (c *Cluster) patchNamespace(ns *v1.Namespace, patch []byte) (*v1.Namespace,
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
 	out, err := c.patchObject(namespacesGVR, u, patch, true)
 	if err != nil {
 		return nil, err

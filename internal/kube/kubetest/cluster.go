@@ -338,3 +338,12 @@ func toPod(o *unstructured.Unstructured) (v1.Pod, error) {
 	err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &pod)
 	return pod, err
 }
+
+// SetNamespaceFinalizers sets a stored namespace's metadata.finalizers.
+func (c *Cluster) SetNamespaceFinalizers(name string, finalizers ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ns := c.namespaces[name]; ns != nil {
+		ns.Finalizers = finalizers
+	}
+}

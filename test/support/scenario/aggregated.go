@@ -46,7 +46,19 @@ type AggregatedAPI struct {
 	mu      sync.Mutex
 	objects map[string]map[string]*unstructured.Unstructured // namespace, name
 	failing map[string]error                                 // namespace: the answer
+	warning map[string]string                                // namespace: a warning its writes get
 	rv      int
+}
+
+// Warn makes every write in namespace answered with the API server's
+// warning header carrying text, as an admission webhook's warning is.
+func (a *AggregatedAPI) Warn(namespace, text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.warning == nil {
+		a.warning = map[string]string{}
+	}
+	a.warning[namespace] = text
 }
 
 // aggregatedServiceNamespace holds the ExternalName Services; it always
@@ -185,6 +197,9 @@ func (a *AggregatedAPI) resource(w http.ResponseWriter, req *http.Request, ns, n
 		return
 	}
 	dryRun := req.URL.Query().Get("dryRun") == "All"
+	if text, ok := a.warning[ns]; ok && req.Method != http.MethodGet {
+		w.Header().Add("Warning", `299 - "`+text+`"`)
+	}
 	var err error
 	switch {
 	case req.Method == http.MethodGet && name == "":

@@ -3,11 +3,13 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -144,4 +146,36 @@ func (c *Cluster) ForceFinalize(ctx context.Context, name string) error {
 		return fmt.Errorf("finalizing namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// BrokenConversionCRD creates a CRD named plural.group served in v1
+// (storage) and v2, converting through a webhook whose Service
+// svcNamespace/svcName does not exist, and waits until v1 serves. Lists in
+// the preferred version (v2) then fail, as they do when a conversion
+// webhook's operator is gone. It returns the CRD's name and v1.
+func (c *Cluster) BrokenConversionCRD(ctx context.Context, group, kind, plural, svcNamespace, svcName string) (string, schema.GroupVersionResource, error) {
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	name := plural + "." + group
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names":    map[string]any{"kind": kind, "plural": plural, "singular": strings.ToLower(kind), "listKind": kind + "List"},
+			"versions": []any{version("v1", true), version("v2", false)},
+			"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+				"conversionReviewVersions": []any{"v1"},
+				"clientConfig":             map[string]any{"service": map[string]any{"namespace": svcNamespace, "name": svcName, "path": "/convert"}},
+			}},
+		},
+	}}
+	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return "", schema.GroupVersionResource{}, fmt.Errorf("creating CRD %s: %w", name, err)
+	}
+	v1GVR, err := c.EnsureCRD(ctx, group, kind, plural) // already there: waits until it serves
+	return name, v1GVR, err
 }

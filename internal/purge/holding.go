@@ -1,0 +1,69 @@
+package purge
+
+import (
+	"context"
+	"sort"
+
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+)
+
+// holding says what holds the namespace when the run leaves it there (a
+// plan that would not finalize, a force run that stopped): explain's
+// diagnosis of what the run last saw, each blocker with the purge flag
+// this run lacks that gets past it. Only the types the last pass could
+// not recount are read again: no second sweep of the namespace.
+func (r *run) holding(ctx context.Context) {
+	rep := r.report
+	if r.rec == nil || r.Inspector == nil || !rep.stays() {
+		return
+	}
+	diag := r.Inspector.Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx))
+	rep.Holding = nil
+	for _, b := range diag.Blocking() {
+		if b.Kind == diagnose.BlockerControllerNotRunning {
+			continue // purge ran the controller's pass itself
+		}
+		h := Hold{Blocker: b}
+		if a, ok := b.PurgeStep(); ok && !r.Opts.gives(a) {
+			h.Step = &a
+		}
+		rep.Holding = append(rep.Holding, h)
+	}
+	// What a purge flag gets past comes first: it is the step to take.
+	sort.SliceStable(rep.Holding, func(i, j int) bool { return rep.Holding[i].Step != nil && rep.Holding[j].Step == nil })
+}
+
+// lastSeen is the namespace's content as the last pass left it: its
+// recounts, the types it could not recount read again, and the pods in
+// full when some remain.
+func (r *run) lastSeen(ctx context.Context) *deletion.Snapshot {
+	snap := r.rec.seen()
+	if c := r.lastContent; c != nil {
+		for _, gvr := range c.Failed {
+			if _, ok := snap.Lists[gvr]; ok {
+				continue
+			}
+			if list, err := r.w.list(ctx, gvr, r.ns()); err == nil {
+				snap.Lists[gvr] = list
+			} else {
+				snap.ListErrs[gvr] = err
+			}
+		}
+	}
+	snap.Pods = r.w.seenPods()
+	return snap
+}
+
+// stays tells whether the run leaves the namespace there (or a plan says
+// it would).
+func (r *Report) stays() bool {
+	switch r.Outcome {
+	case OutcomeGone, OutcomeRefused:
+		return false
+	case OutcomePlanned:
+		gone := r.Finalize.Cause == FinalizeNothingRemains || r.Finalize.Cause == FinalizeAfterEscalations || r.Finalize.Cause == FinalizeDespiteDiscovery
+		return !r.Finalize.Would || !gone
+	}
+	return true
+}
