@@ -56,6 +56,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReappliable$$' -fuzztime $(FUZZTIME) ./internal/backup
 	$(GO) test -run '^$$' -fuzz '^FuzzDiscover$$' -fuzztime $(FUZZTIME) ./internal/kube
 	$(GO) test -run '^$$' -fuzz '^FuzzMatchRules$$' -fuzztime $(FUZZTIME) ./internal/diagnose
+	$(GO) test -run '^$$' -fuzz '^FuzzHumanPrinter$$' -fuzztime $(FUZZTIME) ./internal/printer
 
 # Benchmarks on the local control plane (about 20 min on 2 cores); writes
 # docs/benchmarks.md. BENCH_FLAGS='-sizes small,medium' skips the large fixture.

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
 // Exit codes, the one place they are defined (docs/exit-codes.md lists
@@ -108,6 +110,11 @@ func isTimeout(err error) bool {
 
 func isConnRefused(err error) bool { return utilnet.IsConnectionRefused(err) }
 
+// oneLine is a message as the one stderr line users see: on one line,
+// escaped (an API error quotes webhook authors' text), and bounded.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+	return printer.Cut(printer.Escape(strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")), maxErrorLine)
 }
+
+// maxErrorLine bounds the error line; the report (-o json) keeps it all.
+const maxErrorLine = 1000

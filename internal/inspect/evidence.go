@@ -327,28 +327,41 @@ func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 	return out
 }
 
-// events reads the namespace's Warning events, latest first.
+// events reads the namespace's Warning events, latest first: in pages,
+// keeping only the latest few, so 10,000 events cost one page of memory.
 func (i *Inspector) events(ctx context.Context, namespace string, ev *evidence) []diagnose.Event {
-	list, err := i.Clients.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", v1.EventTypeWarning).String()})
-	if err != nil {
-		ev.unchecked(diagnose.UncheckedEvents, "", err)
-		return nil
-	}
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", v1.EventTypeWarning).String(), Limit: eventsPage}
 	var out []diagnose.Event
-	for _, e := range list.Items {
-		last := e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
+	for {
+		list, err := i.Clients.Kube.CoreV1().Events(namespace).List(ctx, opts)
+		if err != nil {
+			ev.unchecked(diagnose.UncheckedEvents, "", err)
+			return out
 		}
-		if last.IsZero() {
-			last = e.CreationTimestamp.Time
+		for _, e := range list.Items {
+			out = append(out, eventOf(e))
 		}
-		out = append(out, diagnose.Event{Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: last.UTC(),
-			Object: strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name})
+		sort.Slice(out, func(a, b int) bool { return out[a].Last.After(out[b].Last) })
+		if len(out) > maxEvents {
+			out = out[:maxEvents]
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out
+		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Last.After(out[b].Last) })
-	if len(out) > maxEvents {
-		out = out[:maxEvents]
+}
+
+// eventsPage is the page of the events' list.
+const eventsPage = 500
+
+func eventOf(e v1.Event) diagnose.Event {
+	last := e.LastTimestamp.Time
+	if last.IsZero() {
+		last = e.EventTime.Time
 	}
-	return out
+	if last.IsZero() {
+		last = e.CreationTimestamp.Time
+	}
+	return diagnose.Event{Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: last.UTC(),
+		Object: strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name}
 }

@@ -55,7 +55,7 @@ func NewWarnings(w io.Writer) *Progress {
 func (p *Progress) Show(e purge.Event) {
 	if e.Kind == purge.EventWarning {
 		// As kubectl shows them: once each, on stderr, above a live display.
-		line := "Warning: " + e.Err + "\n"
+		line := "Warning: " + clean(e.Err) + "\n"
 		if p.live != nil {
 			p.live.Print(line)
 		} else {
@@ -74,9 +74,9 @@ func (p *Progress) Show(e purge.Event) {
 	s.update(e)
 	if p.live != nil {
 		if e.Kind == purge.EventDone {
-			p.live.Done(e.Namespace, progressLine(s, time.Now()))
+			p.live.Done(e.Namespace, clean(progressLine(s, time.Now())))
 		} else if e.Kind != purge.EventBackup {
-			p.live.Set(e.Namespace, progressLine(s, time.Now()))
+			p.live.Set(e.Namespace, clean(progressLine(s, time.Now())))
 		}
 		return
 	}
@@ -84,7 +84,7 @@ func (p *Progress) Show(e purge.Event) {
 		if p.many {
 			line = e.Namespace + ": " + line
 		}
-		_, _ = fmt.Fprintln(p.w, line)
+		_, _ = fmt.Fprintln(p.w, clean(line))
 	}
 }
 

@@ -39,17 +39,12 @@ func (h Human) purgeHolding(p *errWriter, r *purge.Report) {
 	if r.Outcome == purge.OutcomePlanned {
 		title = "What would hold the namespace"
 	}
-	bold, red := h.paint(color.Bold), h.paint(color.FgRed, color.Bold)
-	p.printf("\n%s\n", bold(title))
-	for i, hold := range r.Holding {
-		w := WordsOf(hold.Blocker)
-		p.printf("%d. %s %s\n", i+1, red(string(hold.Blocker.Kind)), wrap(w.Summary, width-len(hold.Blocker.Kind)-4, "   "))
-		for _, e := range w.Evidence {
-			p.printf("   - %s\n", wrap(e, width-5, "     "))
-		}
-		// Never wrapped: a command must survive copy and paste.
-		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), HoldStep(r, hold))
+	p.printf("\n%s\n", h.paint(color.Bold)(title))
+	holds, left := limit(r.Holding, maxItems)
+	for i, hold := range holds {
+		h.blocker(p, i+1, hold.Blocker.Kind, WordsOf(hold.Blocker), raw(clean(HoldStep(r, hold))))
 	}
+	p.more("", left, "blockers")
 }
 
 func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
@@ -104,6 +99,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 		title = "Deletion passes"
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)(title))
+	rows, hidden := limit(rows, maxRows)
 	if len(rows) > 0 && len(passes) > 1 {
 		t := newTable(p, "PASS", "REQUEST", "RESOURCE", "OBJECTS", "RESULT")
 		for _, row := range rows {
@@ -124,6 +120,7 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 			p.fail(err)
 		}
 	}
+	p.more("  ", hidden, "requests")
 	if quiet > 0 {
 		p.printf("  and %d deletecollection requests on empty resource types\n", quiet)
 	}
@@ -137,14 +134,18 @@ func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
 		return
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers to remove (escalation)"))
+	strips, left := limit(r.Strips, maxRows)
 	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
-	for _, s := range r.Strips {
-		_ = t.Append(s.Resource, s.Name, strings.Join(s.Finalizers, ","), cell(StripResult(s), s.Refusal, 50))
+	for _, s := range strips {
+		_ = t.Append(s.Resource, s.Name, joinSome(s.Finalizers), cell(StripResult(s), s.Refusal, 50))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
 	}
-	for _, l := range r.Leaks {
+	p.more("  ", left, "objects")
+	leaks, left := limit(r.Leaks, maxItems)
+	defer p.more("  ", left, "finalizers")
+	for _, l := range leaks {
 		if l.Owner == "" {
 			p.printf("  stripping %s: unknown owner; what it guards is not known\n", l.Finalizer)
 			continue
@@ -159,7 +160,9 @@ func (h Human) purgeForcedPods(p *errWriter, r *purge.Report) {
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Pods to delete with grace period 0 (escalation)"))
 	t := newTable(p, "POD", "NODE", "NODE STATE", "TERMINATING", "RESULT")
-	for _, f := range r.ForcedPods {
+	pods, left := limit(r.ForcedPods, maxRows)
+	defer p.more("  ", left, "pods")
+	for _, f := range pods {
 		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), cell(ForcedResult(f), f.Refusal, 50))
 	}
 	if err := t.Render(); err != nil {
@@ -187,7 +190,9 @@ func (h Human) purgeRecreated(p *errWriter, r *purge.Report) {
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Created anew while the namespace was terminating"))
 	t := newTable(p, "RESOURCE", "NAME", "TIMES", "CREATED BY")
-	for _, o := range r.Recreated {
+	recreated, left := limit(r.Recreated, maxRows)
+	defer p.more("  ", left, "objects")
+	for _, o := range recreated {
 		by := o.CreatedBy
 		if by == "" {
 			by = "(not recorded)"
@@ -205,7 +210,9 @@ func (h Human) purgeRemaining(p *errWriter, r *purge.Report) {
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Remaining after the last pass"))
 	t := newTable(p, "RESOURCE", "COUNT", "FINALIZERS")
-	for _, rem := range r.Remaining {
+	remaining, left := limit(r.Remaining, maxRows)
+	defer p.more("  ", left, "resource types")
+	for _, rem := range remaining {
 		_ = t.Append(rem.Resource, fmt.Sprint(rem.Count), finalizerCounts(rem.Finalizers))
 	}
 	if err := t.Render(); err != nil {
@@ -265,9 +272,11 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 			return
 		}
 		p.printf("\n%s\n", h.paint(attrs...)(title))
-		for _, s := range items {
+		shown, left := limit(items, maxItems)
+		for _, s := range shown {
 			p.printf("  - %s\n", wrap(s, width-4, "    "))
 		}
+		p.more("  ", left, "lines")
 	}
 	section("Missing permissions (nothing was changed)", PermissionsWords(r.MissingPermissions), color.FgRed, color.Bold)
 	section("Errors from the API server", failuresWords(r), color.FgRed, color.Bold)
@@ -337,19 +346,23 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 		if reason := FinalizeReason(r.Finalize); !r.Finalize.Done && reason != "" {
 			p.printf("  finalize: %s\n", wrap(reason, width-12, "    "))
 		}
-		for _, e := range failuresWords(r) {
+		errs, left := limit(failuresWords(r), maxInCell)
+		for _, e := range errs {
 			p.printf("  - error: %s\n", wrap(e, width-11, "    "))
 		}
-		for _, e := range warningsWords(r) {
+		p.more("    ", left, "errors")
+		warnings, left := limit(warningsWords(r), maxInCell)
+		for _, e := range warnings {
 			p.printf("  - warning: %s\n", wrap(e, width-13, "    "))
 		}
+		p.more("    ", left, "warnings")
 		if r.BackupDir != "" {
 			p.printf("  backup: %s (%d objects)\n", r.BackupDir, r.BackedUp)
 		}
 		if len(r.Holding) > 0 {
 			hold := r.Holding[0]
 			p.printf("  holds: %s: %s\n", hold.Blocker.Kind, wrap(WordsOf(hold.Blocker).Summary, width-len(hold.Blocker.Kind)-11, "    "))
-			p.printf("  next: %s\n", HoldStep(r, hold))
+			p.printf("  next: %s\n", raw(clean(HoldStep(r, hold))))
 		}
 	}
 	return p.err

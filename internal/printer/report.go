@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 
@@ -23,14 +24,19 @@ type Human struct {
 	Now time.Time
 }
 
-func (h Human) paint(attrs ...color.Attribute) func(string) string {
+// raw is text the printer made safe already (escaped cluster text laid
+// out, or its own colour codes around its own words): printf and tables
+// print it as is, and escape every plain string.
+type raw string
+
+func (h Human) paint(attrs ...color.Attribute) func(string) raw {
 	c := color.New(attrs...)
 	if h.Color {
 		c.EnableColor()
 	} else {
 		c.DisableColor()
 	}
-	return func(s string) string { return c.Sprint(s) }
+	return func(s string) raw { return raw(c.Sprint(clean(s))) }
 }
 
 // Diagnosis renders one diagnosis: the verdict first, then the sections.
@@ -48,9 +54,11 @@ func (h Human) Diagnosis(w io.Writer, r diagnose.Report) error {
 	h.content(p, r)
 	if len(r.Unchecked) > 0 {
 		p.printf("\n%s\n", h.paint(color.FgYellow, color.Bold)("Not checked (could not be read)"))
-		for _, u := range UncheckedWords(r.Unchecked) {
+		unchecked, left := limit(UncheckedWords(r.Unchecked), maxItems)
+		for _, u := range unchecked {
 			p.printf("  - %s\n", wrap(u, width-4, "    "))
 		}
+		p.more("  ", left, "reads that failed")
 	}
 	return p.err
 }
@@ -75,7 +83,7 @@ func (h Human) namespace(p *errWriter, r diagnose.Report) {
 	if ns.DeletionTimestamp != nil {
 		p.printf("  deleted:    %s\n", h.when(*ns.DeletionTimestamp))
 	}
-	p.printf("  finalizers: spec [%s], metadata [%s]\n", strings.Join(ns.SpecFinalizers, ", "), strings.Join(ns.MetadataFinalizers, ", "))
+	p.printf("  finalizers: spec [%s], metadata [%s]\n", joinSome(ns.SpecFinalizers), joinSome(ns.MetadataFinalizers))
 	p.printf("  %s\n", orderingWords(r.Ordering.Ordering))
 }
 
@@ -83,17 +91,31 @@ func (h Human) blockers(p *errWriter, blockers []diagnose.Blocker) {
 	if len(blockers) == 0 {
 		return
 	}
-	bold, red := h.paint(color.Bold), h.paint(color.FgRed, color.Bold)
+	bold := h.paint(color.Bold)
 	p.printf("\n%s\n", bold("Blockers"))
-	for i, b := range blockers {
+	shown, left := limit(blockers, maxItems)
+	for i, b := range shown {
 		w := WordsOf(b)
-		p.printf("%d. %s %s\n", i+1, red(string(b.Kind)), wrap(w.Summary, width-len(b.Kind)-4, "   "))
-		for _, e := range w.Evidence {
-			p.printf("   - %s\n", wrap(e, width-5, "     "))
-		}
-		// Never wrapped: a command must survive copy and paste.
-		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), w.NextStep)
+		h.blocker(p, i+1, b.Kind, w, raw(""))
 	}
+	p.more("", left, "blockers")
+}
+
+// blocker writes one numbered blocker: its summary, its evidence (bounded)
+// and its next step (never wrapped: a command must survive copy and
+// paste), or next when given.
+func (h Human) blocker(p *errWriter, n int, kind diagnose.BlockerKind, w BlockerWords, next raw) {
+	red := h.paint(color.FgRed, color.Bold)
+	p.printf("%d. %s %s\n", n, red(string(kind)), wrap(w.Summary, width-len(kind)-4, "   "))
+	evidence, left := limit(w.Evidence, maxEvidence)
+	for _, e := range evidence {
+		p.printf("   - %s\n", wrap(e, width-5, "     "))
+	}
+	p.more("   ", left, "lines of evidence")
+	if next == "" {
+		next = raw(clean(w.NextStep))
+	}
+	p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), next)
 }
 
 func (h Human) notes(p *errWriter, notes []diagnose.Note) {
@@ -116,6 +138,7 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 		return
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers holding content"))
+	infos, left := limit(infos, maxItems)
 	t := newTable(p, "FINALIZER", "OBJECTS", "OWNER", "RUNNING")
 	for _, f := range infos {
 		owner := "unknown owner"
@@ -135,6 +158,7 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 			p.printf("    source: %s\n", f.Source)
 		}
 	}
+	p.more("  ", left, "finalizers")
 }
 
 // holders shows what the objects holding the namespace say in their
@@ -145,7 +169,9 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("What the holders say (status conditions that are not ready)"))
 	for _, ho := range r.Holders {
-		for _, c := range ho.Conditions {
+		conds, left := limit(ho.Conditions, maxInCell)
+		defer p.more("  ", left, "conditions of "+ho.Resource+"/"+ho.Name)
+		for _, c := range conds {
 			when := ""
 			if c.LastTransitionTime != nil {
 				when = ", " + h.ago(*c.LastTransitionTime)
@@ -207,10 +233,10 @@ func (h Human) conditions(p *errWriter, r diagnose.Report) {
 	}
 }
 
-func (h Human) agreement(c diagnose.Condition) string {
+func (h Human) agreement(c diagnose.Condition) raw {
 	switch {
 	case c.Computed == nil:
-		return "-"
+		return raw("-")
 	case c.Agree:
 		return h.paint(color.FgGreen)("agrees")
 	case c.Controller == nil:
@@ -249,8 +275,10 @@ func (h Human) content(p *errWriter, r diagnose.Report) {
 		return
 	}
 	p.printf("\n%s\n", bold("Remaining content"))
+	content, left := limit(r.Content, maxRows)
+	defer p.more("  ", left, "resource types")
 	t := newTable(p, "RESOURCE", "COUNT", "TERMINATING", "FINALIZERS", "EXAMPLES")
-	for _, c := range r.Content {
+	for _, c := range content {
 		name := c.Resource
 		if c.Group != "" {
 			name += "." + c.Group
@@ -274,6 +302,8 @@ func (h Human) content(p *errWriter, r diagnose.Report) {
 	}
 }
 
+// finalizerCounts says a type's finalizers in a cell: the first few, and
+// how many more.
 func finalizerCounts(m map[string]int) string {
 	if len(m) == 0 {
 		return "-"
@@ -283,7 +313,12 @@ func finalizerCounts(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", f, n))
 	}
 	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	shown, left := limit(parts, maxInCell)
+	cell := strings.Join(shown, ",")
+	if left > 0 {
+		cell += fmt.Sprintf(",+%d more", left)
+	}
+	return cell
 }
 
 func (h Human) when(t time.Time) string {
@@ -311,20 +346,22 @@ func orDash(s string) string {
 	return s
 }
 
+// truncate cuts s to n characters, saying it cut.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	return string([]rune(s)[:n-3]) + "..."
 }
 
-// wrap breaks s into lines of at most n runes, continuing with indent.
-func wrap(s string, n int, indent string) string {
-	words := strings.Fields(s)
+// wrap escapes and bounds s (text from the cluster is in it), then breaks
+// it into lines of at most n characters, continuing with indent.
+func wrap(s string, n int, indent string) raw {
+	words := strings.Fields(clean(s))
 	var lines []string
 	line := ""
 	for _, w := range words {
-		if line != "" && len(line)+1+len(w) > n {
+		if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > n {
 			lines = append(lines, line)
 			line = w
 			continue
@@ -335,7 +372,7 @@ func wrap(s string, n int, indent string) string {
 		line += w
 	}
 	lines = append(lines, line)
-	return strings.Join(lines, "\n"+indent)
+	return raw(strings.Join(lines, "\n"+indent))
 }
 
 // errWriter keeps the first write error so rendering code stays linear.
@@ -353,7 +390,17 @@ func (e *errWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (e *errWriter) printf(format string, args ...any) { _, _ = fmt.Fprintf(e, format, args...) }
+// printf writes with format (the printer's own), escaping and bounding
+// every plain string argument: text from the cluster never reaches the
+// terminal as is.
+func (e *errWriter) printf(format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = clean(s)
+		}
+	}
+	_, _ = fmt.Fprintf(e, format, args...)
+}
 
 func (e *errWriter) fail(err error) {
 	if e.err == nil {
@@ -377,9 +424,9 @@ func (h Human) Diagnoses(w io.Writer, reports []diagnose.Report) error {
 		if b := r.Blocking(); len(b) > 0 {
 			top = truncate(string(b[0].Kind)+": "+WordsOf(b[0]).Summary, 60)
 		}
-		state := string(r.Verdict.State)
+		state := raw(r.Verdict.State)
 		if r.Verdict.State == diagnose.StateStuck {
-			state = h.paint(color.FgRed, color.Bold)(state)
+			state = h.paint(color.FgRed, color.Bold)(string(state))
 		}
 		_ = t.Append(r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blocking())), top)
 	}
@@ -416,7 +463,7 @@ func StatusLine(r diagnose.Report) string {
 	if b := r.Blocking(); len(b) > 0 {
 		line += "; " + string(b[0].Kind) + ": " + WordsOf(b[0]).Summary
 	}
-	return truncate(line, width+40)
+	return truncate(clean(line), width+40)
 }
 
 // Orphans renders the leftovers of namespaces that are gone.
@@ -456,4 +503,14 @@ func (h Human) Orphans(w io.Writer, r diagnose.OrphanReport) error {
 		}
 	}
 	return p.err
+}
+
+// joinSome joins the first few of list, and says how many more.
+func joinSome(list []string) string {
+	shown, left := limit(list, maxItems)
+	s := strings.Join(shown, ", ")
+	if left > 0 {
+		s += fmt.Sprintf(", +%d more", left)
+	}
+	return s
 }

@@ -8,9 +8,30 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
+// table is a kubectl-like table whose cells are escaped and bounded: text
+// from the cluster in a cell never reaches the terminal as is.
+type table struct{ *tablewriter.Table }
+
+// Append adds a row; plain string cells are escaped and bounded, raw ones
+// (the printer's own colours) kept.
+func (t table) Append(cells ...any) error {
+	row := make([]any, len(cells))
+	for i, c := range cells {
+		switch v := c.(type) {
+		case string:
+			row[i] = clean(v)
+		case raw:
+			row[i] = string(v)
+		default:
+			row[i] = c
+		}
+	}
+	return t.Table.Append(row...)
+}
+
 // newTable is a kubectl-like table: no borders or lines, left aligned,
 // three spaces between columns, headers as given.
-func newTable(w io.Writer, header ...string) *tablewriter.Table {
+func newTable(w io.Writer, header ...string) table {
 	t := tablewriter.NewTable(&trimWriter{w: w},
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders:  tw.BorderNone,
@@ -26,7 +47,7 @@ func newTable(w io.Writer, header ...string) *tablewriter.Table {
 		tablewriter.WithTrimSpace(tw.Off),
 	)
 	t.Header(toAny(header)...)
-	return t
+	return table{t}
 }
 
 func toAny(s []string) []any {

@@ -48,6 +48,28 @@ type AggregatedAPI struct {
 	failing map[string]error                                 // namespace: the answer
 	warning map[string]string                                // namespace: a warning its writes get
 	rv      int
+	// brokenTypes more resource types are served, whose every request
+	// fails; hang and garbage make the server lie (Hang, Garbage).
+	brokenTypes int
+	hang        chan struct{}
+	garbage     bool
+}
+
+// Hang makes every request wait, unanswered, until the API is closed: a
+// backend that accepts connections and never answers.
+func (a *AggregatedAPI) Hang() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hang == nil {
+		a.hang = make(chan struct{})
+	}
+}
+
+// Garbage makes discovery answer with what is not JSON.
+func (a *AggregatedAPI) Garbage() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.garbage = true
 }
 
 // Warn makes every write in namespace answered with the API server's
@@ -68,10 +90,17 @@ const aggregatedServiceNamespace = "default"
 // StartAggregatedAPI serves resource (kind) in group/v1 and waits until
 // the API server's discovery lists it.
 func (c *Cluster) StartAggregatedAPI(ctx context.Context, group, kind, resource string) (*AggregatedAPI, error) {
+	return c.StartAggregatedAPIWithBrokenTypes(ctx, group, kind, resource, 0)
+}
+
+// StartAggregatedAPIWithBrokenTypes is StartAggregatedAPI serving n more
+// resource types (resource0, resource1, ...) whose every request fails
+// with 503: n types whose lists fail.
+func (c *Cluster) StartAggregatedAPIWithBrokenTypes(ctx context.Context, group, kind, resource string, n int) (*AggregatedAPI, error) {
 	a := &AggregatedAPI{
 		GVR: schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}, Kind: kind,
 		APIService: "v1." + group, c: c, ServiceName: strings.ReplaceAll(group, ".", "-"),
-		objects: map[string]map[string]*unstructured.Unstructured{}, failing: map[string]error{},
+		objects: map[string]map[string]*unstructured.Unstructured{}, failing: map[string]error{}, brokenTypes: n,
 	}
 	a.server = httptest.NewTLSServer(http.HandlerFunc(a.serve))
 	if err := a.register(ctx); err != nil {
@@ -114,6 +143,11 @@ func (a *AggregatedAPI) register(ctx context.Context) error {
 func (a *AggregatedAPI) Close(ctx context.Context) {
 	_ = a.c.DeleteAPIService(ctx, a.APIService)
 	_ = a.c.Kube.CoreV1().Services(aggregatedServiceNamespace).Delete(ctx, a.ServiceName, metav1.DeleteOptions{})
+	a.mu.Lock()
+	if a.hang != nil {
+		close(a.hang)
+	}
+	a.mu.Unlock()
 	a.server.Close()
 }
 
@@ -155,12 +189,29 @@ func (a *AggregatedAPI) Create(ctx context.Context, namespace, name string, fina
 }
 
 func (a *AggregatedAPI) serve(w http.ResponseWriter, req *http.Request) {
+	a.mu.Lock()
+	hang, garbage := a.hang, a.garbage
+	a.mu.Unlock()
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-req.Context().Done():
+		}
+		return
+	}
 	base := "/apis/" + a.GVR.Group + "/" + a.GVR.Version
 	switch {
+	case req.URL.Path == base && garbage:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{\"kind\": \"APIResourceList\", \x00 not json at all")
 	case req.URL.Path == base:
 		a.discovery(w)
 	case strings.HasPrefix(req.URL.Path, base+"/namespaces/"):
 		parts := strings.Split(strings.TrimPrefix(req.URL.Path, base+"/namespaces/"), "/")
+		if len(parts) >= 2 && parts[1] != a.GVR.Resource && strings.HasPrefix(parts[1], a.GVR.Resource) {
+			writeStatus(w, apierrors.NewServiceUnavailable("the backend of "+parts[1]+" is gone"))
+			return
+		}
 		if len(parts) < 2 || len(parts) > 3 || parts[1] != a.GVR.Resource {
 			writeStatus(w, apierrors.NewNotFound(a.GVR.GroupResource(), req.URL.Path))
 			return
@@ -178,14 +229,17 @@ func (a *AggregatedAPI) serve(w http.ResponseWriter, req *http.Request) {
 }
 
 func (a *AggregatedAPI) discovery(w http.ResponseWriter) {
+	// No watch: the garbage collector leaves the resources alone.
+	verbs := metav1.Verbs{"create", "get", "list", "delete", "deletecollection", "patch"}
+	resources := []metav1.APIResource{{Name: a.GVR.Resource, SingularName: strings.ToLower(a.Kind), Namespaced: true, Kind: a.Kind, Verbs: verbs}}
+	for i := range a.brokenTypes {
+		name := a.GVR.Resource + strconv.Itoa(i)
+		resources = append(resources, metav1.APIResource{Name: name, SingularName: name, Namespaced: true, Kind: a.Kind + strconv.Itoa(i), Verbs: verbs})
+	}
 	writeJSON(w, http.StatusOK, &metav1.APIResourceList{
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: a.GVR.GroupVersion().String(),
-		APIResources: []metav1.APIResource{{
-			Name: a.GVR.Resource, SingularName: strings.ToLower(a.Kind), Namespaced: true, Kind: a.Kind,
-			// No watch: the garbage collector leaves the resource alone.
-			Verbs: metav1.Verbs{"create", "get", "list", "delete", "deletecollection", "patch"},
-		}},
+		APIResources: resources,
 	})
 }
 
