@@ -35,6 +35,14 @@ type Waiter struct {
 // Wait returns once every namespace of names is gone (nil), or when ctx
 // ends, with the names still there.
 func (w *Waiter) Wait(ctx context.Context, names []string) ([]string, error) {
+	// A name given twice is one namespace, awaited and reported once:
+	// otherwise its one deletion would leave the other in wait.
+	seen := map[string]bool{}
+	names = slices.DeleteFunc(slices.Clone(names), func(name string) bool {
+		dup := seen[name]
+		seen[name] = true
+		return dup
+	})
 	st := &state{left: slices.Clone(names), objects: map[string]*v1.Namespace{}}
 	events := make(chan struct{}, 1)
 	stop := w.watch(ctx, names, st, events)

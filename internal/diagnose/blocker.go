@@ -20,6 +20,7 @@ const (
 	BlockerSelfHostedWebhook     BlockerKind = "SelfHostedWebhook"
 	BlockerCRDDeleting           BlockerKind = "CRDBeingDeleted"
 	BlockerConversionWebhook     BlockerKind = "ConversionWebhookDown"
+	BlockerWebhookDenies         BlockerKind = "WebhookDenies"
 )
 
 // BlockerKinds is every kind, in the order explain looks for them.
@@ -27,7 +28,7 @@ func BlockerKinds() []BlockerKind {
 	return []BlockerKind{
 		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
 		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerFinalizers, BlockerCRDDeleting,
-		BlockerWebhook, BlockerSelfHostedWebhook, BlockerControllerNotRunning,
+		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerControllerNotRunning,
 	}
 }
 
@@ -127,6 +128,29 @@ type Caught struct {
 	Operations []string
 }
 
+// DenialFacts: an admission webhook that answers, and denies deleting
+// or un-finalizing the namespace's content (WebhookDenies): a policy.
+type DenialFacts struct {
+	Webhook string
+	// Configuration and its kind, when the cluster's webhooks name it.
+	Configuration     string
+	ConfigurationKind string
+	// Message is the webhook's own words (the policy's author's text).
+	Message string
+	// Source says where the denial was seen: the namespace controller's
+	// condition, or a request purge sent.
+	Source DenialSource
+}
+
+// DenialSource says who met a webhook's denial.
+type DenialSource string
+
+// Denial sources.
+const (
+	DeniedController DenialSource = "NamespaceController"
+	DeniedPurge      DenialSource = "Purge"
+)
+
 // ControllerFacts: no namespace controller seems to act.
 type ControllerFacts struct {
 	Since time.Duration
@@ -141,6 +165,7 @@ type ControllerFacts struct {
 func (*APIServiceFacts) facts()         {}
 func (*NamespaceFinalizerFacts) facts() {}
 func (*PodFacts) facts()                {}
+func (*DenialFacts) facts()             {}
 func (*ListFacts) facts()               {}
 func (*FinalizerFacts) facts()          {}
 func (*WebhookFacts) facts()            {}

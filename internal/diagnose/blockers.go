@@ -19,6 +19,7 @@ func findBlockers(obs Observation, r Report, result deletion.ContentResult) []Bl
 	out = append(out, podBlockers(obs, r)...)
 	out = append(out, contentBlockers(obs, r)...)
 	out = append(out, webhookBlockers(obs, r)...)
+	out = append(out, denialBlockers(obs, r)...)
 	if b := controllerBlocker(obs, r, result); b != nil {
 		out = append(out, *b)
 	}
@@ -37,6 +38,11 @@ func apiServiceBlockers(r Report) []Blocker {
 			b.Actions = []Action{
 				{Kind: ActionRestoreService, Namespace: ns, Target: s.Service, Of: "apiservice/" + s.Name},
 				{Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name},
+			}
+			if s.Backend != nil && !s.Backend.Down() {
+				// Its Service is there and answers: the backend behind it
+				// fails (no answer, or one that is not discovery).
+				b.Actions[0] = Action{Kind: ActionCheckBackend, Namespace: ns, Target: s.Name, Of: s.Service}
 			}
 			if s.Service == "" {
 				b.Actions = []Action{{Kind: ActionCheckAPIServer, Namespace: ns, Target: s.Name}}

@@ -111,6 +111,17 @@ func TestBlockers(t *testing.T) {
 			evidence: "service kube-system/metrics-server: not found", next: "kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
 		},
 		{
+			name: "aggregated API whose running backend fails discovery",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "FailedDiscoveryCheck")}
+				obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true, ReadyEndpoints: 1}
+				return obs
+			},
+			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
+			evidence: "service kube-system/metrics-server", next: "check the backend of apiservice/v1beta1.metrics.k8s.io (service kube-system/metrics-server, its pods and logs); if that API is gone for good: kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
 			name: "aggregated API served from the namespace itself",
 			obs: func() Observation {
 				obs := discoveryFailed(observation())

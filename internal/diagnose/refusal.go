@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 )
 
 // RefusedBy says what refused a request.
@@ -46,7 +47,8 @@ type Refusal struct {
 	Verb     string `json:"verb,omitempty"`
 	Resource string `json:"resource,omitempty"`
 	// Outside: only an outside action clears it (a backend that does not
-	// exist or has no ready endpoint, Forbidden): waiting cannot help.
+	// exist or has no ready endpoint, Forbidden, a webhook's denial):
+	// waiting cannot help.
 	Outside bool `json:"outside"`
 }
 
@@ -95,20 +97,28 @@ func WhoRefused(obs Observation, gvr schema.GroupVersionResource, err error) *Re
 	return nil
 }
 
-// DiscoveryRefusal says what keeps a group-version from being discovered:
-// its APIService's backend, when that is down.
-func DiscoveryRefusal(obs Observation, gv schema.GroupVersion) *Refusal {
+// DiscoveryRefusal says what keeps a group-version from being discovered
+// (err): its APIService's backend. Only an outside fix clears it when the
+// backend is down, or when the API server itself marks the group-version
+// stale: it could not read the backend's discovery (no answer, or one it
+// cannot decode) and retries on its own only once a minute.
+func DiscoveryRefusal(obs Observation, gv schema.GroupVersion, err error) *Refusal {
 	svc := findAPIService(obs.APIServices, gv)
 	if svc == nil || svc.Spec.Service == nil {
 		return nil
 	}
 	r := &Refusal{By: RefusedByAPI, APIService: svc.Name, Service: svc.Spec.Service.Namespace + "/" + svc.Spec.Service.Name}
 	r.withService(obs)
+	if errors.As(err, new(discovery.StaleGroupVersionError)) {
+		r.Outside = true
+	}
 	return r
 }
 
 func webhookRefusal(obs Observation, name string, denied bool) *Refusal {
-	r := &Refusal{By: RefusedByWebhook, Webhook: name, Denied: denied}
+	// A webhook that answers and denies is a policy: passes that keep
+	// sending the same request only meet the same answer.
+	r := &Refusal{By: RefusedByWebhook, Webhook: name, Denied: denied, Outside: denied}
 	for _, wh := range obs.Webhooks {
 		if wh.Name != name {
 			continue

@@ -217,7 +217,26 @@ type Holder struct {
 	Resource   string            `json:"resource"`
 	Name       string            `json:"name"`
 	Conditions []HolderCondition `json:"conditions"`
+	// ManagedBy: a release or application that keeps the holder in place,
+	// so that deleting it by hand is undone until that is removed too.
+	ManagedBy *Manager `json:"managedBy,omitempty"`
 }
+
+// Manager is the tool and release that manage an object, as its
+// annotations say (the tenant's text: Name is shown escaped).
+type Manager struct {
+	Tool ManagerTool `json:"tool"`
+	Name string      `json:"name"`
+}
+
+// ManagerTool names a deployment tool that records itself on objects.
+type ManagerTool string
+
+// Manager tools ns-doctor recognises.
+const (
+	ManagerHelm   ManagerTool = "Helm release"
+	ManagerArgoCD ManagerTool = "Argo CD application"
+)
 
 // HolderCondition is a status condition that is not ready.
 type HolderCondition struct {

@@ -267,8 +267,9 @@ func (i *Inspector) holder(ctx context.Context, namespace string, t holderTarget
 	case err != nil:
 		ev.unchecked(diagnose.UncheckedHolderStatus, deletion.ResourceName(t.gvr)+"/"+t.name, err)
 	default:
-		if conds := notReady(obj); len(conds) > 0 {
-			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds}
+		conds, managed := notReady(obj), managedBy(obj.GetAnnotations())
+		if len(conds) > 0 || managed != nil {
+			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds, ManagedBy: managed}
 		}
 	}
 	return nil
@@ -291,6 +292,25 @@ func roundRobin[T any](groups [][]T, limit int) []T {
 		}
 	}
 	return out
+}
+
+// managedBy reads the annotations that Helm and Argo CD put on what they
+// deploy: such a holder comes back, or its release keeps failing, until
+// the release or application is removed too.
+func managedBy(a map[string]string) *diagnose.Manager {
+	if name := a["meta.helm.sh/release-name"]; name != "" {
+		if ns := a["meta.helm.sh/release-namespace"]; ns != "" {
+			name = ns + "/" + name
+		}
+		return &diagnose.Manager{Tool: diagnose.ManagerHelm, Name: name}
+	}
+	// The tracking id is APP:GROUP/KIND:NAMESPACE/NAME; the app may be
+	// NAMESPACE_APP when apps live outside argocd's own namespace.
+	if id := a["argocd.argoproj.io/tracking-id"]; id != "" {
+		app, _, _ := strings.Cut(id, ":")
+		return &diagnose.Manager{Tool: diagnose.ManagerArgoCD, Name: app}
+	}
+	return nil
 }
 
 // negativeConditions are condition types whose True means trouble.

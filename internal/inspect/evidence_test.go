@@ -3,12 +3,14 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
 
@@ -64,4 +66,24 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// Helm's and Argo CD's annotations name what re-creates a holder; an
+// object without them names nothing.
+func TestManagedByReadsHelmAndArgoCD(t *testing.T) {
+	cases := []struct {
+		annotations map[string]string
+		want        *diagnose.Manager
+	}{
+		{map[string]string{"meta.helm.sh/release-name": "web", "meta.helm.sh/release-namespace": "team-a"}, &diagnose.Manager{Tool: diagnose.ManagerHelm, Name: "team-a/web"}},
+		{map[string]string{"meta.helm.sh/release-name": "web"}, &diagnose.Manager{Tool: diagnose.ManagerHelm, Name: "web"}},
+		{map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:default/web"}, &diagnose.Manager{Tool: diagnose.ManagerArgoCD, Name: "guestbook"}},
+		{map[string]string{"example.com/note": "x"}, nil},
+		{nil, nil},
+	}
+	for _, c := range cases {
+		if got := managedBy(c.annotations); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("managedBy(%v) = %+v, want %+v", c.annotations, got, c.want)
+		}
+	}
 }

@@ -136,29 +136,34 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
-	return i.ObservationOf(ctx, ns, snap), nil
+	return i.ObservationOf(ctx, ns, snap, nil), nil
 }
 
-// ObservationOf is what the inspector read once (discovery, webhooks,
-// CRDs, APIServices, backends) with snap as the namespace's content: no
-// sweep of its own.
-func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot) diagnose.Observation {
+// ObservationOf is what the inspector read once (webhooks, CRDs,
+// APIServices, backends) with snap as the namespace's content and disc as
+// the API's discovery: no sweep of its own. A nil disc is the inspector's
+// own; a purge passes the one its last pass made, which may have seen an
+// API fail since.
+func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot, disc *kube.Discovery) diagnose.Observation {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	obs := diagnose.Observation{Namespace: ns, Snapshot: snap, Now: time.Now(),
 		Grace: i.Options.Grace, IfDeleted: i.Options.IfDeleted, Ordering: i.Options.Ordering}
-	if i.disc == nil {
+	if disc == nil {
+		disc = i.disc
+	}
+	if disc == nil {
 		return obs
 	}
-	if len(snap.ListErrs) > 0 {
+	if len(snap.ListErrs) > 0 || len(disc.Failed) > 0 {
 		// A list that failed may be an aggregated API whose backend broke
 		// after discovery: its APIService and Service tell.
 		if !i.apisvcsRead {
 			i.listAPIServices(ctx)
 		}
-		i.readBackends(ctx, snap)
+		i.readBackends(ctx, snap, disc)
 	}
-	obs.Resources, obs.DiscoveryErr, obs.FailedGroups = i.disc.Resources, i.disc.Err, i.disc.Failed
+	obs.Resources, obs.DiscoveryErr, obs.FailedGroups = disc.Resources, disc.Err, disc.Failed
 	obs.APIServices, obs.Webhooks, obs.CRDs, obs.Services = i.apisvcs, i.webhooks, i.crds, maps.Clone(i.services)
 	i.uncheckedMu.Lock()
 	obs.Unchecked = slices.Clone(i.unchecked)
@@ -166,10 +171,11 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 	return obs
 }
 
-// Diagnose is the diagnosis of ns with snap as its content (what a purge
-// run last saw), with the evidence of who holds it: no second sweep.
-func (i *Inspector) Diagnose(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot) diagnose.Report {
-	obs := i.ObservationOf(ctx, ns, snap)
+// Diagnose is the diagnosis of ns with snap as its content and disc as
+// the API's discovery (what a purge run last saw), with the evidence of
+// who holds it: no second sweep.
+func (i *Inspector) Diagnose(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot, disc *kube.Discovery) diagnose.Report {
+	obs := i.ObservationOf(ctx, ns, snap, disc)
 	obs.Evidence = i.Evidence(ctx, ns, snap)
 	return diagnose.Diagnose(obs)
 }
@@ -199,7 +205,7 @@ func (i *Inspector) discover(ctx context.Context) error {
 		i.listAPIServices(ctx)
 	}
 	i.services = map[string]diagnose.ServiceState{}
-	i.readBackends(ctx, nil)
+	i.readBackends(ctx, nil, d)
 	return nil
 }
 
@@ -215,13 +221,13 @@ func (i *Inspector) listAPIServices(ctx context.Context) {
 	i.apisvcs = list.Items
 }
 
-// readBackends reads every Service that an APIService failing discovery
-// or a list in snap, a fail-closed webhook or a CRD conversion webhook
-// points at, once per inspector.
-func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot) {
+// readBackends reads every Service that an APIService failing disc or a
+// list in snap, a fail-closed webhook or a CRD conversion webhook points
+// at, once per inspector.
+func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot, disc *kube.Discovery) {
 	refs := map[string]diagnose.ServiceRef{}
 	for _, svc := range i.apisvcs {
-		if s := svc.Spec.Service; s != nil && i.failing(schema.GroupVersion{Group: svc.Spec.Group, Version: svc.Spec.Version}, snap) {
+		if s := svc.Spec.Service; s != nil && failing(schema.GroupVersion{Group: svc.Spec.Group, Version: svc.Spec.Version}, snap, disc) {
 			refs[s.Namespace+"/"+s.Name] = diagnose.ServiceRef{Namespace: s.Namespace, Name: s.Name}
 		}
 	}
@@ -293,9 +299,9 @@ func podsFromMetadata(items []metav1.PartialObjectMetadata) []v1.Pod {
 	return out
 }
 
-// failing tells whether gv failed discovery or a list in snap.
-func (i *Inspector) failing(gv schema.GroupVersion, snap *deletion.Snapshot) bool {
-	if _, ok := i.disc.Failed[gv]; ok {
+// failing tells whether gv failed disc or a list in snap.
+func failing(gv schema.GroupVersion, snap *deletion.Snapshot, disc *kube.Discovery) bool {
+	if _, ok := disc.Failed[gv]; ok {
 		return true
 	}
 	if snap != nil {

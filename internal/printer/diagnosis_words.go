@@ -75,6 +75,8 @@ func WordsOf(b diagnose.Blocker) BlockerWords {
 		return webhookWords(b, f)
 	case *diagnose.ControllerFacts:
 		return controllerWords(b, f)
+	case *diagnose.DenialFacts:
+		return denialWords(b, f)
 	}
 	return BlockerWords{Summary: string(b.Kind), NextStep: nextStep(b)}
 }
@@ -293,6 +295,8 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "; if it is gone for good: " + ActionWords(at(1))
 	case b.Kind == diagnose.BlockerSelfHostedWebhook:
 		return ActionWords(first) + "  # for the run only; or, its backend going away with the namespace: " + ActionWords(at(1))
+	case b.Kind == diagnose.BlockerWebhookDenies:
+		return "ask the owner of its policy to allow it; or for this namespace only, for the run: " + ActionWords(first) + "; if the policy no longer matters: " + ActionWords(at(1))
 	case b.Kind == diagnose.BlockerWebhook:
 		return ActionWords(first) + "; or for this namespace only, for the run: " + ActionWords(at(1)) + "; if its webhook is gone for good: " + ActionWords(at(2))
 	case first.Kind == diagnose.ActionCheckController:
@@ -458,4 +462,31 @@ func sortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// managerWords says what a release or application that manages a holder
+// means for deleting it.
+func managerWords(tool diagnose.ManagerTool) string {
+	switch tool {
+	case diagnose.ManagerHelm:
+		return "helm uninstall it (or it re-creates what is deleted on its next upgrade)"
+	case diagnose.ManagerArgoCD:
+		return "delete or stop syncing the application first (or it re-creates what is deleted)"
+	}
+	return "remove it first"
+}
+
+func denialWords(b diagnose.Blocker, f *diagnose.DenialFacts) BlockerWords {
+	who := map[diagnose.DenialSource]string{diagnose.DeniedController: "the namespace controller", diagnose.DeniedPurge: "purge"}[f.Source]
+	w := BlockerWords{
+		Summary:  fmt.Sprintf("admission webhook %q answers and denies deleting or un-finalizing the namespace's content: a policy, not an outage", f.Webhook),
+		Evidence: []string{fmt.Sprintf("denied %s: %s", who, Cut(f.Message, 300))},
+		NextStep: nextStep(b),
+	}
+	if f.Configuration != "" {
+		w.Evidence = append(w.Evidence, fmt.Sprintf("webhook %s of %s/%s", f.Webhook, f.ConfigurationKind, f.Configuration))
+	} else {
+		w.NextStep = "find the configuration of webhook " + f.Webhook + " (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations) and ask its owner"
+	}
+	return w
 }

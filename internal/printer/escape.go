@@ -108,6 +108,6 @@ func limit[T any](list []T, n int) ([]T, int) {
 // more says what a bounded list left out.
 func (e *errWriter) more(indent string, n int, what string) {
 	if n > 0 {
-		e.printf("%s... and %d more %s (-o json lists all)\n", raw(indent), n, raw(what))
+		e.printf("%s... and %d more %s (-o json lists all)\n", raw(indent), n, what)
 	}
 }

@@ -35,7 +35,7 @@ func PurgeMessage(r *purge.Report) string {
 	case purge.StopInterrupted:
 		return "interrupted; everything changed so far is listed below and saved in the backup; re-run purge to continue"
 	case purge.StopTimeout:
-		return fmt.Sprintf("namespace %s still exists after --timeout=%s; re-run purge to continue where it stopped", r.Namespace, stop.Timeout)
+		return fmt.Sprintf("namespace %s still exists after --timeout=%s%s; re-run purge to continue where it stopped", r.Namespace, stop.Timeout, firstHold(r))
 	case purge.StopRecreated:
 		who := "a controller"
 		if len(stop.CreatedBy) > 0 {
@@ -56,11 +56,17 @@ func blockedMessage(r *purge.Report) string {
 	if r.Stop.After != "" {
 		words = fmt.Sprintf("stopped after %s: namespace %s cannot finish, and waiting will not help", r.Stop.After, r.Namespace)
 	}
-	if len(r.Holding) > 0 {
-		h := r.Holding[0]
-		words += fmt.Sprintf("; %s: %s; next: %s", h.Blocker.Kind, WordsOf(h.Blocker).Summary, HoldStep(r, h))
+	return words + firstHold(r)
+}
+
+// firstHold is what holds the namespace first, and the step past it, for
+// the run's one error line; nothing when the run saw no blocker.
+func firstHold(r *purge.Report) string {
+	if len(r.Holding) == 0 {
+		return ""
 	}
-	return words
+	h := r.Holding[0]
+	return fmt.Sprintf("; %s: %s; next: %s", h.Blocker.Kind, WordsOf(h.Blocker).Summary, HoldStep(r, h))
 }
 
 // StepResult says what became of one request.
@@ -437,10 +443,14 @@ func RefusalWords(r *diagnose.Refusal) string {
 	return string(r.By)
 }
 
-// refusedOr says who refused, when known, else the API server's answer.
+// refusedOr says who refused, when known, else the API server's answer;
+// a webhook's denial with its own words, which say what the policy wants.
 func refusedOr(r *diagnose.Refusal, err string) string {
 	if r == nil {
 		return err
+	}
+	if _, msg, ok := diagnose.DenialOf(err); ok && r.Denied && msg != "" {
+		return RefusalWords(r) + ": " + Cut(msg, 200)
 	}
 	return RefusalWords(r)
 }

@@ -169,8 +169,11 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("What the holders say (status conditions that are not ready)"))
 	for _, ho := range r.Holders {
+		if m := ho.ManagedBy; m != nil {
+			line := fmt.Sprintf("%s/%s is managed by %s %s: %s", ho.Resource, ho.Name, m.Tool, m.Name, managerWords(m.Tool))
+			p.printf("  - %s\n", wrap(line, width-4, "    "))
+		}
 		conds, left := limit(ho.Conditions, maxInCell)
-		defer p.more("  ", left, "conditions of "+ho.Resource+"/"+ho.Name)
 		for _, c := range conds {
 			when := ""
 			if c.LastTransitionTime != nil {
@@ -179,6 +182,7 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 			line := fmt.Sprintf("%s/%s %s=%s (%s%s): %s", ho.Resource, ho.Name, c.Type, c.Status, c.Reason, when, c.Message)
 			p.printf("  - %s\n", wrap(line, width-4, "    "))
 		}
+		p.more("  ", left, "conditions of "+ho.Resource+"/"+ho.Name)
 	}
 }
 

@@ -66,3 +66,23 @@ func TestRefusalWords(t *testing.T) {
 		t.Errorf("a table cell: %q", step)
 	}
 }
+
+// The run's one error line names what holds the namespace first and the
+// step past it, whether the run stopped early or at --timeout.
+func TestStopLineNamesTheFirstHold(t *testing.T) {
+	cut := diagnose.Blocker{Kind: diagnose.BlockerListFailed, Subject: "configmaps", Facts: &diagnose.ListFacts{Resource: "configmaps", Error: "unexpected EOF"}}
+	r := &purge.Report{Namespace: "team-a", Outcome: purge.OutcomeRemaining, Stop: &purge.Stop{Reason: purge.StopTimeout, Timeout: "1m0s"}}
+	if got := PurgeMessage(r); got != "namespace team-a still exists after --timeout=1m0s; re-run purge to continue where it stopped" {
+		t.Errorf("no hold seen: %s", got)
+	}
+	r.Holding = []purge.Hold{{Blocker: cut}}
+	got := PurgeMessage(r)
+	if !strings.HasPrefix(got, "namespace team-a still exists after --timeout=1m0s; ListFailed: ") || !strings.Contains(got, "configmaps") ||
+		!strings.HasSuffix(got, "; re-run purge to continue where it stopped") {
+		t.Errorf("timeout: %s", got)
+	}
+	r.Stop = &purge.Stop{Reason: purge.StopBlocked, After: "3s"}
+	if got := PurgeMessage(r); !strings.HasPrefix(got, "stopped after 3s: namespace team-a cannot finish, and waiting will not help; ListFailed: ") {
+		t.Errorf("blocked: %s", got)
+	}
+}

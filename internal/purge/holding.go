@@ -18,17 +18,18 @@ func (r *run) holding(ctx context.Context) {
 	if r.rec == nil || r.Inspector == nil || !rep.stays() {
 		return
 	}
-	diag := r.Inspector.Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx))
+	diag := r.Inspector.Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx), r.disc)
 	rep.Holding = nil
 	for _, b := range diag.Blocking() {
 		if b.Kind == diagnose.BlockerControllerNotRunning {
 			continue // purge ran the controller's pass itself
 		}
-		h := Hold{Blocker: b}
-		if a, ok := b.PurgeStep(); ok && !r.Opts.gives(a) {
-			h.Step = &a
+		rep.Holding = append(rep.Holding, r.hold(b))
+	}
+	for _, b := range r.denials() {
+		if !alreadyHeld(rep.Holding, b) {
+			rep.Holding = append(rep.Holding, r.hold(b))
 		}
-		rep.Holding = append(rep.Holding, h)
 	}
 	// What a purge flag gets past comes first: it is the step to take.
 	sort.SliceStable(rep.Holding, func(i, j int) bool { return rep.Holding[i].Step != nil && rep.Holding[j].Step == nil })
@@ -66,4 +67,44 @@ func (r *Report) stays() bool {
 		return !r.Finalize.Would || !gone
 	}
 	return true
+}
+
+// hold is a blocker with the purge flag this run lacks to get past it.
+func (r *run) hold(b diagnose.Blocker) Hold {
+	h := Hold{Blocker: b}
+	if a, ok := b.PurgeStep(); ok && !r.Opts.gives(a) {
+		h.Step = &a
+	}
+	return h
+}
+
+// denials are the webhooks that answered this run's requests with a
+// denial: no diagnosis sees those, only a request does.
+func (r *run) denials() []diagnose.Blocker {
+	var out []diagnose.Blocker
+	seen := map[string]bool{}
+	for _, f := range r.report.Failures {
+		ref := f.Refusal
+		if ref == nil || ref.By != diagnose.RefusedByWebhook || !ref.Denied {
+			continue
+		}
+		_, message, _ := diagnose.DenialOf(f.Error)
+		d := &diagnose.DenialFacts{Webhook: ref.Webhook, Configuration: ref.Configuration, ConfigurationKind: ref.ConfigurationKind,
+			Message: message, Source: diagnose.DeniedPurge}
+		if b := d.Blocker(r.ns()); !seen[b.Subject] {
+			seen[b.Subject] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// alreadyHeld tells whether a hold of b's kind and subject is in list.
+func alreadyHeld(list []Hold, b diagnose.Blocker) bool {
+	for _, h := range list {
+		if h.Blocker.Kind == b.Kind && h.Blocker.Subject == b.Subject {
+			return true
+		}
+	}
+	return false
 }

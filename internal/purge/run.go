@@ -417,7 +417,7 @@ func (r *run) whoRefused(ctx context.Context, gvr schemaGVR, err error) *diagnos
 	if err == nil || r.Inspector == nil {
 		return nil
 	}
-	obs := r.Inspector.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}})
+	obs := r.Inspector.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, r.disc)
 	return diagnose.WhoRefused(obs, gvr, err)
 }
 

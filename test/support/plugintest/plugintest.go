@@ -29,6 +29,9 @@ func Build(dir, ldflags string) error {
 type Result struct {
 	Stdout, Stderr string
 	Code           int
+	// MaxRSS is the command's peak resident memory in bytes (0 where the
+	// system does not say).
+	MaxRSS int64
 }
 
 // Plugin is a built plugin's folder, for a test package to run it from.
@@ -71,7 +74,15 @@ func Command(t testing.TB, dir string, timeout time.Duration, env []string, name
 	} else if err != nil {
 		t.Fatalf("running %s %s: %v", name, strings.Join(args, " "), err)
 	}
-	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code, MaxRSS: maxRSS(cmd.ProcessState)}
+}
+
+// Direct runs the plugin binary itself, not through kubectl: kubectl
+// execs the plugin in its own process, whose peak memory then counts
+// kubectl's too.
+func (p Plugin) Direct(t testing.TB, kubeconfig string, args ...string) Result {
+	t.Helper()
+	return Command(t, "", 3*time.Minute, []string{"KUBECONFIG=" + kubeconfig, "NO_COLOR="}, filepath.Join(p.Dir, "kubectl-ns_doctor"), args...)
 }
 
 // Must fails the test on err.

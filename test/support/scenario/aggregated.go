@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 )
 
 // AggregatedAPI is an extension API server running in the test process,
@@ -65,11 +66,23 @@ func (a *AggregatedAPI) Hang() {
 	}
 }
 
-// Garbage makes discovery answer with what is not JSON.
-func (a *AggregatedAPI) Garbage() {
+// Garbage makes discovery answer with what is not JSON, then waits until
+// the API server's aggregated discovery, which it refreshes from the
+// backend once a minute, marks the group-version stale: what every client
+// sees from then on.
+func (a *AggregatedAPI) Garbage(ctx context.Context) error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.garbage = true
+	a.mu.Unlock()
+	return wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		_, _, err := a.c.Kube.Discovery().ServerGroupsAndResources()
+		var failed *discovery.ErrGroupDiscoveryFailed
+		if errors.As(err, &failed) {
+			_, stale := failed.Groups[a.GVR.GroupVersion()]
+			return stale, nil
+		}
+		return false, nil
+	})
 }
 
 // Warn makes every write in namespace answered with the API server's

@@ -1,0 +1,130 @@
+package diagnose
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+)
+
+func refusalCluster() Observation {
+	return Observation{
+		Namespace: &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+		Webhooks: []Webhook{
+			{Configuration: "policy-guard", Name: "guard.example.com", Type: "Validating", Service: &ServiceRef{Namespace: "guard", Name: "guard"}},
+			{Configuration: "defaults", Name: "defaults.example.com", Type: "Mutating", Service: &ServiceRef{Namespace: "guard", Name: "defaults"}},
+		},
+		CRDs: []CRD{{Name: "widgets.example.com", Group: "example.com", Plural: "widgets", ConversionService: &ServiceRef{Namespace: "conv", Name: "conv"}}},
+		APIServices: []apiregv1.APIService{{
+			ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"},
+			Spec:       apiregv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", Service: &apiregv1.ServiceReference{Namespace: "kube-system", Name: "metrics-server"}},
+		}},
+		Services: map[string]ServiceState{
+			"guard/guard":                {Exists: false},
+			"guard/defaults":             {Exists: true, ReadyEndpoints: 1},
+			"conv/conv":                  {Exists: true},
+			"kube-system/metrics-server": {Exists: true, ReadyEndpoints: 2},
+		},
+	}
+}
+
+// Each kind of refusal names who refused, and says whether only an
+// outside fix can clear it.
+func TestWhoRefusedNamesWhoRefused(t *testing.T) {
+	obs := refusalCluster()
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	metrics := schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}
+	cases := []struct {
+		name string
+		gvr  schema.GroupVersionResource
+		err  error
+		want Refusal
+	}{
+		{"webhook down", widgets, errors.New(`Internal error occurred: failed calling webhook "guard.example.com": no endpoints`),
+			Refusal{By: RefusedByWebhook, Webhook: "guard.example.com", Configuration: "policy-guard", ConfigurationKind: "validatingwebhookconfiguration", Service: "guard/guard", Outside: true}},
+		{"webhook denies", widgets, errors.New(`admission webhook "defaults.example.com" denied the request: no`),
+			Refusal{By: RefusedByWebhook, Webhook: "defaults.example.com", Configuration: "defaults", ConfigurationKind: "mutatingwebhookconfiguration", Denied: true, Outside: true}},
+		{"unknown webhook", widgets, errors.New(`failed calling webhook "gone.example.com": timeout`),
+			Refusal{By: RefusedByWebhook, Webhook: "gone.example.com"}},
+		{"conversion", widgets, errors.New(`conversion webhook for example.com/v2, Kind=Widget failed: connection refused`),
+			Refusal{By: RefusedByConversion, CRD: "widgets.example.com", Service: "conv/conv", Outside: true}},
+		{"forbidden", widgets, apierrors.NewForbidden(widgets.GroupResource(), "w", errors.New(`User "ci" cannot delete resource "widgets" in API group "example.com"`)),
+			Refusal{By: RefusedByRBAC, User: "ci", Verb: "delete", Resource: "widgets", Outside: true}},
+		{"aggregated", metrics, apierrors.NewServiceUnavailable("the server is currently unable to handle the request"),
+			Refusal{By: RefusedByAPI, APIService: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server"}},
+	}
+	for _, tc := range cases {
+		got := WhoRefused(obs, tc.gvr, tc.err)
+		if got == nil {
+			t.Errorf("%s: nobody refused", tc.name)
+			continue
+		}
+		got.ServiceState = nil
+		if *got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, *got, tc.want)
+		}
+	}
+	if got := WhoRefused(obs, widgets, errors.New("connection reset by peer")); got != nil {
+		t.Errorf("an answer that names nobody: %+v", got)
+	}
+	if got := WhoRefused(obs, widgets, nil); got != nil {
+		t.Errorf("no error: %+v", got)
+	}
+}
+
+func TestDiscoveryRefusalNamesTheBackend(t *testing.T) {
+	obs := refusalCluster()
+	obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true}
+	metrics := schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+	r := DiscoveryRefusal(obs, metrics, errors.New("the server is currently unable to handle the request"))
+	if r == nil || r.APIService != "v1beta1.metrics.k8s.io" || r.Service != "kube-system/metrics-server" || !r.Outside {
+		t.Fatalf("DiscoveryRefusal = %+v", r)
+	}
+	if r := DiscoveryRefusal(obs, schema.GroupVersion{Group: "apps", Version: "v1"}, errors.New("no")); r != nil {
+		t.Errorf("a built-in group has no backend: %+v", r)
+	}
+	// A backend that runs but whose discovery the API server could not
+	// read: only fixing the backend helps.
+	obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true, ReadyEndpoints: 1}
+	if r := DiscoveryRefusal(obs, metrics, errors.New("timeout")); r == nil || r.Outside {
+		t.Errorf("a running backend that timed out once: %+v", r)
+	}
+	stale := fmt.Errorf("discover: %w", discovery.StaleGroupVersionError{})
+	if r := DiscoveryRefusal(obs, metrics, stale); r == nil || !r.Outside {
+		t.Errorf("a group-version the API server marks stale: %+v", r)
+	}
+}
+
+// A denial's blocker names the configuration and offers the run-scoped
+// bypass first.
+func TestDenialBlockerOffersTheBypass(t *testing.T) {
+	obs := refusalCluster()
+	webhook, msg, ok := DenialOf(`admission webhook "guard.example.com" denied the request: tenants keep their widgets`)
+	if !ok || webhook != "guard.example.com" || msg != "tenants keep their widgets" {
+		t.Fatalf("DenialOf = %q %q %v", webhook, msg, ok)
+	}
+	if _, _, ok := DenialOf("timeout"); ok {
+		t.Error("a timeout is no denial")
+	}
+	b := DenialBlocker(obs, webhook, msg, DeniedPurge)
+	if b.Kind != BlockerWebhookDenies || b.Subject != "policy-guard" {
+		t.Fatalf("blocker = %+v", b)
+	}
+	step, ok := b.PurgeStep()
+	if !ok || step.Flag != FlagBypassWebhook || step.Value != "policy-guard" || step.Namespace != "team-a" {
+		t.Errorf("purge step = %+v %v", step, ok)
+	}
+	if len(b.Actions) != 2 || b.Actions[1].Target != "validatingwebhookconfiguration/policy-guard" {
+		t.Errorf("actions = %+v", b.Actions)
+	}
+	unknown := DenialBlocker(obs, "gone.example.com", "", DeniedController)
+	if unknown.Subject != "gone.example.com" || len(unknown.Actions) != 0 {
+		t.Errorf("a webhook no configuration holds: %+v", unknown)
+	}
+}
