@@ -23,7 +23,7 @@ controlplane:
 # count against the test timeout or compete with the other packages.
 test: lint
 	@bin_dir=$$(bash hack/build-controlplane.sh) && bash hack/install-goreleaser.sh >/dev/null && \
-	bash hack/install-prometheus.sh >/dev/null && \
+	bash hack/install-prometheus.sh >/dev/null && bash hack/install-krew.sh >/dev/null && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) test -count=1 -timeout 40m ./...
 	@$(MAKE) --no-print-directory fuzz
 
@@ -45,12 +45,14 @@ test-versions:
 	  NSDOCTOR_K8S=$$minor NSDOCTOR_KCM_FEATURE_GATES=$$gates $(GO) test -count=1 -timeout 20m ./test/oracle; \
 	done
 
-# gofmt over every file, then golangci-lint (pinned; go vet, staticcheck,
-# errcheck, unused, ineffassign: .golangci.yml) over every package.
+# gofmt over every file, golangci-lint (pinned; go vet, staticcheck,
+# errcheck, unused, ineffassign: .golangci.yml) over every package, then
+# actionlint (pinned) over .github/workflows.
 lint:
 	@unformatted=$$(gofmt -l cmd internal test hack); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	@lint=$$(bash hack/install-golangci-lint.sh) && $$lint run ./...
+	@actionlint=$$(bash hack/install-actionlint.sh) && $$actionlint -color=false
 
 FUZZTIME ?= 10s
 fuzz:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,10 +18,18 @@ import (
 
 // completeNamespaces completes a command's NAME arguments: namespace
 // names not given yet, terminating ones first (those are what ns-doctor is
-// for).
+// for); after --orphans, the former namespaces that left content.
 func completeNamespaces(flags *genericclioptions.ConfigFlags) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		names, directive := namespaceNames(cmd, flags, toComplete)
+		var names []string
+		directive := completionNoFile
+		if orphans, _ := cmd.Flags().GetBool("orphans"); orphans {
+			ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+			defer cancel()
+			names = orphanNames(ctx, flags, toComplete)
+		} else {
+			names, directive = namespaceNames(cmd, flags, toComplete)
+		}
 		return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(args, n) }), directive
 	}
 }
@@ -32,7 +41,9 @@ func namespaceNames(cmd *cobra.Command, flags *genericclioptions.ConfigFlags, pr
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	list, err := clients.Kube.CoreV1().Namespaces().List(cmd.Context(), metav1.ListOptions{})
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	list, err := clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

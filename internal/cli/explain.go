@@ -219,7 +219,7 @@ func (o *ExplainOptions) print(reports []diagnose.Report) error {
 	switch {
 	case len(o.Names) == 1 && len(reports) == 1 && o.Wait == 0:
 		return pr.Diagnosis(o.Out, reports[0])
-	case len(o.Names) > 0 && !o.PrintFlags.machine():
+	case len(o.Names) > 0 && !o.PrintFlags.isMachine():
 		for i, r := range reports {
 			if i > 0 {
 				if _, err := fmt.Fprintln(o.Out); err != nil {
@@ -266,7 +266,7 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 			return fmt.Errorf("deleting namespace %s: %w", name, err)
 		}
 	}
-	live := printer.NewLive(o.ErrOut, !o.PrintFlags.machine() && isTerminal(o.ErrOut))
+	live := printer.NewLive(o.ErrOut, !o.PrintFlags.isMachine() && isTerminal(o.ErrOut))
 	wctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
 	started := time.Now()
@@ -317,9 +317,9 @@ func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspecto
 		}
 		reports = append(reports, report)
 	}
-	if o.PrintFlags.machine() || len(reports) > 0 {
+	if o.PrintFlags.isMachine() || len(reports) > 0 {
 		pr := o.PrintFlags.toPrinter(o.Out)
-		if o.PrintFlags.machine() {
+		if o.PrintFlags.isMachine() {
 			if err := pr.Diagnoses(o.Out, reports); err != nil {
 				return err
 			}

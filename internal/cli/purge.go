@@ -207,6 +207,7 @@ cannot help), 4 not found, 2 bad usage, 1 error.`,
 	o.Flags.AddFlags(cmd)
 	o.PrintFlags.addFlags(cmd)
 	o.Ordering.addFlag(cmd)
+	registerValueCompletions(cmd, flags)
 	return cmd
 }
 
@@ -270,7 +271,7 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 func (o *PurgeOptions) showProgress(many bool) func() {
 	terminal := isTerminal(o.ErrOut)
 	progress := printer.NewWarnings(o.ErrOut)
-	if o.Purge.DryRun == purge.DryRunNone && (!terminal || !o.PrintFlags.machine()) {
+	if o.Purge.DryRun == purge.DryRunNone && (!terminal || !o.PrintFlags.isMachine()) {
 		progress = printer.NewProgress(o.ErrOut, terminal, many)
 	}
 	events := make(chan purge.Event, 64)
@@ -327,7 +328,7 @@ func (o *PurgeOptions) finish(results []purge.Result, names []string, many bool)
 		}
 		return errs[0]
 	}
-	if len(reports) > 0 || o.PrintFlags.machine() {
+	if len(reports) > 0 || o.PrintFlags.isMachine() {
 		if err := pr.Purges(o.Out, reports); err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ type versionOptions struct {
 }
 
 func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &versionOptions{IOStreams: streams}
+	o := &versionOptions{IOStreams: streams, printFlags: printFlags{jsonYAMLOnly: true}}
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version of ns-doctor",

@@ -1,12 +1,16 @@
 // Package printer renders ns-doctor's reports: a human view with tables and
-// colour, and the same data as JSON or YAML.
+// colour, and the same data for programs (JSON, YAML, jsonpath, templates).
 package printer
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -30,46 +34,102 @@ var (
 	_ Printer = Machine{}
 )
 
-// Formats are the values -o accepts; "" is the human view.
-var Formats = []string{"json", "yaml"}
-
-// ValidateFormat accepts "" (human), json and yaml.
-func ValidateFormat(format string) error {
-	switch format {
-	case "", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("unknown output format %q: use -o json or -o yaml, or omit -o for the human view", format)
+// Machine prints reports for programs: the report's document (docs/
+// schema.md) through one of cli-runtime's printers, which -o chose (json,
+// yaml, jsonpath, go-template, ...), or, for -o name, namespace/NAME for
+// each namespace reported, as kubectl prints names.
+type Machine struct {
+	// Printer prints documents; nil for -o name.
+	Printer printers.ResourcePrinter
+	// Format is -o's value, for the version, which only JSON and YAML print.
+	Format string
 }
-
-// Machine prints reports as JSON or YAML, never coloured.
-type Machine struct{ Format string }
 
 // Diagnosis prints one diagnosis.
 func (m Machine) Diagnosis(w io.Writer, r diagnose.Report) error {
-	return Print(w, m.Format, Diagnosis(r))
+	return m.print(w, Diagnosis(r), r.Namespace.Name)
 }
 
 // Diagnoses prints the list of every terminating namespace's diagnosis.
 func (m Machine) Diagnoses(w io.Writer, rs []diagnose.Report) error {
-	return Print(w, m.Format, DiagnosisList(rs))
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		names = append(names, r.Namespace.Name)
+	}
+	return m.print(w, DiagnosisList(rs), names...)
 }
 
 // Purge prints a purge report's document.
-func (m Machine) Purge(w io.Writer, r *purge.Report) error { return Print(w, m.Format, Purge(r)) }
+func (m Machine) Purge(w io.Writer, r *purge.Report) error {
+	return m.print(w, Purge(r), r.Namespace)
+}
 
 // Purges prints several namespaces' purge reports as a list.
 func (m Machine) Purges(w io.Writer, rs []*purge.Report) error {
-	return Print(w, m.Format, PurgeList(rs))
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		names = append(names, r.Namespace)
+	}
+	return m.print(w, PurgeList(rs), names...)
 }
 
 // Orphans prints the leftovers of namespaces that are gone.
 func (m Machine) Orphans(w io.Writer, r diagnose.OrphanReport) error {
-	return Print(w, m.Format, Orphans(r))
+	names := make([]string, 0, len(r.Namespaces))
+	for _, ns := range r.Namespaces {
+		names = append(names, ns.Name)
+	}
+	return m.print(w, Orphans(r), names...)
 }
 
 // Version prints the build's version.
 func (m Machine) Version(w io.Writer, v version.Info) error { return Print(w, m.Format, v) }
+
+// print hands doc to the chosen printer, or names the namespaces.
+func (m Machine) print(w io.Writer, doc typed, names ...string) error {
+	if m.Printer == nil {
+		for _, name := range names {
+			if _, err := fmt.Fprintf(w, "namespace/%s\n", name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := m.Printer.PrintObj(&object{doc: doc}, w); err != nil {
+		// cli-runtime's template errors carry the whole document for
+		// debugging; the first line says what failed.
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		return fmt.Errorf("%s", strings.TrimSuffix(strings.TrimSpace(first), "."))
+	}
+	return nil
+}
+
+// typed is a report document: it says its apiVersion and kind.
+type typed interface {
+	typeMeta() (apiVersion, kind string)
+}
+
+func (d DiagnosisDocument) typeMeta() (string, string)     { return d.APIVersion, d.Kind }
+func (d DiagnosisListDocument) typeMeta() (string, string) { return d.APIVersion, d.Kind }
+func (d OrphansDocument) typeMeta() (string, string)       { return d.APIVersion, d.Kind }
+func (d PurgeDocument) typeMeta() (string, string)         { return d.APIVersion, d.Kind }
+func (d PurgeListDocument) typeMeta() (string, string)     { return d.APIVersion, d.Kind }
+
+// object is a document as cli-runtime's printers take it: a runtime.Object
+// whose JSON is the document's own, in its fields' order.
+type object struct{ doc typed }
+
+func (o *object) MarshalJSON() ([]byte, error)                { return json.Marshal(o.doc) }
+func (o *object) GetObjectKind() schema.ObjectKind            { return o }
+func (o *object) SetGroupVersionKind(schema.GroupVersionKind) {}
+func (o *object) GroupVersionKind() schema.GroupVersionKind {
+	apiVersion, kind := o.doc.typeMeta()
+	return schema.FromAPIVersionAndKind(apiVersion, kind)
+}
+
+// DeepCopyObject shares the document: documents are built for one print
+// and never changed.
+func (o *object) DeepCopyObject() runtime.Object { return &object{doc: o.doc} }
 
 // Print writes v as JSON or YAML.
 func Print(w io.Writer, format string, v any) error {

@@ -180,7 +180,7 @@ func TestHumanPlanGolden(t *testing.T) {
 	}
 	golden(t, "purge-plan.golden", buf.Bytes())
 	var js bytes.Buffer
-	if err := (Machine{Format: "json"}).Purge(&js, r); err != nil {
+	if err := machine("json").Purge(&js, r); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "purge-plan.json", js.Bytes())
@@ -242,7 +242,7 @@ func TestHumanPurges(t *testing.T) {
 		t.Errorf("none: %q", buf.String())
 	}
 	var js bytes.Buffer
-	if err := (Machine{Format: "yaml"}).Purges(&js, []*purge.Report{done}); err != nil || !strings.Contains(js.String(), "kind: PurgeReportList") {
+	if err := machine("yaml").Purges(&js, []*purge.Report{done}); err != nil || !strings.Contains(js.String(), "kind: PurgeReportList") {
 		t.Errorf("yaml list: %v\n%s", err, js.String())
 	}
 }
@@ -310,7 +310,7 @@ func TestOtherViews(t *testing.T) {
 		}
 	}
 	buf.Reset()
-	if err := (Machine{Format: "json"}).Orphans(&buf, orphans); err != nil || !strings.Contains(buf.String(), `"kind": "OrphanedContent"`) {
+	if err := machine("json").Orphans(&buf, orphans); err != nil || !strings.Contains(buf.String(), `"kind": "OrphanedContent"`) {
 		t.Errorf("orphans json: %v %s", err, buf.String())
 	}
 	r := stuckReport()
@@ -328,7 +328,7 @@ func TestOtherViews(t *testing.T) {
 		t.Errorf("version: %v %s", err, buf.String())
 	}
 	buf.Reset()
-	if err := (Machine{Format: "yaml"}).Version(&buf, v); err != nil || !strings.Contains(buf.String(), "v1.2.3") {
+	if err := machine("yaml").Version(&buf, v); err != nil || !strings.Contains(buf.String(), "v1.2.3") {
 		t.Errorf("version yaml: %v %s", err, buf.String())
 	}
 	notes := stuckReport()

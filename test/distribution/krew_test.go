@@ -10,188 +10,108 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
-// manifest mirrors krew's index.Plugin (krew itself cannot be fetched here).
-type manifest struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec struct {
-		Version          string     `json:"version"`
-		Homepage         string     `json:"homepage"`
-		ShortDescription string     `json:"shortDescription"`
-		Description      string     `json:"description"`
-		Caveats          string     `json:"caveats"`
-		Platforms        []platform `json:"platforms"`
-	} `json:"spec"`
+// krewTools are the real krew and krew-index's validator, at the pins of
+// hack/install-krew.sh, and a folder for PATH where kubectl finds krew as
+// its plugin (kubectl-krew).
+type krewTools struct {
+	validate string
+	bin      string
 }
 
-type platform struct {
-	Selector *metav1.LabelSelector `json:"selector"`
-	URI      string                `json:"uri"`
-	Sha256   string                `json:"sha256"`
-	Files    []fileOperation       `json:"files"`
-	Bin      string                `json:"bin"`
-}
-
-type fileOperation struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-func readManifest(t *testing.T, data []byte) manifest {
+func installKrew(t *testing.T) krewTools {
 	t.Helper()
-	var m manifest
-	// Strict, as krew's own reader: a misspelt key is an error, not a default.
-	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+	start := time.Now()
+	r := command(t, 10*time.Minute, nil, "bash", filepath.Join(repoRoot, "hack", "install-krew.sh"))
+	paths := strings.Fields(r.Stdout)
+	if r.Code != 0 || len(paths) != 2 {
+		t.Fatalf("hack/install-krew.sh: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	t.Logf("krew install: %s", time.Since(start).Round(time.Second))
+	bin := t.TempDir()
+	plugintest.Must(t, os.Symlink(paths[0], filepath.Join(bin, "kubectl-krew")))
+	return krewTools{validate: paths[1], bin: bin}
+}
+
+// env is the environment of a krew command: krew on kubectl's PATH, its
+// root, and no check for a newer krew (no network here).
+func (k krewTools) env(root string, extra ...string) []string {
+	return append([]string{"PATH=" + k.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"KREW_ROOT=" + root, "KREW_NO_UPGRADE_CHECK=1"}, extra...)
+}
+
+// validateManifest runs krew-index's validator on file (named as in
+// krew-index, <plugin>.yaml); install also installs every platform through
+// `kubectl krew install`, as krew-index's CI does.
+func (k krewTools) validateManifest(t *testing.T, file string, install bool) plugintest.Result {
+	t.Helper()
+	args := []string{"-manifest", file}
+	if !install {
+		args = append(args, "-skip-install")
+	}
+	return command(t, 10*time.Minute, k.env(t.TempDir()), k.validate, args...)
+}
+
+// install installs the manifest's platform for goos/goarch from archive
+// under root, with the real krew, and returns the folder it installed to.
+func (k krewTools) install(t *testing.T, root, manifest, archive, goos, goarch, version string) string {
+	t.Helper()
+	r := command(t, 5*time.Minute, k.env(root, "KREW_OS="+goos, "KREW_ARCH="+goarch),
+		"kubectl", "krew", "install", "--manifest="+manifest, "--archive="+archive)
+	if r.Code != 0 {
+		t.Fatalf("kubectl krew install --manifest --archive for %s/%s: exit %d\n%s%s", goos, goarch, r.Code, r.Stdout, r.Stderr)
+	}
+	return filepath.Join(root, "store", "ns-doctor", version)
+}
+
+// readManifest reads a manifest as plain YAML: the validator says whether
+// it is right; the tests only compare manifests.
+func readManifest(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
 		t.Fatalf("parsing the manifest: %v\n%s", err, data)
 	}
 	return m
 }
 
-// krewPlatforms are the <os,arch> pairs krew-index's validator checks
-// selectors against (cmd/validate-krew-manifest), plus newer ones.
-var krewPlatforms = [][2]string{
-	{"darwin", "amd64"}, {"darwin", "arm64"},
-	{"linux", "386"}, {"linux", "amd64"}, {"linux", "arm"}, {"linux", "arm64"}, {"linux", "ppc64le"}, {"linux", "s390x"},
-	{"windows", "386"}, {"windows", "amd64"}, {"windows", "arm64"},
+// platforms is spec.platforms of m.
+func platforms(m map[string]any) []any {
+	spec, _ := m["spec"].(map[string]any)
+	list, _ := spec["platforms"].([]any)
+	return list
 }
 
-var (
-	safePluginName = regexp.MustCompile(`^[\w-]+$`)
-	validSHA256    = regexp.MustCompile(`^[a-f0-9]{64}$`)
-)
-
-// validateManifest applies krew's rules (pkg/index/validation and
-// cmd/validate-krew-manifest) to a manifest stored as <file>: the plugin
-// name comes from the file name, as in krew-index.
-func validateManifest(file string, m manifest) []error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	name := strings.TrimSuffix(filepath.Base(file), ".yaml")
-	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" {
-		fail("apiVersion/kind %s/%s, want krew.googlecontainertools.github.com/v1alpha2/Plugin", m.APIVersion, m.Kind)
+// structure is m without what changes from release to release: the
+// version, each platform's uri and sha256.
+func structure(m map[string]any) map[string]any {
+	out := deepCopy(m)
+	spec := out["spec"].(map[string]any)
+	delete(spec, "version")
+	for _, p := range platforms(out) {
+		delete(p.(map[string]any), "uri")
+		delete(p.(map[string]any), "sha256")
 	}
-	if !safePluginName.MatchString(name) || m.Metadata.Name != name {
-		fail("plugin name %q: must match %s and the file name %q", m.Metadata.Name, safePluginName, name)
-	}
-	if m.Spec.ShortDescription == "" || strings.ContainsAny(m.Spec.ShortDescription, "\r\n") {
-		fail("shortDescription must be one non-empty line, got %q", m.Spec.ShortDescription)
-	}
-	// krew warns on these lengths; krew-index reviewers ask for them.
-	for field, text := range map[string]string{"shortDescription": m.Spec.ShortDescription, "description": m.Spec.Description, "caveats": m.Spec.Caveats} {
-		limit := map[bool]int{true: 70, false: 80}[field == "shortDescription"]
-		for _, line := range strings.Split(text, "\n") {
-			if len(line) > limit && strings.Contains(strings.TrimSpace(line), " ") {
-				fail("%s has a line longer than %d characters: %q", field, limit, line)
-			}
-		}
-	}
-	if !strings.HasPrefix(m.Spec.Version, "v") {
-		fail("version %q does not start with v", m.Spec.Version)
-	} else if _, err := version.ParseSemantic(m.Spec.Version); err != nil {
-		fail("version %q is not semver: %v", m.Spec.Version, err)
-	}
-	if m.Spec.Homepage == "" || m.Spec.Description == "" {
-		fail("homepage and description must be set")
-	}
-	if len(m.Spec.Platforms) == 0 {
-		fail("no platforms")
-	}
-	for i, p := range m.Spec.Platforms {
-		if p.URI == "" || p.Bin == "" {
-			fail("platforms[%d]: uri and bin must be set", i)
-		}
-		if !validSHA256.MatchString(p.Sha256) {
-			fail("platforms[%d]: sha256 %q must be 64 lowercase hex digits", i, p.Sha256)
-		}
-		if p.Files != nil && len(p.Files) == 0 {
-			fail("platforms[%d]: files must be unset or non-empty", i)
-		}
-		for _, f := range p.Files {
-			if f.From == "" || f.To == "" {
-				fail("platforms[%d]: a files entry lacks from or to", i)
-			}
-		}
-		if err := validateSelector(p.Selector); err != nil {
-			fail("platforms[%d]: %v", i, err)
-			continue
-		}
-		goos, _ := matchAny(p.Selector)
-		if goos == "" {
-			fail("platforms[%d]: selector %v matches no platform krew supports", i, p.Selector)
-		}
-		if goos == "windows" && !strings.HasSuffix(p.Bin, ".exe") {
-			fail("platforms[%d]: a Windows bin must end in .exe, got %q", i, p.Bin)
-		}
-	}
-	for _, osArch := range krewPlatforms {
-		var matching []int
-		for i, p := range m.Spec.Platforms {
-			if matches(p.Selector, osArch[0], osArch[1]) {
-				matching = append(matching, i)
-			}
-		}
-		if len(matching) > 1 {
-			fail("platforms %v overlap: all select %s/%s", matching, osArch[0], osArch[1])
-		}
-	}
-	return errs
+	return out
 }
 
-func validateSelector(sel *metav1.LabelSelector) error {
-	if sel == nil || (sel.MatchLabels == nil && len(sel.MatchExpressions) == 0) {
-		return fmt.Errorf("selector must be set and not empty")
+// deepCopy copies m through YAML.
+func deepCopy(m map[string]any) map[string]any {
+	data, err := yaml.Marshal(m)
+	if err != nil {
+		panic(err)
 	}
-	for k := range sel.MatchLabels {
-		if k != "os" && k != "arch" {
-			return fmt.Errorf("selector key %q not supported (os, arch)", k)
-		}
+	var out map[string]any
+	if err := yaml.Unmarshal(data, &out); err != nil {
+		panic(err)
 	}
-	for _, e := range sel.MatchExpressions {
-		if e.Key != "os" && e.Key != "arch" {
-			return fmt.Errorf("selector key %q not supported (os, arch)", e.Key)
-		}
-	}
-	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-		return fmt.Errorf("invalid selector: %w", err)
-	}
-	return nil
-}
-
-func matches(sel *metav1.LabelSelector, goos, goarch string) bool {
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	return err == nil && s.Matches(labels.Set{"os": goos, "arch": goarch})
-}
-
-func matchAny(sel *metav1.LabelSelector) (string, string) {
-	for _, p := range krewPlatforms {
-		if matches(sel, p[0], p[1]) {
-			return p[0], p[1]
-		}
-	}
-	return "", ""
-}
-
-// matching is krew's GetMatchingPlatform: the first platform selecting
-// goos/goarch.
-func matching(m manifest, goos, goarch string) (platform, bool) {
-	for _, p := range m.Spec.Platforms {
-		if matches(p.Selector, goos, goarch) {
-			return p, true
-		}
-	}
-	return platform{}, false
+	return out
 }
 
 // releaseVersion is krew-release-bot's extractVersionFromTag: .Version in
@@ -204,10 +124,11 @@ func releaseVersion(tag string) string {
 }
 
 // renderTemplate renders krew/.krew.yaml as krew-release-bot does for a
-// release tag (pkg/source/template.go): text/template over {TagName}, with
-// addURIAndSha rendering its URL over {TagName, Version} and writing the
-// uri and sha256 lines. where maps each release URL to the uri and sha256
-// to write, so a test can point the manifest at local archives.
+// release tag (pkg/source/template.go; the bot itself is not on the Go
+// module proxy): text/template over {TagName}, with addURIAndSha rendering
+// its URL over {TagName, Version} and writing the uri and sha256 lines.
+// where maps each release URL to the uri and sha256 to write, so a test
+// can point the manifest at local archives.
 func renderTemplate(t *testing.T, tag string, where func(url string) (uri, sha string, err error)) []byte {
 	t.Helper()
 	path := filepath.Join(repoRoot, "krew", ".krew.yaml")
@@ -241,22 +162,25 @@ func renderTemplate(t *testing.T, tag string, where func(url string) (uri, sha s
 	return out.Bytes()
 }
 
-// The committed manifest passes krew's rules and is exactly what the
-// release bot would make of krew/.krew.yaml for its version, but for the
-// sha256 values (placeholders until the release exists).
+// The committed manifest passes krew-index's validator and is exactly
+// what the release bot would make of krew/.krew.yaml for its version, but
+// for the sha256 values (placeholders until the release exists).
 func TestCommittedManifestMatchesTemplate(t *testing.T) {
+	krew := installKrew(t)
 	file := filepath.Join(repoRoot, "plugins", "ns-doctor.yaml")
+	if r := krew.validateManifest(t, file, false); r.Code != 0 {
+		t.Errorf("validate-krew-manifest plugins/ns-doctor.yaml: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 	data, err := os.ReadFile(file)
 	plugintest.Must(t, err)
 	committed := readManifest(t, data)
-	for _, err := range validateManifest(file, committed) {
-		t.Error(err)
-	}
 	sums := map[string]string{}
-	for _, p := range committed.Spec.Platforms {
-		sums[p.URI] = p.Sha256
+	for _, p := range platforms(committed) {
+		p := p.(map[string]any)
+		sums[fmt.Sprint(p["uri"])] = fmt.Sprint(p["sha256"])
 	}
-	rendered := readManifest(t, renderTemplate(t, committed.Spec.Version, func(url string) (string, string, error) {
+	version := committed["spec"].(map[string]any)["version"].(string)
+	rendered := readManifest(t, renderTemplate(t, version, func(url string) (string, string, error) {
 		sha, ok := sums[url]
 		if !ok {
 			return "", "", fmt.Errorf("the template's URL %s is not in plugins/ns-doctor.yaml", url)
@@ -266,11 +190,12 @@ func TestCommittedManifestMatchesTemplate(t *testing.T) {
 	if !reflect.DeepEqual(rendered, committed) {
 		got, _ := yaml.Marshal(rendered)
 		want, _ := yaml.Marshal(committed)
-		t.Errorf("krew/.krew.yaml rendered for %s differs from plugins/ns-doctor.yaml:\nrendered:\n%s\ncommitted:\n%s", committed.Spec.Version, got, want)
+		t.Errorf("krew/.krew.yaml rendered for %s differs from plugins/ns-doctor.yaml:\nrendered:\n%s\ncommitted:\n%s", version, got, want)
 	}
 	// The caveats name the RBAC files users are pointed at.
+	caveats := fmt.Sprint(committed["spec"].(map[string]any)["caveats"])
 	for _, want := range []string{"docs/rbac", "ns-doctor-explain", "ns-doctor-purge", "completion"} {
-		if !strings.Contains(committed.Spec.Caveats, want) {
+		if !strings.Contains(caveats, want) {
 			t.Errorf("caveats do not mention %q", want)
 		}
 	}
@@ -281,31 +206,37 @@ func TestCommittedManifestMatchesTemplate(t *testing.T) {
 	}
 }
 
-// The rules themselves catch what they are meant to catch.
-func TestManifestRulesCatchMistakes(t *testing.T) {
+// The validator the tests rely on rejects the mistakes krew-index
+// rejects: it is wired, not waved through.
+func TestKrewValidatorCatchesMistakes(t *testing.T) {
+	krew := installKrew(t)
 	data, err := os.ReadFile(filepath.Join(repoRoot, "plugins", "ns-doctor.yaml"))
 	plugintest.Must(t, err)
 	for _, tc := range []struct {
 		name   string
-		mutate func(*manifest)
+		file   string
+		mutate func(spec map[string]any)
 		want   string
 	}{
-		{"no v", func(m *manifest) { m.Spec.Version = "0.1.0" }, "does not start with v"},
-		{"not semver", func(m *manifest) { m.Spec.Version = "v1.2" }, "not semver"},
-		{"name", func(m *manifest) { m.Metadata.Name = "nsdoctor" }, "file name"},
-		{"sha", func(m *manifest) { m.Spec.Platforms[0].Sha256 = strings.ToUpper(m.Spec.Platforms[0].Sha256) }, "lowercase"},
-		{"bin", func(m *manifest) { m.Spec.Platforms[1].Bin = "" }, "bin must be set"},
-		{"overlap", func(m *manifest) {
-			m.Spec.Platforms[0].Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"os": "darwin"}}
-		}, "overlap"},
-		{"selector key", func(m *manifest) { m.Spec.Platforms[2].Selector.MatchLabels["libc"] = "musl" }, "not supported"},
-		{"exe", func(m *manifest) { m.Spec.Platforms[4].Bin = "kubectl-ns_doctor" }, ".exe"},
+		{"not semver", "ns-doctor.yaml", func(spec map[string]any) { spec["version"] = "v1.2" }, "version"},
+		{"named after another file", "nsdoctor.yaml", func(map[string]any) {}, `should be named "nsdoctor"`},
+		{"upper-case sha256", "ns-doctor.yaml", func(spec map[string]any) {
+			p := spec["platforms"].([]any)[0].(map[string]any)
+			p["sha256"] = strings.ToUpper(p["sha256"].(string))
+		}, "sha256"},
+		{"overlapping selectors", "ns-doctor.yaml", func(spec map[string]any) {
+			spec["platforms"].([]any)[0].(map[string]any)["selector"] = map[string]any{"matchLabels": map[string]any{"os": "darwin"}}
+		}, "overlapping"},
 	} {
 		m := readManifest(t, data)
-		tc.mutate(&m)
-		errs := validateManifest("ns-doctor.yaml", m)
-		if !strings.Contains(fmt.Sprint(errs), tc.want) {
-			t.Errorf("%s: errors %v, want one with %q", tc.name, errs, tc.want)
+		tc.mutate(m["spec"].(map[string]any))
+		out, err := yaml.Marshal(m)
+		plugintest.Must(t, err)
+		file := filepath.Join(t.TempDir(), tc.file)
+		plugintest.Must(t, os.WriteFile(file, out, 0o644))
+		r := krew.validateManifest(t, file, false)
+		if r.Code == 0 || !strings.Contains(strings.ToLower(r.Stderr), tc.want) {
+			t.Errorf("%s: validate-krew-manifest exit %d, want a failure naming %q:\n%s", tc.name, r.Code, tc.want, r.Stderr)
 		}
 	}
 }

@@ -1,10 +1,16 @@
 package distribution
 
 import (
+	"archive/tar"
+	"archive/zip"
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,13 +27,16 @@ import (
 
 // TestSnapshotInstallsLikeKrew builds the release archives with the pinned
 // goreleaser, renders krew/.krew.yaml for them as krew-release-bot would,
-// checks the plugintest.Result with krew's rules, installs every platform the way
-// krew does, and runs the installed plugin and the shipped completion shim
-// through the real kubectl.
+// serves them over HTTP as a release would, and has krew-index's own
+// validator install every platform through the real krew. Then the real
+// krew installs each archive (KREW_OS/KREW_ARCH for the other platforms)
+// with --manifest and --archive, and the one for this machine runs through
+// the real kubectl, with the shipped completion shim.
 func TestSnapshotInstallsLikeKrew(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds goreleaser and six release archives (minutes)")
 	}
+	krew := installKrew(t)
 	gr := installGoreleaser(t)
 	if r := command(t, 5*time.Minute, nil, gr, "check"); r.Code != 0 {
 		t.Fatalf("goreleaser check: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -47,7 +56,10 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 	}
 
 	// The bot renders from the release tag; each URL must name an archive
-	// goreleaser made, whose checksum the manifest then carries.
+	// goreleaser made, whose checksum the manifest then carries. The
+	// archives are served over HTTP, as GitHub serves a release's assets.
+	release := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	t.Cleanup(release.Close)
 	tag := "v" + meta.Version
 	urls := map[string]string{} // archive name -> release URL
 	rendered := renderTemplate(t, tag, func(url string) (string, string, error) {
@@ -57,16 +69,16 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 			return "", "", fmt.Errorf("the template's URL %s names no archive of the snapshot (checksums.txt: %v)", url, slices.Sorted(maps.Keys(sums)))
 		}
 		urls[name] = url
-		return "file://" + filepath.Join(dist, name), sha, nil
+		return release.URL + "/" + name, sha, nil
 	})
 	manifestFile := filepath.Join(t.TempDir(), "ns-doctor.yaml")
 	plugintest.Must(t, os.WriteFile(manifestFile, rendered, 0o644))
-	m := readManifest(t, rendered)
-	for _, err := range validateManifest(manifestFile, m) {
-		t.Error(err)
+	if r := krew.validateManifest(t, manifestFile, true); r.Code != 0 {
+		t.Fatalf("validate-krew-manifest, installing every platform: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if m.Spec.Version != tag {
-		t.Errorf("spec.version %s, want %s", m.Spec.Version, tag)
+	m := readManifest(t, rendered)
+	if got := m["spec"].(map[string]any)["version"]; got != tag {
+		t.Errorf("spec.version %v, want %s", got, tag)
 	}
 	// The committed manifest is the same but for version, uri and sha256.
 	data, err := os.ReadFile(filepath.Join(repoRoot, "plugins", "ns-doctor.yaml"))
@@ -77,53 +89,81 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 
 	for _, a := range archives {
 		t.Run(a.Goos+"-"+a.Goarch, func(t *testing.T) {
-			p, ok := matching(m, a.Goos, a.Goarch)
-			if !ok {
-				t.Fatalf("no platform selects %s/%s", a.Goos, a.Goarch)
-			}
 			if want := "https://github.com/ns-doctor/ns-doctor/releases/download/" + tag + "/" + a.Name; urls[a.Name] != want {
 				t.Errorf("release URL %q, want %q", urls[a.Name], want)
 			}
-			if p.URI != "file://"+filepath.Join(dist, a.Name) {
-				t.Fatalf("%s/%s installs %s, not its archive %s", a.Goos, a.Goarch, p.URI, a.Name)
-			}
 			root := t.TempDir()
-			in, err := krewInstall(root, m, p, a.Goos)
-			if err != nil {
-				t.Fatal(err)
+			dir := krew.install(t, root, manifestFile, filepath.Join(dist, a.Name), a.Goos, a.Goarch, tag)
+			bin := "kubectl-ns_doctor"
+			if a.Goos == "windows" {
+				bin += ".exe"
 			}
-			for _, f := range []string{"LICENSE", "kubectl_complete-ns_doctor", p.Bin} {
-				if !slices.Contains(in.archived, f) {
-					t.Errorf("the archive lacks %s at its top: %v", f, in.archived)
+			for _, f := range []string{"LICENSE", bin} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("krew did not install %s from the archive: %v", f, err)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(in.dir, "LICENSE")); err != nil {
-				t.Errorf("krew does not install LICENSE: %v", err)
-			}
-			if info, err := os.Stat(filepath.Join(in.staging, "kubectl_complete-ns_doctor")); err != nil || info.Mode().Perm()&0o111 == 0 {
-				t.Errorf("the archive's completion shim is not executable: %v", err)
+			// krew installs the binary and LICENSE only (krew#812); the
+			// shim ships in the archive for those who install by hand.
+			shim, mode, err := archivedFile(filepath.Join(dist, a.Name), "kubectl_complete-ns_doctor")
+			if err != nil || mode&0o111 == 0 {
+				t.Errorf("the archive's completion shim: %v, mode %v", err, mode)
 			}
 			if a.Goos == runtime.GOOS && a.Goarch == runtime.GOARCH {
-				runInstalled(t, root, in.staging, meta.Version, meta.Commit)
+				runInstalled(t, root, shim, meta.Version, meta.Commit)
 			}
 		})
 	}
 }
 
-// structure is m without what changes from release to release.
-func structure(m manifest) manifest {
-	m.Spec.Version = ""
-	m.Spec.Platforms = slices.Clone(m.Spec.Platforms)
-	for i := range m.Spec.Platforms {
-		m.Spec.Platforms[i].URI, m.Spec.Platforms[i].Sha256 = "", ""
+// archivedFile reads one file at the top of a release archive, and its
+// mode.
+func archivedFile(archive, name string) ([]byte, os.FileMode, error) {
+	if strings.HasSuffix(archive, ".zip") {
+		r, err := zip.OpenReader(archive)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer func() { _ = r.Close() }()
+		f, err := r.Open(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer func() { _ = f.Close() }()
+		info, err := f.Stat()
+		if err != nil {
+			return nil, 0, err
+		}
+		data, err := io.ReadAll(f)
+		return data, info.Mode(), err
 	}
-	return m
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s in %s: %w", name, archive, err)
+		}
+		if h.Name == name {
+			data, err := io.ReadAll(tr)
+			return data, h.FileInfo().Mode(), err
+		}
+	}
 }
 
 // runInstalled runs the krew-installed plugin through kubectl, with only
-// krew's bin folder added to PATH, then its shipped shim installed as
-// `completion kubectl-plugin` tells users to.
-func runInstalled(t *testing.T, root, staging, wantVersion, wantCommit string) {
+// krew's bin folder added to PATH, then the shipped shim (which must be
+// what `completion kubectl-plugin` prints) installed as install.md tells
+// krew users to.
+func runInstalled(t *testing.T, root string, shim []byte, wantVersion, wantCommit string) {
 	t.Helper()
 	bin := filepath.Join(root, "bin")
 	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "KUBECONFIG=" + cp.Kubeconfig}
@@ -140,9 +180,11 @@ func runInstalled(t *testing.T, root, staging, wantVersion, wantCommit string) {
 		t.Errorf("kubectl plugin list does not show krew's link:\n%s%s", r.Stdout, r.Stderr)
 	}
 
-	shim, err := os.ReadFile(filepath.Join(staging, "kubectl_complete-ns_doctor"))
-	plugintest.Must(t, err)
-	plugintest.Must(t, os.WriteFile(filepath.Join(bin, "kubectl_complete-ns_doctor"), shim, 0o755))
+	printed := command(t, time.Minute, env, "kubectl", "ns-doctor", "completion", "kubectl-plugin")
+	if printed.Code != 0 || printed.Stdout != string(shim) {
+		t.Errorf("the archive's shim differs from what 'kubectl ns-doctor completion kubectl-plugin' prints (exit %d)", printed.Code)
+	}
+	plugintest.Must(t, os.WriteFile(filepath.Join(bin, "kubectl_complete-ns_doctor"), []byte(printed.Stdout), 0o755))
 	names, _ := completions(t, command(t, time.Minute, env, "kubectl", "__complete", "ns-doctor", "explain", "kube-"))
 	if !slices.Contains(names, "kube-system") {
 		t.Errorf("the shipped shim, beside the krew-installed plugin, completes %v", names)
