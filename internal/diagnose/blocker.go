@@ -21,13 +21,14 @@ const (
 	BlockerCRDDeleting           BlockerKind = "CRDBeingDeleted"
 	BlockerConversionWebhook     BlockerKind = "ConversionWebhookDown"
 	BlockerWebhookDenies         BlockerKind = "WebhookDenies"
+	BlockerOwnerCannotFinish     BlockerKind = "OwnerCannotFinish"
 )
 
 // BlockerKinds is every kind, in the order explain looks for them.
 func BlockerKinds() []BlockerKind {
 	return []BlockerKind{
 		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
-		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerFinalizers, BlockerCRDDeleting,
+		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerFinalizers, BlockerCRDDeleting,
 		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerControllerNotRunning,
 	}
 }
@@ -91,6 +92,8 @@ type ListFacts struct {
 	// but fails the list.
 	APIService *APIService
 	Backend    *ServiceState
+	// Corrupt: the list met objects it cannot read from storage.
+	Corrupt *Corrupt
 }
 
 // FinalizerFacts: content waiting for finalizers (FinalizersRemaining,
@@ -105,6 +108,12 @@ type FinalizerFacts struct {
 	ForegroundMore int
 	// DeletingCRD is the CRD being deleted with its instances.
 	DeletingCRD string
+	// CannotFinish is what the holders say that shows their owner's
+	// cleanup refused (OwnerCannotFinish).
+	CannotFinish []CannotFinish
+	// GoneRefs are the objects of the namespace the holders' specs name
+	// that are gone (their credentials, often).
+	GoneRefs []GoneRef
 }
 
 // ForegroundWait is an owner waiting (foregroundDeletion) for a dependent.
@@ -210,6 +219,19 @@ const (
 	ActionCheckController ActionKind = "CheckController"
 	// ActionExplainOrphans: kubectl ns-doctor explain --orphans.
 	ActionExplainOrphans ActionKind = "ExplainOrphans"
+	// ActionCleanUpByHand: delete by hand what the finalizers Target guard
+	// (outside the cluster, often), since their owner cannot.
+	ActionCleanUpByHand ActionKind = "CleanUpByHand"
+	// ActionUnsafeDelete: DELETE Target (an API path) with
+	// ignoreStoreReadErrorWithClusterBreakingPotential (KEP-3926).
+	ActionUnsafeDelete ActionKind = "UnsafeDelete"
+	// ActionEnableUnsafeDelete: turn on kube-apiserver's gate
+	// AllowUnsafeMalformedObjectDeletion, so a list of Target names what
+	// it cannot read.
+	ActionEnableUnsafeDelete ActionKind = "EnableUnsafeDelete"
+	// ActionGrantAccess: give user Target what it was refused, cluster-wide
+	// (a RoleBinding in a terminating namespace cannot be created).
+	ActionGrantAccess ActionKind = "GrantAccess"
 )
 
 // Purge flags a next step may name.

@@ -125,7 +125,9 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 			})
 		case c.Error != "":
 			out = append(out, listFailedBlocker(obs, c, gvr, ns))
-		case len(c.Finalizers) > 0 && c.Resource != "pods" && waitedLongEnough(obs, c):
+		case len(c.Finalizers) > 0 && c.Resource != "pods" && (waitedLongEnough(obs, c) || len(cannotFinishOf(obs, gvr)) > 0):
+			// An owner that cannot finish is named at once: waiting for
+			// the grace period would not change it.
 			out = append(out, finalizerBlocker(obs, c, gvr, ns))
 		}
 	}
@@ -141,6 +143,12 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 	b := Blocker{Kind: BlockerListFailed, Subject: res, Facts: facts,
 		Actions: []Action{{Kind: ActionGetResource, Namespace: namespace, Target: res}}}
 	svc := findAPIService(obs.APIServices, gvr.GroupVersion())
+	crd := findCRD(obs.CRDs, gvr)
+	served := (svc == nil || svc.Spec.Service == nil) && (crd == nil || crd.ConversionService == nil)
+	if facts.Corrupt = corruptOf(obs.Snapshot.ListErrs[gvr], gvr, namespace, served); facts.Corrupt != nil {
+		b.Actions = corruptActions(namespace, facts.Corrupt)
+		return b
+	}
 	if svc == nil || svc.Spec.Service == nil {
 		return b
 	}
@@ -164,11 +172,17 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 	if c.Finalizers["foregroundDeletion"] > 0 {
 		facts.Foreground, facts.ForegroundMore = foregroundWaits(obs.Snapshot, gvr)
 	}
-	b := Blocker{Kind: BlockerFinalizers, Subject: strings.Join(names, ","), Facts: facts,
-		Actions: []Action{{Kind: ActionCheckOwner, Namespace: namespace, Target: strings.Join(names, ",")},
-			PurgeAction(namespace, FlagRemoveFinalizers, strings.Join(names, ","))}}
-	if crd := findCRD(obs.CRDs, gvr); crd != nil && crd.Deleting {
+	facts.CannotFinish = cannotFinishOf(obs, gvr)
+	facts.GoneRefs = goneRefsOf(holdersOf(obs), resourceName(gvr))
+	subject := strings.Join(names, ",")
+	b := Blocker{Kind: BlockerFinalizers, Subject: subject, Facts: facts,
+		Actions: []Action{{Kind: ActionCheckOwner, Namespace: namespace, Target: subject},
+			PurgeAction(namespace, FlagRemoveFinalizers, subject)}}
+	switch crd := findCRD(obs.CRDs, gvr); {
+	case crd != nil && crd.Deleting:
 		b.Kind, facts.DeletingCRD = BlockerCRDDeleting, crd.Name
+	case len(facts.CannotFinish) > 0:
+		b.Kind, b.Actions = BlockerOwnerCannotFinish, cannotFinishActions(namespace, subject, facts.CannotFinish)
 	}
 	return b
 }

@@ -64,7 +64,7 @@ func Diagnose(obs Observation) Report {
 		Content:    contentOf(obs.Snapshot),
 		Blockers:   []Blocker{},
 		Unchecked:  append(slices.Clone(obs.Unchecked), obs.Evidence.Unchecked...),
-		Holders:    obs.Evidence.Holders,
+		Holders:    holdersOf(obs),
 		Events:     obs.Evidence.Events,
 		Notes:      notesOf(obs),
 	}
@@ -77,6 +77,7 @@ func Diagnose(obs Observation) Report {
 	r.Ordering.OtherMatches = otherOrderingMatches(obs, r.Conditions)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
+	markCannotFinish(r.Finalizers, r.Blockers)
 	r.Verdict = verdictOf(r)
 	return r
 }
@@ -96,6 +97,7 @@ func diagnoseActive(obs Observation, r Report) Report {
 	result := predictPass(obs)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
+	markCannotFinish(r.Finalizers, r.Blockers)
 	return r
 }
 

@@ -204,12 +204,15 @@ type OwnerRunning string
 
 // Owner states.
 const (
-	OwnerRunningReady OwnerRunning = "Running"      // a usual workload with ready replicas
-	OwnerNotReady     OwnerRunning = "NotReady"     // found, with no ready replica
-	OwnerNotFound     OwnerRunning = "NotFound"     // none of its usual workloads exists
-	OwnerControlPlane OwnerRunning = "ControlPlane" // the control plane removes it: not visible as a workload
-	OwnerNotChecked   OwnerRunning = "NotChecked"   // the catalogue names no workload to look for
-	OwnerUnknown      OwnerRunning = "Unknown"      // unknown owner, or its workloads could not be read
+	OwnerRunningReady OwnerRunning = "Running" // a usual workload with ready replicas
+	// OwnerRunningCannotFinish: running, but its holders say its cleanup
+	// is refused (OwnerCannotFinish): waiting will not help.
+	OwnerRunningCannotFinish OwnerRunning = "RunningCannotFinish"
+	OwnerNotReady            OwnerRunning = "NotReady"     // found, with no ready replica
+	OwnerNotFound            OwnerRunning = "NotFound"     // none of its usual workloads exists
+	OwnerControlPlane        OwnerRunning = "ControlPlane" // the control plane removes it: not visible as a workload
+	OwnerNotChecked          OwnerRunning = "NotChecked"   // the catalogue names no workload to look for
+	OwnerUnknown             OwnerRunning = "Unknown"      // unknown owner, or its workloads could not be read
 )
 
 // Holder is one object holding the namespace, in its own words.
@@ -220,6 +223,48 @@ type Holder struct {
 	// ManagedBy: a release or application that keeps the holder in place,
 	// so that deleting it by hand is undone until that is removed too.
 	ManagedBy *Manager `json:"managedBy,omitempty"`
+	// Refs are the Secrets, ConfigMaps and ServiceAccounts of the
+	// namespace its spec names (names only, never their content).
+	Refs []HolderRef `json:"refs,omitempty"`
+}
+
+// HolderRef is an object of the namespace that a holder's spec names, and
+// whether it is still there.
+type HolderRef struct {
+	// Field is where the spec names it: spec.credentials.secretRef.
+	Field string  `json:"field"`
+	Kind  RefKind `json:"kind"`
+	Name  string  `json:"name"`
+	// State is filled in by the diagnosis, from the namespace's content.
+	State RefState `json:"state,omitempty"`
+}
+
+// RefKind is the kind of object a holder refers to.
+type RefKind string
+
+// The kinds of reference looked for.
+const (
+	RefSecret         RefKind = "Secret"
+	RefConfigMap      RefKind = "ConfigMap"
+	RefServiceAccount RefKind = "ServiceAccount"
+)
+
+// RefState says whether a referenced object is still there.
+type RefState string
+
+// Reference states. Gone: the namespace controller deleted it (or it
+// never existed); a terminating namespace accepts no new object, so it
+// cannot be created again.
+const (
+	RefPresent RefState = "Present"
+	RefGone    RefState = "Gone"
+	RefUnknown RefState = "Unknown" // its type could not be listed
+)
+
+// GoneRef is a holder's reference to an object that is gone.
+type GoneRef struct {
+	Holder string // resource/name
+	HolderRef
 }
 
 // Manager is the tool and release that manage an object, as its

@@ -267,9 +267,9 @@ func (i *Inspector) holder(ctx context.Context, namespace string, t holderTarget
 	case err != nil:
 		ev.unchecked(diagnose.UncheckedHolderStatus, deletion.ResourceName(t.gvr)+"/"+t.name, err)
 	default:
-		conds, managed := notReady(obj), managedBy(obj.GetAnnotations())
-		if len(conds) > 0 || managed != nil {
-			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds, ManagedBy: managed}
+		conds, managed, refs := notReady(obj), managedBy(obj.GetAnnotations()), specRefs(obj.Object["spec"], namespace)
+		if len(conds) > 0 || managed != nil || len(refs) > 0 {
+			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds, ManagedBy: managed, Refs: refs}
 		}
 	}
 	return nil

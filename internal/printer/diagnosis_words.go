@@ -154,6 +154,19 @@ func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
 	case b.Kind == diagnose.BlockerConversionWebhook:
 		w.Summary = fmt.Sprintf("%s cannot be read: the conversion webhook of CRD %s is down", f.Resource, f.CRD.Name)
 		w.Evidence = append(w.Evidence, fmt.Sprintf("conversion service %s: %s", f.CRD.ConversionService.Key(), serviceWords(*f.Conversion)))
+	case f.Corrupt != nil:
+		w.Summary = fmt.Sprintf("%s cannot be listed: the API server cannot read some of its objects from storage (their data cannot be decrypted or decoded), so the controller can neither count nor delete them", f.Resource)
+		if len(f.Corrupt.Names) == 0 {
+			w.Summary = fmt.Sprintf("%s cannot be listed: the API server fails to read it from its own storage, most likely objects whose data cannot be decrypted or decoded, so the controller can neither count nor delete them", f.Resource)
+		}
+		if c := f.Corrupt; len(c.Names) > 0 {
+			more := ""
+			if c.More > 0 {
+				more = fmt.Sprintf(" and %d more", c.More)
+			}
+			w.Evidence = append(w.Evidence, fmt.Sprintf("unreadable: %s%s (the server names them: its gate AllowUnsafeMalformedObjectDeletion is on)", strings.Join(c.Names, ", "), more))
+		}
+		w.Evidence = append(w.Evidence, "an unsafe delete (KEP-3926) removes such an object from storage without its finalizers or admission: what it guarded is left behind; it needs the verb unsafe-delete-ignore-read-errors on "+f.Resource+" besides delete")
 	case f.APIService != nil:
 		a := f.APIService
 		w.Summary = fmt.Sprintf("%s cannot be listed: its aggregated API (apiservice/%s) fails the request, so the controller cannot delete it", f.Resource, a.Name)
@@ -201,12 +214,41 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		Evidence: evidence,
 		NextStep: nextStep(b),
 	}
+	w.Evidence = append(w.Evidence, goneRefWords(f.GoneRefs)...)
+	if b.Kind == diagnose.BlockerOwnerCannotFinish {
+		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, and their owner cannot finish: %s; waiting will not help",
+			c.Count, res, strings.Join(names, ", "), cannotFinishWhy(f.CannotFinish[0]))
+		var said []string
+		for _, cf := range f.CannotFinish {
+			said = append(said, fmt.Sprintf("%s %s: %s", cf.Object, cf.Source, cf.Message))
+		}
+		w.Evidence = append(said, w.Evidence...)
+	}
 	if f.DeletingCRD != "" {
 		w.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances; their finalizers (%s) need a controller that was likely uninstalled with the CRD",
 			f.DeletingCRD, c.Count, strings.Join(names, ", "))
 		w.Evidence = append(w.Evidence, fmt.Sprintf("customresourcedefinition/%s has a deletionTimestamp", f.DeletingCRD))
 	}
 	return w
+}
+
+// cannotFinishWhy says why an owner's cleanup is refused.
+func cannotFinishWhy(cf diagnose.CannotFinish) string {
+	if cf.Cause == diagnose.CauseForbidden {
+		return fmt.Sprintf("%s may not %s %s", cf.User, cf.Verb, cf.Resource)
+	}
+	return "its cleanup must create something in the namespace, and a namespace being terminated refuses any new object"
+}
+
+// goneRefWords says which objects the holders name are gone: a
+// terminating namespace cannot get them back.
+func goneRefWords(refs []diagnose.GoneRef) []string {
+	var out []string
+	for _, r := range refs {
+		out = append(out, fmt.Sprintf("%s %s names %s %s: deleted with the namespace, and it cannot be created again while the namespace terminates; if the owner needs it to clean up, it cannot finish",
+			r.Holder, r.Field, strings.ToLower(string(r.Kind)), r.Name))
+	}
+	return out
 }
 
 func webhookWords(b diagnose.Blocker, f *diagnose.WebhookFacts) BlockerWords {
@@ -291,6 +333,12 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "; if that operator is gone for good, set spec.conversion.strategy=None: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionCheckBackend:
 		return ActionWords(first) + "; if that API is gone for good: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionEnableUnsafeDelete:
+		return "if the encryption key or config changed, restore it (kube-apiserver's --encryption-provider-config); else " + ActionWords(first)
+	case first.Kind == diagnose.ActionUnsafeDelete:
+		return "if the encryption key or config changed, restore it; else, knowing what each guarded: " + strings.Join(actionWordsOf(a), "; ")
+	case b.Kind == diagnose.BlockerOwnerCannotFinish:
+		return "waiting will not help: " + cannotFinishSteps(a)
 	case first.Kind == diagnose.ActionCheckOwner:
 		return ActionWords(first) + "; if it is gone for good: " + ActionWords(at(1))
 	case b.Kind == diagnose.BlockerSelfHostedWebhook:
@@ -303,6 +351,31 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "; or run the pass yourself: " + ActionWords(at(1))
 	}
 	return actionsWords(a)
+}
+
+func actionWordsOf(actions []diagnose.Action) []string {
+	out := make([]string, 0, len(actions))
+	for _, a := range actions {
+		out = append(out, ActionWords(a))
+	}
+	return out
+}
+
+// cannotFinishSteps says an owner-cannot-finish blocker's steps in order.
+func cannotFinishSteps(actions []diagnose.Action) string {
+	var parts []string
+	for i, a := range actions {
+		w := ActionWords(a)
+		switch {
+		case i == 0:
+		case a.Kind == diagnose.ActionCleanUpByHand:
+			w = "or else " + w
+		default:
+			w = "then " + w
+		}
+		parts = append(parts, w)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ActionWords says one next step on its own: a command line where there is
@@ -338,6 +411,14 @@ func ActionWords(a diagnose.Action) string {
 		return fmt.Sprintf("kubectl get %s -n %s  # fix the API behind it (CRD, conversion webhook, aggregated API)", a.Target, a.Namespace)
 	case diagnose.ActionCheckController:
 		return "check that kube-controller-manager runs the namespace controller"
+	case diagnose.ActionCleanUpByHand:
+		return fmt.Sprintf("clean up by hand what the owner of %s was to clean up (outside the cluster, often: what 'stripping it leaks' names)", a.Target)
+	case diagnose.ActionUnsafeDelete:
+		return fmt.Sprintf("kubectl delete --raw '%s?ignoreStoreReadErrorWithClusterBreakingPotential=true'", a.Target)
+	case diagnose.ActionEnableUnsafeDelete:
+		return fmt.Sprintf("turn on kube-apiserver's feature gate AllowUnsafeMalformedObjectDeletion (1.32+, alpha): a list of %s then names each object it cannot read, and explain gives the command that deletes it", a.Target)
+	case diagnose.ActionGrantAccess:
+		return fmt.Sprintf("let %s %s with a ClusterRole and ClusterRoleBinding (a RoleBinding cannot be created in a terminating namespace)", a.Target, a.Of)
 	case diagnose.ActionExplainOrphans:
 		return fmt.Sprintf("check they are wanted here; kubectl ns-doctor explain --orphans lists such leftovers of namespaces that are gone (namespace %s is not)", a.Namespace)
 	}
@@ -362,6 +443,8 @@ func ownerWords(s diagnose.OwnerState) string {
 	switch s.State {
 	case diagnose.OwnerRunningReady:
 		return "running"
+	case diagnose.OwnerRunningCannotFinish:
+		return "running, but cannot finish"
 	case diagnose.OwnerNotReady:
 		return "not ready"
 	case diagnose.OwnerNotFound:

@@ -145,7 +145,7 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 		if f.Known {
 			owner = f.Owner
 		}
-		_ = t.Append(f.Name, fmt.Sprint(f.Objects), truncate(owner, 45), string(f.OwnerState.State))
+		_ = t.Append(f.Name, fmt.Sprint(f.Objects), truncate(owner, 45), ownerCell(f.OwnerState.State))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -159,6 +159,15 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 		}
 	}
 	p.more("  ", left, "finalizers")
+}
+
+// ownerCell is the RUNNING column: the state, said for an owner that
+// runs but cannot finish.
+func ownerCell(s diagnose.OwnerRunning) string {
+	if s == diagnose.OwnerRunningCannotFinish {
+		return "Running, but cannot finish"
+	}
+	return string(s)
 }
 
 // holders shows what the objects holding the namespace say in their
@@ -183,6 +192,12 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 			p.printf("  - %s\n", wrap(line, width-4, "    "))
 		}
 		p.more("  ", left, "conditions of "+ho.Resource+"/"+ho.Name)
+		for _, ref := range ho.Refs {
+			if ref.State == diagnose.RefGone {
+				line := fmt.Sprintf("%s/%s %s names %s %s: gone", ho.Resource, ho.Name, ref.Field, strings.ToLower(string(ref.Kind)), ref.Name)
+				p.printf("  - %s\n", wrap(line, width-4, "    "))
+			}
+		}
 	}
 }
 

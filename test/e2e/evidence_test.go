@@ -5,12 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -109,28 +107,8 @@ func TestEvidenceOfWhoHoldsTheNamespace(t *testing.T) {
 }
 
 // fakeCertManager runs a Deployment named as cert-manager's controller,
-// with its status saying one replica is ready (no deployment controller
-// runs in the test bed to say otherwise).
+// ready.
 func fakeCertManager(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if err := cluster.CreateNamespace(ctx, "cert-manager"); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	labels := map[string]string{"app": "cert-manager"}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager", Namespace: "cert-manager"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "controller", Image: "quay.io/jetstack/cert-manager-controller:v1.21.2"}}}}}}
-	created, err := cluster.Kube.AppsV1().Deployments("cert-manager").Create(ctx, d, metav1.CreateOptions{})
-	if err != nil {
-		if !strings.Contains(err.Error(), "already exists") {
-			t.Fatal(err)
-		}
-		created, err = cluster.Kube.AppsV1().Deployments("cert-manager").Get(ctx, "cert-manager", metav1.GetOptions{})
-		plugintest.Must(t, err)
-	}
-	created.Status.Replicas, created.Status.ReadyReplicas, created.Status.AvailableReplicas = 1, 1, 1
-	_, err = cluster.Kube.AppsV1().Deployments("cert-manager").UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	plugintest.Must(t, err)
+	fakeWorkload(t, "cert-manager", "cert-manager")
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// FeatureGates are kube-controller-manager's --feature-gates, e.g.
 	// "OrderedNamespaceDeletion=false" (a 1.30-1.32 controller).
 	FeatureGates string
+	// APIServerFeatureGates are kube-apiserver's --feature-gates, e.g.
+	// "AllowUnsafeMalformedObjectDeletion=true".
+	APIServerFeatureGates string
 }
 
 // FromEnv is Options with the version and the controller's feature gates
@@ -59,6 +62,9 @@ type ControlPlane struct {
 	// Kubeconfig is a file holding Config, for kubectl and the plugin.
 	Kubeconfig string
 	Dir        string
+	// EtcdURL is etcd's client URL (plain HTTP): a test can write to
+	// storage behind the API server's back, as a corruption would.
+	EtcdURL string
 
 	ownDir       bool
 	featureGates string
@@ -106,6 +112,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.prepare(binDir, !opts.WithoutControllerManager); err != nil {
 		return nil, err
 	}
+	if opts.APIServerFeatureGates != "" {
+		cp.apiserver.args = append(cp.apiserver.args, "--feature-gates="+opts.APIServerFeatureGates)
+	}
 	if err := cp.etcd.start(); err != nil {
 		return nil, err
 	}
@@ -149,6 +158,7 @@ func (cp *ControlPlane) prepare(binDir string, withController bool) error {
 	}
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	cp.EtcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	cp.etcd = &process{name: "etcd", path: filepath.Join(binDir, "etcd"), logPath: cp.path("etcd.log"), args: []string{
 		"--data-dir=" + cp.path("etcd"), "--name=default",

@@ -130,6 +130,26 @@ func (c *Cluster) GrantClusterRole(ctx context.Context, user string, rules []rba
 	return nil
 }
 
+// GrantNamespaceAdmin makes user an admin of one namespace only: a Role
+// allowing everything there, bound there, as multi-tenant platforms give
+// their tenants. Nothing cluster-scoped is granted.
+func (c *Cluster) GrantNamespaceAdmin(ctx context.Context, namespace, user string) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant-admin", Namespace: namespace},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
+	if _, err := c.Kube.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating role %s/tenant-admin: %w", namespace, err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-admin", Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := c.Kube.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("binding role %s/tenant-admin: %w", namespace, err)
+	}
+	return nil
+}
+
 // ForceFinalize deletes the namespace and empties its spec.finalizers
 // through the finalize subresource at once, as the well-known "fix" found
 // online does: the namespace goes, and its content stays in storage.

@@ -1,0 +1,101 @@
+package diagnose
+
+import (
+	"errors"
+	"path"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Objects the API server cannot read from storage: their data cannot be
+// decrypted (a lost KMS key, a changed encryption config) or decoded. A
+// list of their type fails, so the controller can neither count nor delete
+// them. KEP-3926 gives a way out: with kube-apiserver's feature gate
+// AllowUnsafeMalformedObjectDeletion on (alpha since 1.32, off by default
+// through 1.36), the failed list names each such object (reason
+// StoreReadError) and a DELETE with ignoreStoreReadErrorWithClusterBreakingPotential
+// removes it from storage, finalizers and admission skipped; it needs the
+// verb unsafe-delete-ignore-read-errors on the resource besides delete.
+
+// Corrupt is what a failed list says of objects it could not read.
+type Corrupt struct {
+	// Names are the objects the server named (its gate is on); empty
+	// when it did not say which.
+	Names []string
+	// More counts the names past the first MaxExamples.
+	More int
+	// Path is the type's API path in the namespace, for the unsafe DELETE.
+	Path string
+}
+
+// unreadable are the words of a list that met objects it could not read
+// with the gate off: a value transformer's failure (etcd3 store), or the
+// gate's own message.
+var unreadable = []string{"unable to transform key", "failed to read one or more", "unable to transform or decode"}
+
+// notStorage are the words of a 500 that is not about what storage holds.
+var notStorage = []string{"etcdserver", "timeout", "timed out", "deadline", "connection refused", "webhook"}
+
+// corruptOf reads a list error for objects that cannot be read, nil if
+// that is not its cause. served says the API server serves the type from
+// its own storage (no aggregated API, no conversion webhook): a 500 from
+// such a list is what storage holds failing to decode, whatever the
+// decoder's words (with the gate off they are only the decoder's).
+func corruptOf(err error, gvr schema.GroupVersionResource, namespace string, served bool) *Corrupt {
+	if err == nil {
+		return nil
+	}
+	c := &Corrupt{Path: apiPath(gvr, namespace)}
+	var status apierrors.APIStatus
+	if apierrors.ReasonForError(err) == metav1.StatusReasonStoreReadError && errors.As(err, &status) && status.Status().Details != nil {
+		for _, cause := range status.Status().Details.Causes {
+			if cause.Field != "" {
+				c.Names = append(c.Names, path.Base(cause.Field))
+			}
+		}
+		c.Names, c.More = firstN(c.Names, MaxExamples)
+		return c
+	}
+	for _, words := range unreadable {
+		if strings.Contains(err.Error(), words) {
+			return c
+		}
+	}
+	if served && apierrors.IsInternalError(err) && !containsAny(err.Error(), notStorage) {
+		return c
+	}
+	return nil
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// apiPath is where a type's objects in a namespace are served.
+func apiPath(gvr schema.GroupVersionResource, namespace string) string {
+	if gvr.Group == "" {
+		return "/api/" + gvr.Version + "/namespaces/" + namespace + "/" + gvr.Resource
+	}
+	return "/apis/" + gvr.Group + "/" + gvr.Version + "/namespaces/" + namespace + "/" + gvr.Resource
+}
+
+// corruptActions: with the objects named, the unsafe DELETE of each; else
+// turning the gate on, which names them.
+func corruptActions(namespace string, c *Corrupt) []Action {
+	if len(c.Names) == 0 {
+		return []Action{{Kind: ActionEnableUnsafeDelete, Namespace: namespace, Target: c.Path}}
+	}
+	var out []Action
+	for _, name := range c.Names {
+		out = append(out, Action{Kind: ActionUnsafeDelete, Namespace: namespace, Target: c.Path + "/" + name})
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
+)
+
+// Objects the API server cannot read from storage (written undecodable
+// behind its back, as a lost encryption key or a bad write leaves them):
+// with KEP-3926's gate off (the default), explain says to turn it on; with
+// it on, it names each and gives the unsafe DELETE that removes it, which
+// then lets the namespace go. Each on its own control plane, at once: a
+// kube-apiserver restarted over such an object waits a minute for its
+// cache, and the shared one must stay readable.
+func TestCorruptObjectsHaveAWayOut(t *testing.T) {
+	t.Run("gate off", func(t *testing.T) {
+		t.Parallel()
+		own, name := corruptNamespace(t, "")
+		e := explain(t, own.Kubeconfig, name)
+		e.agrees(t)
+		b := e.blocker(t, diagnose.BlockerListFailed, "", "else turn on kube-apiserver's feature gate AllowUnsafeMalformedObjectDeletion")
+		if len(b.Actions) != 1 || b.Actions[0].Kind != diagnose.ActionEnableUnsafeDelete || !strings.Contains(b.Summary, "fails to read it from its own storage") {
+			t.Errorf("%+v\n%s", b, e.human)
+		}
+	})
+	t.Run("gate on", func(t *testing.T) {
+		t.Parallel()
+		own, name := corruptNamespace(t, "AllowUnsafeMalformedObjectDeletion=true")
+		e := explain(t, own.Kubeconfig, name)
+		e.agrees(t)
+		b := e.blocker(t, diagnose.BlockerListFailed, "unreadable: broken", "ignoreStoreReadErrorWithClusterBreakingPotential=true")
+		want := "kubectl delete --raw '/api/v1/namespaces/" + name + "/configmaps/broken?ignoreStoreReadErrorWithClusterBreakingPotential=true'"
+		if len(b.Actions) != 1 || b.Actions[0].Step != want {
+			t.Fatalf("actions %+v, want the step %q", b.Actions, want)
+		}
+		// The step, as given, works: the namespace then goes.
+		args := strings.Fields(strings.ReplaceAll(want, "'", ""))
+		if r := plugintest.Kubectl(t, plugin.Dir, own.Kubeconfig, args[1:]...); r.Code != 0 {
+			t.Fatalf("%s: exit %d: %s", want, r.Code, r.Stderr)
+		}
+		r := plugintest.Kubectl(t, plugin.Dir, own.Kubeconfig, "ns-doctor", "explain", name, "--wait=60s")
+		if r.Code != 0 {
+			t.Errorf("the namespace did not go after the unsafe delete: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
+}
+
+// corruptNamespace starts a control plane with kube-apiserver's gates,
+// and deletes a namespace in it holding a ConfigMap that cannot be decoded,
+// once the controller has met it.
+func corruptNamespace(t *testing.T, gates string) (*controlplane.ControlPlane, string) {
+	ctx := context.Background()
+	own, err := controlplane.Start(ctx, controlplane.Options{APIServerFeatureGates: gates})
+	plugintest.Must(t, err)
+	t.Cleanup(own.Stop)
+	c, err := scenario.NewCluster(own.Config)
+	plugintest.Must(t, err)
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, c.CreateNamespace(ctx, name))
+	plugintest.Must(t, c.CreateConfigMap(ctx, name, "fine", nil))
+	putInEtcd(t, own.EtcdURL, "/registry/configmaps/"+name+"/broken", "not an object")
+	plugintest.Must(t, c.DeleteNamespace(ctx, name))
+	_, err = c.WaitForConditionStatus(ctx, name, time.Minute, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+	plugintest.Must(t, err)
+	return own, name
+}
+
+// putInEtcd writes a value at key through etcd's JSON gateway, as if a
+// component had written it: the API server cannot decode it.
+func putInEtcd(t *testing.T, etcdURL, key, value string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{
+		"key": base64.StdEncoding.EncodeToString([]byte(key)), "value": base64.StdEncoding.EncodeToString([]byte(value))})
+	resp, err := http.Post(etcdURL+"/v3/kv/put", "application/json", bytes.NewReader(body))
+	plugintest.Must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatal(fmt.Errorf("etcd put %s: %s", key, resp.Status))
+	}
+}
