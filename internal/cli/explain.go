@@ -38,8 +38,10 @@ type ExplainOptions struct {
 	Wait            time.Duration
 	DeleteNamespace bool
 	Orphans         bool
+	Fleet           fleetFlags
 
 	factory Factory
+	flags   *genericclioptions.ConfigFlags
 	clients *kube.Clients
 }
 
@@ -79,7 +81,10 @@ gone in time; with --orphans: leftovers found),
   kubectl ns-doctor explain team-a --if-deleted
 
   # What did namespaces finalized by hand leave in storage?
-  kubectl ns-doctor explain --orphans`,
+  kubectl ns-doctor explain --orphans
+
+  # Every terminating namespace of every production cluster in the kubeconfig
+  kubectl ns-doctor explain --contexts='prod-*' --request-timeout=10s`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeNamespaces(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -101,13 +106,15 @@ gone in time; with --orphans: leftovers found),
 	fs.DurationVar(&o.Wait, "wait", 0, "Wait up to this long for the namespaces to be gone, showing what holds each meanwhile; then report those still there")
 	fs.BoolVar(&o.Orphans, "orphans", false, "List what namespaces that no longer exist left in storage (a finalize forced with content left); a NAME: that former namespace only")
 	fs.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "With --wait: delete the namespaces that are Active first (without it, an Active one is an error)")
+	o.Fleet.addFlags(fs)
+	registerContextCompletion(cmd, flags)
 	return cmd
 }
 
 // Complete fills the options from the arguments.
 func (o *ExplainOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, args []string) error {
-	o.factory, o.Names = f, args
-	if len(args) == 0 && flags.Namespace != nil && *flags.Namespace != "" {
+	o.factory, o.Names, o.flags = f, args, flags
+	if len(args) == 0 && flags.Namespace != nil && *flags.Namespace != "" && !o.Fleet.on() {
 		// kubectl users reach for -n; an explicit one names the namespace.
 		o.Names = []string{*flags.Namespace}
 	}
@@ -140,15 +147,33 @@ func (o *ExplainOptions) Validate() error {
 	case o.Orphans && (len(o.Names) > 1 || o.Selector != "" || o.Wait > 0 || o.IfDeleted):
 		return usageErrorf("--orphans takes at most one NAME (a former namespace), and no -l, --wait or --if-deleted")
 	}
+	if err := o.validateFleet(); err != nil {
+		return err
+	}
 	if err := o.Ordering.validate(); err != nil {
 		return err
 	}
 	return o.PrintFlags.validate()
 }
 
+// validateFleet: over many clusters explain reports every terminating
+// namespace (or -l's), as a list.
+func (o *ExplainOptions) validateFleet() error {
+	if !o.Fleet.on() {
+		return nil
+	}
+	if len(o.Names) > 0 || o.Wait > 0 || o.Orphans || o.IfDeleted {
+		return usageErrorf("--all-contexts and --contexts explain every terminating namespace of each cluster (or those -l selects): they take no NAME, --wait, --orphans or --if-deleted")
+	}
+	return o.Fleet.validate(o.flags)
+}
+
 // Run diagnoses the namespaces and prints, after waiting for them to go
 // when asked.
 func (o *ExplainOptions) Run(ctx context.Context) error {
+	if o.Fleet.on() {
+		return o.runFleet(ctx)
+	}
 	var err error
 	if o.clients, err = o.factory.Clients(); err != nil {
 		return err

@@ -244,14 +244,22 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 			return o.PrintFlags.toPrinter(o.Out).Purges(o.Out, nil)
 		}
 	}
-	if o.Purge.DryRun == purge.DryRunNone && !o.Flags.Yes {
+	announce := ""
+	switch {
+	case o.Purge.DryRun != purge.DryRunNone:
+	case !o.Flags.Yes:
 		if err := o.confirm(ctx, names); err != nil {
 			return err
 		}
+	default:
+		// No prompt named the cluster: say where the writes go, before
+		// the first one (the backup opens just before it), as the prompt
+		// would have.
+		announce = fmt.Sprintf("purge --force --yes: writing to context %q, cluster %q (%d namespace(s))", o.Purge.Context, o.Purge.Cluster, len(names))
 	}
 	in := prefetchDiscovery(ctx, clients)
 	o.Purge.OrderedDeletion = o.Ordering.resolve(clients)
-	stop := o.showProgress(len(o.Names) != 1)
+	stop := o.showProgress(len(o.Names) != 1, announce)
 	p := &purge.Purger{Clients: clients, Opts: o.Purge, Inspector: in}
 	var results []purge.Result
 	if len(o.Names) == 1 {
@@ -268,7 +276,7 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 // place on a terminal, a line per pass otherwise. A plan, or -o json|yaml
 // on a terminal (as kubectl, the report holds what the lines would say),
 // shows only the API server's warnings. It returns what ends the display.
-func (o *PurgeOptions) showProgress(many bool) func() {
+func (o *PurgeOptions) showProgress(many bool, announce string) func() {
 	terminal := isTerminal(o.ErrOut)
 	progress := printer.NewWarnings(o.ErrOut)
 	if o.Purge.DryRun == purge.DryRunNone && (!terminal || !o.PrintFlags.isMachine()) {
@@ -279,6 +287,10 @@ func (o *PurgeOptions) showProgress(many bool) func() {
 	go func() {
 		defer close(done)
 		for e := range events {
+			if e.Kind == purge.EventBackup && announce != "" {
+				_, _ = fmt.Fprintln(o.ErrOut, printer.Escape(announce))
+				announce = ""
+			}
 			progress.Show(e)
 		}
 		progress.Close()

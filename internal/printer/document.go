@@ -5,6 +5,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -22,8 +23,12 @@ const (
 
 // DiagnosisDocument is one namespace's diagnosis as JSON and YAML say it.
 type DiagnosisDocument struct {
-	APIVersion string                `json:"apiVersion"`
-	Kind       string                `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Context and Cluster: the kubeconfig context read, over many
+	// clusters (--all-contexts, --contexts).
+	Context    string                `json:"context,omitempty"`
+	Cluster    string                `json:"cluster,omitempty"`
 	ObservedAt time.Time             `json:"observedAt"`
 	Verdict    VerdictDocument       `json:"verdict"`
 	Namespace  diagnose.Namespace    `json:"namespace"`
@@ -88,6 +93,17 @@ type DiagnosisListDocument struct {
 	APIVersion string              `json:"apiVersion"`
 	Kind       string              `json:"kind"`
 	Items      []DiagnosisDocument `json:"items"`
+	// Clusters are the clusters read, over many (--all-contexts,
+	// --contexts): whether each could be, and how many namespaces it gave.
+	Clusters []ClusterDocument `json:"clusters,omitempty"`
+}
+
+// ClusterDocument is one cluster of a fleet, read or not.
+type ClusterDocument struct {
+	fleet.Context
+	Reach      fleet.Reach `json:"reach"`
+	Namespaces int         `json:"namespaces"`
+	Error      string      `json:"error,omitempty"`
 }
 
 // OrphansDocument lists the leftovers of namespaces that are gone.
@@ -142,6 +158,24 @@ func DiagnosisList(rs []diagnose.Report) DiagnosisListDocument {
 	l := DiagnosisListDocument{APIVersion: APIVersion, Kind: DiagnosisListKind, Items: []DiagnosisDocument{}}
 	for _, r := range rs {
 		l.Items = append(l.Items, Diagnosis(r))
+	}
+	return l
+}
+
+// FleetList is many clusters' diagnoses as one list.
+func FleetList(results []fleet.Result) DiagnosisListDocument {
+	l := DiagnosisListDocument{APIVersion: APIVersion, Kind: DiagnosisListKind, Items: []DiagnosisDocument{}, Clusters: []ClusterDocument{}}
+	for _, r := range results {
+		c := ClusterDocument{Context: r.Context, Reach: r.Reach, Namespaces: len(r.Reports)}
+		if r.Err != nil {
+			c.Error = r.Err.Error()
+		}
+		l.Clusters = append(l.Clusters, c)
+		for _, rep := range r.Reports {
+			d := Diagnosis(rep)
+			d.Context, d.Cluster = r.Name, r.Cluster
+			l.Items = append(l.Items, d)
+		}
 	}
 	return l
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/internal/version"
 )
@@ -23,6 +24,7 @@ import (
 type Printer interface {
 	Diagnosis(w io.Writer, r diagnose.Report) error
 	Diagnoses(w io.Writer, rs []diagnose.Report) error
+	Fleet(w io.Writer, results []fleet.Result) error
 	Purge(w io.Writer, r *purge.Report) error
 	Purges(w io.Writer, rs []*purge.Report) error
 	Orphans(w io.Writer, r diagnose.OrphanReport) error
@@ -57,6 +59,18 @@ func (m Machine) Diagnoses(w io.Writer, rs []diagnose.Report) error {
 		names = append(names, r.Namespace.Name)
 	}
 	return m.print(w, DiagnosisList(rs), names...)
+}
+
+// Fleet prints the diagnoses of many clusters as one list, each item with
+// its context, and the clusters that could not be read.
+func (m Machine) Fleet(w io.Writer, results []fleet.Result) error {
+	var names []string
+	for _, r := range results {
+		for _, rep := range r.Reports {
+			names = append(names, rep.Namespace.Name)
+		}
+	}
+	return m.print(w, FleetList(results), names...)
 }
 
 // Purge prints a purge report's document.

@@ -11,6 +11,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/version"
 )
 
@@ -436,23 +437,76 @@ func (h Human) Diagnoses(w io.Writer, reports []diagnose.Report) error {
 	}
 	t := newTable(p, "NAMESPACE", "STATE", "DELETED", "REMAINING", "BLOCKERS", "TOP BLOCKER")
 	for _, r := range reports {
-		deleted, top := "-", "-"
-		if r.Namespace.DeletionTimestamp != nil {
-			deleted = h.ago(*r.Namespace.DeletionTimestamp)
-		}
-		if b := r.Blocking(); len(b) > 0 {
-			top = truncate(string(b[0].Kind)+": "+WordsOf(b[0]).Summary, 60)
-		}
-		state := raw(r.Verdict.State)
-		if r.Verdict.State == diagnose.StateStuck {
-			state = h.paint(color.FgRed, color.Bold)(string(state))
-		}
-		_ = t.Append(r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blocking())), top)
+		_ = t.Append(h.summaryRow(r)...)
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
 	}
 	return p.err
+}
+
+// Fleet renders one line per namespace of many clusters, with its
+// context, and one per cluster that could not be read, saying why.
+func (h Human) Fleet(w io.Writer, results []fleet.Result) error {
+	p := &errWriter{w: w}
+	t := newTable(p, "CONTEXT", "NAMESPACE", "STATE", "DELETED", "REMAINING", "BLOCKERS", "TOP BLOCKER")
+	rows := 0
+	for _, r := range results {
+		if r.Err != nil {
+			reach := h.paint(color.FgRed, color.Bold)(string(r.Reach))
+			_ = t.Append(clean(r.Name), "-", reach, "-", "-", "-", truncate(clean(ReachWords(r.Err)), 60))
+			rows++
+		}
+		for _, rep := range r.Reports {
+			_ = t.Append(append([]any{clean(r.Name)}, h.summaryRow(rep)...)...)
+			rows++
+		}
+	}
+	if rows == 0 {
+		p.printf("no namespace is being deleted in %d cluster(s)\n", len(results))
+		return p.err
+	}
+	if err := t.Render(); err != nil {
+		p.fail(err)
+	}
+	return p.err
+}
+
+// ReachWords says in a few words why a cluster could not be read; -o json
+// has the whole error.
+func ReachWords(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "x509:"); i >= 0 {
+		return "TLS: " + msg[i:]
+	}
+	for _, c := range []struct{ in, words string }{
+		{"Client.Timeout", "no answer within --request-timeout"},
+		{"deadline exceeded", "no answer within --request-timeout"},
+		{"connection refused", "connection refused"},
+		{"no such host", "unknown host"},
+	} {
+		if strings.Contains(msg, c.in) {
+			return c.words
+		}
+	}
+	return msg
+}
+
+// summaryRow is a namespace's line: name, state, age of its deletion,
+// what remains and its first blocker.
+func (h Human) summaryRow(r diagnose.Report) []any {
+	deleted, top := "-", "-"
+	if r.Namespace.DeletionTimestamp != nil {
+		deleted = h.ago(*r.Namespace.DeletionTimestamp)
+	}
+	if b := r.Blocking(); len(b) > 0 {
+		top = truncate(string(b[0].Kind)+": "+WordsOf(b[0]).Summary, 60)
+	}
+	state := raw(r.Verdict.State)
+	if r.Verdict.State == diagnose.StateStuck {
+		state = h.paint(color.FgRed, color.Bold)(string(state))
+	}
+	return []any{r.Namespace.Name, state, deleted, fmt.Sprint(r.Remaining()), fmt.Sprint(len(r.Blocking())), top}
 }
 
 // Version renders the build's version.

@@ -377,3 +377,18 @@ func TestWriteErrors(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// A cluster that could not be read is said in a few words.
+func TestReachWords(t *testing.T) {
+	for err, want := range map[string]string{
+		`listing namespaces: Get "https://10.0.0.1/api/v1/namespaces": net/http: request canceled (Client.Timeout exceeded while awaiting headers)`: "no answer within --request-timeout",
+		`Get "https://10.0.0.1/api": dial tcp 10.0.0.1:443: connect: connection refused`:                                                            "connection refused",
+		`Get "https://nope.example/api": dial tcp: lookup nope.example: no such host`:                                                               "unknown host",
+		`Get "https://10.0.0.1/api": tls: failed to verify certificate: x509: certificate signed by unknown authority`:                              "TLS: x509: certificate signed by unknown authority",
+		"something else": "something else",
+	} {
+		if got := ReachWords(errors.New(err)); got != want {
+			t.Errorf("%s: %q, want %q", err, got, want)
+		}
+	}
+}

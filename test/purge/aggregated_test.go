@@ -55,6 +55,10 @@ func TestUnavailableAggregatedResourceReportedWhileRestProceeds(t *testing.T) {
 	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining || rep.Finalize.Would {
 		t.Fatalf("purge with a 503 resource: exit %d, outcome %s, finalize %+v\n%s", r.Code, rep.Outcome, rep.Finalize, r.Stderr)
 	}
+	// With --yes no prompt named the cluster: the first line on stderr does.
+	if first, _, _ := strings.Cut(r.Stderr, "\n"); first != `purge --force --yes: writing to context "admin", cluster "ns-doctor-test" (1 namespace(s))` {
+		t.Errorf("stderr does not start with where purge writes: %q", first)
+	}
 	gadgets := deletion.ResourceName(agg.GVR)
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), "gadget backend is down") {
 		t.Errorf("the 503 is not reported: errors %q", rep.Errors)

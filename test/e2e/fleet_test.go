@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/ns-doctor/ns-doctor/internal/fleet"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
+)
+
+// Two clusters in one kubeconfig (east: the shared control plane; west: a
+// second one), a stuck namespace on each, and a third context whose
+// server accepts connections and never answers: explain over all of them
+// reports each cluster's namespaces with their context, the silent one as
+// unreachable within --request-timeout, and exits 1 for it; over the two
+// that answer, 3 for the stuck ones.
+func TestExplainAcrossClusters(t *testing.T) {
+	ctx := context.Background()
+	west, err := controlplane.Start(ctx, controlplane.Options{})
+	plugintest.Must(t, err)
+	t.Cleanup(west.Stop)
+	westCluster, err := scenario.NewCluster(west.Config)
+	plugintest.Must(t, err)
+
+	eastName := heldByFinalizers(t, true, nil)
+	westName := plugintest.UniqueName(t) + "-west"
+	plugintest.Must(t, westCluster.CreateNamespace(ctx, westName))
+	plugintest.Must(t, westCluster.CreateConfigMap(ctx, westName, "held", nil, "example.com/west"))
+	plugintest.Must(t, westCluster.DeleteNamespace(ctx, westName))
+	waitCondition(t, eastName, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+	_, err = westCluster.WaitForConditionStatus(ctx, westName, time.Minute, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+	plugintest.Must(t, err)
+	kubeconfig := fleetKubeconfig(t, map[string]string{"east": cp.Kubeconfig, "west": west.Kubeconfig}, silentServer(t))
+
+	run := func(args ...string) plugintest.Result {
+		return plugintest.Kubectl(t, plugin.Dir, kubeconfig, append([]string{"ns-doctor", "explain", "--grace=0s"}, args...)...)
+	}
+	r := run("--contexts=east,w*")
+	if r.Code != 3 || !strings.Contains(lineWith(r.Stdout, eastName), "east") || !strings.Contains(lineWith(r.Stdout, westName), "west") ||
+		!strings.HasPrefix(r.Stdout, "CONTEXT") {
+		t.Errorf("two clusters: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	r = run("--contexts=east,west", "-o", "json")
+	var list printer.DiagnosisListDocument
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &list))
+	contextOf := map[string]string{}
+	for _, item := range list.Items {
+		contextOf[item.Namespace.Name] = item.Context
+	}
+	if r.Code != 3 || contextOf[eastName] != "east" || contextOf[westName] != "west" || len(list.Clusters) != 2 ||
+		list.Clusters[0].Reach != fleet.Reachable || list.Clusters[1].Reach != fleet.Reachable {
+		t.Errorf("-o json: exit %d, contexts %v, clusters %+v", r.Code, contextOf, list.Clusters)
+	}
+
+	r = run("--all-contexts", "--request-timeout=3s")
+	down := lineWith(r.Stdout, "down")
+	if r.Code != 1 || !strings.Contains(down, string(fleet.Unreachable)) || !strings.Contains(down, "no answer within --request-timeout") || !strings.Contains(lineWith(r.Stdout, westName), "west") ||
+		strings.TrimSpace(r.Stderr) != "error: 1 of 3 clusters could not be read: down (unreachable); the others' namespaces are above" {
+		t.Errorf("a silent cluster: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	for _, args := range [][]string{{"--contexts=nowhere-*"}, {"--contexts=east", eastName}, {"--all-contexts", "--context=east"}, {"--all-contexts", "--contexts=east"}} {
+		if r := run(args...); r.Code != 2 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, r.Code, r.Stderr)
+		}
+	}
+	if r := run("--contexts=nowhere-*"); !strings.Contains(r.Stderr, "the contexts are: down, east, west") {
+		t.Errorf("no match does not list the contexts: %q", r.Stderr)
+	}
+}
+
+// fleetKubeconfig merges one context from each kubeconfig under a new
+// name, and adds "down", whose server is silent.
+func fleetKubeconfig(t *testing.T, from map[string]string, silent string) string {
+	t.Helper()
+	out := clientcmdapi.NewConfig()
+	for name, path := range from {
+		cfg, err := clientcmd.LoadFromFile(path)
+		plugintest.Must(t, err)
+		c := cfg.Contexts[cfg.CurrentContext]
+		out.Clusters[name] = cfg.Clusters[c.Cluster]
+		out.AuthInfos[name] = cfg.AuthInfos[c.AuthInfo]
+		out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	out.Clusters["down"] = &clientcmdapi.Cluster{Server: "https://" + silent, InsecureSkipTLSVerify: true}
+	out.Contexts["down"] = &clientcmdapi.Context{Cluster: "down", AuthInfo: "east"}
+	out.CurrentContext = "east"
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	plugintest.Must(t, clientcmd.WriteToFile(*out, file))
+	return file
+}
