@@ -152,7 +152,9 @@ type PurgeOptions struct {
 	// Names are the namespaces named on the command line.
 	Names   []string
 	Purge   purge.Options
+	Fleet   fleetFlags
 	factory Factory
+	flags   *genericclioptions.ConfigFlags
 }
 
 func newPurgeCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -207,15 +209,23 @@ cannot help), 4 not found, 2 bad usage, 1 error.`,
 	o.Flags.AddFlags(cmd)
 	o.PrintFlags.addFlags(cmd)
 	o.Ordering.addFlag(cmd)
+	o.Fleet.addFlags(cmd.Flags())
 	registerValueCompletions(cmd, flags)
+	registerContextCompletion(cmd, flags)
 	return cmd
 }
 
 // Complete validates the flags and arguments (ToOptions) and builds the
 // engine's options; nothing is sent before it succeeds.
 func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, cmd *cobra.Command, args []string) error {
-	o.Names, o.factory = args, f
+	o.Names, o.factory, o.flags = args, f, flags
 	if err := o.Ordering.validate(); err != nil {
+		return err
+	}
+	if o.Fleet.on() && (len(args) > 0 || o.Flags.Orphans || o.Flags.Selector == "" && !o.Flags.AllTerminating) {
+		return usageErrorf("--all-contexts and --contexts purge many clusters only with -l SELECTOR or --all-terminating: no NAME, no --orphans")
+	}
+	if err := o.Fleet.validate(flags); err != nil {
 		return err
 	}
 	if err := o.PrintFlags.validate(); err != nil {
@@ -231,6 +241,9 @@ func (o *PurgeOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags,
 
 // Run plans or purges and prints the report.
 func (o *PurgeOptions) Run(ctx context.Context) error {
+	if o.Fleet.on() {
+		return o.runFleet(ctx)
+	}
 	clients, err := o.factory.Clients()
 	if err != nil {
 		return err

@@ -76,7 +76,7 @@ func Read(ctx context.Context, contexts []Context, read func(context.Context, Co
 	for i, c := range contexts {
 		g.Go(func() error {
 			reports, err := read(ctx, c)
-			out[i] = Result{Context: c, Reach: reachOf(err), Reports: reports, Err: err}
+			out[i] = Result{Context: c, Reach: ReachOf(err), Reports: reports, Err: err}
 			return nil
 		})
 	}
@@ -84,7 +84,8 @@ func Read(ctx context.Context, contexts []Context, read func(context.Context, Co
 	return out
 }
 
-func reachOf(err error) Reach {
+// ReachOf says whether a cluster could be read, from the error reading it.
+func ReachOf(err error) Reach {
 	switch {
 	case err == nil:
 		return Reachable

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -100,4 +101,63 @@ func fleetKubeconfig(t *testing.T, from map[string]string, silent string) string
 	file := filepath.Join(t.TempDir(), "kubeconfig")
 	plugintest.Must(t, clientcmd.WriteToFile(*out, file))
 	return file
+}
+
+// purge -l across two clusters: the plan first (nothing changes), then one
+// forced run that finishes the label's namespaces in both, each backed up
+// under its context, and leaves a namespace the label does not choose.
+func TestPurgeAcrossClusters(t *testing.T) {
+	ctx := context.Background()
+	west, err := controlplane.Start(ctx, controlplane.Options{})
+	plugintest.Must(t, err)
+	t.Cleanup(west.Stop)
+	westCluster, err := scenario.NewCluster(west.Config)
+	plugintest.Must(t, err)
+	run := plugintest.UniqueName(t)
+	labels := map[string]string{"fleet-run": run}
+	eastName := heldByFinalizers(t, true, labels)
+	westName := run + "-west"
+	plugintest.Must(t, westCluster.CreateNamespaceWithLabels(ctx, westName, labels))
+	plugintest.Must(t, westCluster.CreateConfigMap(ctx, westName, "held", nil, "example.com/a"))
+	plugintest.Must(t, westCluster.DeleteNamespace(ctx, westName))
+	other := run + "-other"
+	plugintest.Must(t, westCluster.CreateNamespace(ctx, other))
+	plugintest.Must(t, westCluster.CreateConfigMap(ctx, other, "held", nil, "example.com/a"))
+	plugintest.Must(t, westCluster.DeleteNamespace(ctx, other))
+	kubeconfig := fleetKubeconfig(t, map[string]string{"east": cp.Kubeconfig, "west": west.Kubeconfig}, silentServer(t))
+	purgeIn := func(args ...string) (printer.PurgeListDocument, plugintest.Result) {
+		r := plugintest.Kubectl(t, plugin.Dir, kubeconfig, append([]string{"ns-doctor", "purge", "-l", "fleet-run=" + run, "--contexts=east,west", "-o", "json"}, args...)...)
+		var list printer.PurgeListDocument
+		if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil {
+			t.Fatalf("purge -o json: %v\n%s%s", err, r.Stdout, r.Stderr)
+		}
+		return list, r
+	}
+
+	plan, r := purgeIn("--remove-finalizers=example.com/*")
+	if r.Code != 0 || len(plan.Items) != 2 {
+		t.Fatalf("plan: exit %d, %d items\n%s", r.Code, len(plan.Items), r.Stderr)
+	}
+	backups := t.TempDir()
+	done, r := purgeIn("--remove-finalizers=example.com/*", "--force", "--yes", "--backup-dir", backups, "--timeout=2m")
+	where := map[string]string{}
+	for _, item := range done.Items {
+		where[item.Namespace] = item.Context + " " + string(item.Outcome)
+	}
+	if r.Code != 0 || where[eastName] != "east Gone" || where[westName] != "west Gone" || len(where) != 2 {
+		t.Fatalf("force: exit %d, %v\n%s", r.Code, where, r.Stderr)
+	}
+	for _, c := range []string{"east", "west"} {
+		if !strings.Contains(r.Stderr, `writing to context "`+c+`"`) {
+			t.Errorf("stderr does not say it writes to %s:\n%s", c, r.Stderr)
+		}
+	}
+	for dir, ns := range map[string]string{"east": eastName, "west": westName} {
+		if matches, _ := filepath.Glob(filepath.Join(backups, dir, ns, "*")); len(matches) == 0 {
+			t.Errorf("no backup under %s/%s", dir, ns)
+		}
+	}
+	if _, err := westCluster.Kube.CoreV1().Namespaces().Get(ctx, other, metav1.GetOptions{}); err != nil {
+		t.Errorf("the namespace the label does not choose was touched: %v", err)
+	}
 }
