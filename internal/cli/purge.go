@@ -471,12 +471,17 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	default:
 		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%s) to go on: ", want)
 	}
+	return o.expectAnswer(ctx, want)
+}
+
+// expectAnswer reads the answer to a confirmation: only want goes on, and
+// Ctrl-C at the prompt ends the command at once.
+func (o *PurgeOptions) expectAnswer(ctx context.Context, want string) error {
 	answer := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(o.In).ReadString('\n')
 		answer <- line
 	}()
-	// Ctrl-C at the prompt ends the command at once.
 	select {
 	case <-ctx.Done():
 		return &exitError{code: ExitError, msg: "interrupted: nothing was changed"}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -123,20 +122,7 @@ func (o *PurgeOptions) confirmFleet(ctx context.Context, clusters []*clusterPurg
 		}
 	}
 	_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%d) to go on: ", total)
-	answer := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(o.In).ReadString('\n')
-		answer <- line
-	}()
-	select {
-	case <-ctx.Done():
-		return &exitError{code: ExitError, msg: "interrupted: nothing was changed"}
-	case line := <-answer:
-		if strings.TrimSpace(line) != strconv.Itoa(total) {
-			return &exitError{code: ExitError, msg: "not confirmed: nothing was changed"}
-		}
-	}
-	return nil
+	return o.expectAnswer(ctx, strconv.Itoa(total))
 }
 
 // finishFleet prints every cluster's reports as one list (the human view:

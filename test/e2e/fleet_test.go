@@ -108,23 +108,12 @@ func fleetKubeconfig(t *testing.T, from map[string]string, silent string) string
 // under its context, and leaves a namespace the label does not choose.
 func TestPurgeAcrossClusters(t *testing.T) {
 	ctx := context.Background()
-	west, err := controlplane.Start(ctx, controlplane.Options{})
-	plugintest.Must(t, err)
-	t.Cleanup(west.Stop)
-	westCluster, err := scenario.NewCluster(west.Config)
-	plugintest.Must(t, err)
-	run := plugintest.UniqueName(t)
-	labels := map[string]string{"fleet-run": run}
-	eastName := heldByFinalizers(t, true, labels)
-	westName := run + "-west"
-	plugintest.Must(t, westCluster.CreateNamespaceWithLabels(ctx, westName, labels))
-	plugintest.Must(t, westCluster.CreateConfigMap(ctx, westName, "held", nil, "example.com/a"))
-	plugintest.Must(t, westCluster.DeleteNamespace(ctx, westName))
+	f := newTwoClusters(t)
+	run, eastName, westName, westCluster, kubeconfig := f.run, f.east, f.west, f.westCluster, f.kubeconfig
 	other := run + "-other"
 	plugintest.Must(t, westCluster.CreateNamespace(ctx, other))
 	plugintest.Must(t, westCluster.CreateConfigMap(ctx, other, "held", nil, "example.com/a"))
 	plugintest.Must(t, westCluster.DeleteNamespace(ctx, other))
-	kubeconfig := fleetKubeconfig(t, map[string]string{"east": cp.Kubeconfig, "west": west.Kubeconfig}, silentServer(t))
 	purgeIn := func(args ...string) (printer.PurgeListDocument, plugintest.Result) {
 		r := plugintest.Kubectl(t, plugin.Dir, kubeconfig, append([]string{"ns-doctor", "purge", "-l", "fleet-run=" + run, "--contexts=east,west", "-o", "json"}, args...)...)
 		var list printer.PurgeListDocument
@@ -160,4 +149,32 @@ func TestPurgeAcrossClusters(t *testing.T) {
 	if _, err := westCluster.Kube.CoreV1().Namespaces().Get(ctx, other, metav1.GetOptions{}); err != nil {
 		t.Errorf("the namespace the label does not choose was touched: %v", err)
 	}
+}
+
+// twoClusters is a kubeconfig with contexts east (the shared control
+// plane) and west (one of its own), and down (silent); a terminating
+// namespace labelled fleet-run=run in each, held by example.com/a.
+type twoClusters struct {
+	run, east, west string
+	westCluster     *scenario.Cluster
+	kubeconfig      string
+}
+
+func newTwoClusters(t *testing.T) twoClusters {
+	t.Helper()
+	ctx := context.Background()
+	west, err := controlplane.Start(ctx, controlplane.Options{})
+	plugintest.Must(t, err)
+	t.Cleanup(west.Stop)
+	f := twoClusters{run: plugintest.UniqueName(t)}
+	f.westCluster, err = scenario.NewCluster(west.Config)
+	plugintest.Must(t, err)
+	labels := map[string]string{"fleet-run": f.run}
+	f.east = heldByFinalizers(t, true, labels)
+	f.west = f.run + "-west"
+	plugintest.Must(t, f.westCluster.CreateNamespaceWithLabels(ctx, f.west, labels))
+	plugintest.Must(t, f.westCluster.CreateConfigMap(ctx, f.west, "held", nil, "example.com/a"))
+	plugintest.Must(t, f.westCluster.DeleteNamespace(ctx, f.west))
+	f.kubeconfig = fleetKubeconfig(t, map[string]string{"east": cp.Kubeconfig, "west": west.Kubeconfig}, silentServer(t))
+	return f
 }
