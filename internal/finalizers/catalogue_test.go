@@ -61,6 +61,26 @@ func TestLookup(t *testing.T) {
 		"cephblockpool.ceph.rook.io":             "Rook",
 		"controller.cattle.io/some-handler":      "Rancher",
 		"example.com/nobody-knows":               "",
+
+		"operators.coreos.com/csv-cleanup":                "olm-operator",
+		"tigera.io/cni-protector":                         "Tigera operator, Installation",
+		"tigera.io/operator-cleanup":                      "Tigera operator, Installation",
+		"operator.tigera.io/apiserver-controller":         "Tigera operator, API server controller",
+		"kafka.triggers.eventing.knative.dev":             "kafka-controller",
+		"backup.kubevirt.io/vmbackup-protection":          "VirtualMachineBackup controller",
+		"dataprotection.kubeblocks.io/finalizer":          "KubeBlocks data protection",
+		"finalizer.kamaji.clastix.io/datastore-secret":    "Kamaji",
+		"finalizer.kamaji.clastix.io":                     "Kamaji",
+		"workspace.finalizer.kaito.sh":                    "KAITO workspace controller",
+		"kopf.zalando.org/KopfFinalizerMarker":            "Kopf-based operator",
+		"finalizers.s3.services.k8s.aws/Bucket":           "ACK service controller",
+		"finalizers.rds.services.k8s.aws/DBInstance":      "ACK service controller",
+		"finalizers.services.k8s.aws/FieldExport":         "field export reconciler",
+		"cnrm.cloud.google.com/finalizer":                 "Config Connector controller manager",
+		"cnrm.cloud.google.com/deletion-defender":         "Config Connector deletion defender",
+		"configconnector.cnrm.cloud.google.com/finalizer": "Config Connector operator",
+		"finalizers.s3.services.k8s.aws/Bucket/extra":     "",
+		"finalizers.services.k8s.aws/Other":               "",
 	} {
 		e := Lookup(finalizer)
 		switch {
