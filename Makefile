@@ -93,7 +93,7 @@ cluster-down:
 # --snapshot` publishes nothing). test/distribution, part of `make test`,
 # does the same into a temp dir and installs the result the way krew does.
 release-check:
-	@gr=$$(bash hack/install-goreleaser.sh) && $$gr check && $$gr release --snapshot --clean
+	@gr=$$(bash hack/install-goreleaser.sh) && $$gr check && $$gr release --snapshot --clean --skip=docker
 
 clean:
 	rm -rf bin dist

@@ -27,6 +27,7 @@ func FuzzRun(f *testing.F) {
 		"explain demo", "explain", "explain Demo_X", "explain a b", "explain demo -o xml", "explain demo --color=never -o yaml",
 		"purge demo", "purge kube-system", "purge demo --force --dry-run=server", "purge demo --remove-all-finalizers --remove-finalizers=a*",
 		"purge demo --timeout=-1s", "version -o json", "explain --if-deleted", "--request-timeout=x explain demo", "explain demo --controller-grace=0",
+		"watch --after=5x", "watch --purge-force", "watch --purge-selector=a=b --metrics-addr=0",
 	} {
 		f.Add(seed)
 	}

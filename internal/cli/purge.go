@@ -23,9 +23,6 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
-// protectedNamespaces are refused without --allow-system-namespace.
-var protectedNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
-
 // PurgeFlags are purge's own flags, each under the name of the engine's
 // option it sets (purge.Options); ToOptions validates them and the
 // arguments in one place (kubectl's DeleteFlags.ToOptions).
@@ -102,7 +99,7 @@ func (f *PurgeFlags) validate(names []string) error {
 		if err := validateNamespaceName(name); err != nil {
 			return err
 		}
-		if protectedNamespaces[name] && !f.AllowSystemNamespace {
+		if purge.IsSystemNamespace(name) && !f.AllowSystemNamespace {
 			return usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
 		}
 	}
@@ -324,7 +321,7 @@ func (o *PurgeOptions) chosen(ctx context.Context, clients *kube.Clients) ([]str
 	}
 	var out []string
 	for _, ns := range list {
-		if protectedNamespaces[ns.Name] && !o.Flags.AllowSystemNamespace {
+		if purge.IsSystemNamespace(ns.Name) && !o.Flags.AllowSystemNamespace {
 			_, _ = fmt.Fprintf(o.ErrOut, "skipping the system namespace %s (add --allow-system-namespace if you really mean it)\n", ns.Name)
 			continue
 		}

@@ -82,6 +82,7 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 	root.AddCommand(
 		newExplainCommand(f, flags, streams),
 		newPurgeCommand(f, flags, streams),
+		newWatchCommand(f, flags, streams),
 		newVersionCommand(streams),
 		newCompletionCommand(streams),
 	)

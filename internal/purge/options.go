@@ -189,3 +189,14 @@ func (r *run) afterPassEscalations() []escalation {
 	}
 	return out
 }
+
+// systemNamespaces hold the cluster itself: purge refuses them unless
+// asked in so many words (--allow-system-namespace), and watch's janitor
+// never touches them.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// SystemNamespaces are the namespaces purge protects.
+func SystemNamespaces() []string { return slices.Clone(systemNamespaces) }
+
+// IsSystemNamespace tells whether name is one of SystemNamespaces.
+func IsSystemNamespace(name string) bool { return slices.Contains(systemNamespaces, name) }

@@ -1,0 +1,64 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server serves /metrics, /healthz and /readyz.
+type Server struct {
+	srv   *http.Server
+	ln    net.Listener
+	ready atomic.Bool
+}
+
+// Listen binds addr at once, so that an address in use is an error before
+// anything else starts.
+func Listen(addr string, m *Metrics) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, errors.Unwrap(err))
+	}
+	s := &Server{ln: ln}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	// A standby is ready too: it serves its metrics, and a rolling update
+	// waits for every replica to be ready.
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "namespace cache not synced yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// Addr is where the server listens (the port chosen when addr had 0).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Ready marks the replica ready (its namespace cache synced).
+func (s *Server) Ready() { s.ready.Store(true) }
+
+// Serve serves until ctx ends.
+func (s *Server) Serve(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(shutdown)
+	}()
+	if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving metrics: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+// Package watch is ns-doctor's long-running mode, built as a controller:
+// a shared informer on namespaces (nothing per object) feeds a
+// rate-limited work queue; each namespace terminating for longer than
+// After is diagnosed with explain's engine (internal/inspect), again when
+// it changes and on every resync, and forgotten when it goes. What a
+// diagnosis finds goes to an Event on the namespace, to the metrics, and
+// to whoever listens (OnChange). The opt-in janitor (janitor.go) runs
+// purge's engine on the namespaces its selector chooses. It returns data;
+// the command layer gives the words (Words) and prints.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/inspect"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// Event reasons, on the namespace (stored in default: a terminating
+// namespace accepts no new Event).
+const (
+	ReasonStuck          = "NamespaceStuck"
+	ReasonPurgePlanned   = "NamespacePurgePlanned"
+	ReasonPurged         = "NamespacePurged"
+	ReasonPurgeFailed    = "NamespacePurgeFailed"
+	eventSourceComponent = "ns-doctor-watch"
+)
+
+// Options are watch's flags, as the engine needs them.
+type Options struct {
+	// After is how long a namespace terminates before it is diagnosed.
+	After time.Duration
+	// Resync is how often every terminating namespace is diagnosed again.
+	Resync time.Duration
+	// Workers diagnose that many namespaces at once.
+	Workers int
+	// Inspect applies to every diagnosis (grace, deletion order).
+	Inspect inspect.Options
+	// Janitor is nil unless --purge-selector was given.
+	Janitor *JanitorOptions
+}
+
+// Words says a diagnosis and a janitor run for Events; the command layer
+// gives them (internal/printer), the engine only returns data.
+type Words interface {
+	Stuck(r diagnose.Report) string
+	Janitor(r *purge.Report, err error) string
+}
+
+// Change is a diagnosis that differs from the namespace's last one, or a
+// namespace that went: what OnChange receives.
+type Change struct {
+	Namespace string
+	At        time.Time
+	// Report is nil when the namespace is gone (or no longer terminating).
+	Report *diagnose.Report
+	// Terminating is how long the namespace had been terminating.
+	Terminating time.Duration
+	// Janitor is the janitor's run on it, when there was one.
+	Janitor *JanitorRun
+}
+
+// JanitorRun is one janitor run: its report and error.
+type JanitorRun struct {
+	Report *purge.Report
+	Err    error
+}
+
+// Watcher is the controller. Fill the exported fields, then Run.
+type Watcher struct {
+	Clients *kube.Clients
+	Opts    Options
+	Words   Words
+	Metrics *Metrics
+	// Recorder writes the Events; nil records none.
+	Recorder record.EventRecorder
+	// OnChange hears every changed diagnosis, gone namespace and janitor
+	// run; nil: nobody listens.
+	OnChange func(Change)
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+
+	queue  workqueue.TypedRateLimitingInterface[string]
+	lister corelisters.NamespaceLister
+	state  *state
+
+	mu        sync.Mutex
+	insp      *inspect.Inspector
+	inspAt    time.Time
+	janitorMu sync.Mutex
+}
+
+func (w *Watcher) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// Start runs the namespace informer until ctx ends and returns once its
+// cache has synced: from then on the metrics are served and the replica
+// is ready, whether it leads or not.
+func (w *Watcher) Start(ctx context.Context) error {
+	if w.state == nil {
+		w.state = newState()
+	}
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespaces"})
+	go func() {
+		<-ctx.Done()
+		w.queue.ShutDown()
+	}()
+	// Only namespaces: content is swept for the terminating ones alone,
+	// when they are diagnosed.
+	factory := informers.NewSharedInformerFactory(w.Clients.Kube, w.Opts.Resync)
+	inf := factory.Core().V1().Namespaces()
+	w.lister = inf.Lister()
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.enqueue(obj) },
+		UpdateFunc: func(_, obj any) { w.enqueue(obj) },
+		DeleteFunc: func(obj any) { w.enqueue(obj) },
+	}); err != nil {
+		return fmt.Errorf("watching namespaces: %w", err)
+	}
+	if w.Metrics != nil {
+		w.Metrics.bind(w.lister, w.state, w.now)
+	}
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("listing %v: the cache did not sync (%w)", typ, context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// enqueue adds a namespace's name; the worker reads the latest state from
+// the lister, so repeated changes collapse into one diagnosis.
+func (w *Watcher) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	w.queue.Add(key)
+}
+
+// Work diagnoses the queued namespaces until ctx ends: on the leader only,
+// when leader election is on.
+func (w *Watcher) Work(ctx context.Context) {
+	workers := max(w.Opts.Workers, 1)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, w.worker, time.Second) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+}
+
+func (w *Watcher) worker(ctx context.Context) {
+	for w.processNext(ctx) {
+	}
+}
+
+func (w *Watcher) processNext(ctx context.Context) bool {
+	key, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(key)
+	if err := w.sync(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "diagnosing a namespace", "namespace", key)
+			w.queue.AddRateLimited(key)
+		}
+		return true
+	}
+	w.queue.Forget(key)
+	return true
+}
+
+// sync is one namespace's turn: forgotten when gone or no longer
+// terminating, put back for later before After, else diagnosed.
+func (w *Watcher) sync(ctx context.Context, name string) error {
+	ns, err := w.lister.Get(name)
+	if apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp == nil {
+		w.forget(name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	age := w.now().Sub(ns.DeletionTimestamp.Time)
+	if age < w.Opts.After {
+		w.queue.AddAfter(name, w.Opts.After-age)
+		return nil
+	}
+	report, err := w.diagnose(ctx, ns)
+	if err != nil {
+		return err
+	}
+	change := w.state.set(name, report)
+	if report.Verdict.State == diagnose.StateStuck && w.Recorder != nil {
+		w.Recorder.Event(namespaceRef(ns), v1.EventTypeWarning, ReasonStuck, w.Words.Stuck(report))
+	}
+	run := w.janitor(ctx, ns, age)
+	if (change || run != nil) && w.OnChange != nil {
+		w.OnChange(Change{Namespace: name, At: w.now(), Report: &report, Terminating: age, Janitor: run})
+	}
+	return nil
+}
+
+// diagnose runs explain's engine on one namespace, timing it.
+func (w *Watcher) diagnose(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
+	started := time.Now()
+	report, err := w.inspector().Explain(ctx, ns)
+	if w.Metrics != nil {
+		w.Metrics.diagnosed(time.Since(started), err)
+	}
+	if err != nil {
+		w.dropInspector()
+		return report, fmt.Errorf("diagnosing namespace %s: %w", ns.Name, err)
+	}
+	return report, nil
+}
+
+// inspector is shared by the diagnoses of one resync round: one discovery
+// and one read of webhooks, CRDs and APIServices serve them all. A newer
+// one is made once it is half a resync old, so each round sees the API as
+// it is.
+func (w *Watcher) inspector() *inspect.Inspector {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.insp == nil || w.now().Sub(w.inspAt) >= w.Opts.Resync/2 {
+		w.insp = inspect.New(w.Clients)
+		w.insp.Compact = true
+		w.insp.Options = w.Opts.Inspect
+		w.inspAt = w.now()
+	}
+	return w.insp
+}
+
+func (w *Watcher) dropInspector() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.insp = nil
+}
+
+// forget drops a namespace that went (or stopped terminating): its series
+// go with it.
+func (w *Watcher) forget(name string) {
+	w.queue.Forget(name)
+	if w.state.remove(name) && w.OnChange != nil {
+		w.OnChange(Change{Namespace: name, At: w.now()})
+	}
+}
+
+// namespaceRef is the Event's object: a Namespace, which client-go's
+// recorder files under default.
+func namespaceRef(ns *v1.Namespace) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Namespace", APIVersion: "v1", Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion}
+}
+
+// ErrLostLease ends a leader that lost its Lease: it stops diagnosing at
+// once, and the process exits so that it comes back as a standby.
+var ErrLostLease = errors.New("lost the leader election Lease")
