@@ -190,13 +190,9 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.Wait > 0 {
 		return o.waitFor(ctx, in, targets)
 	}
-	var reports []diagnose.Report
-	for i := range targets {
-		report, err := in.Explain(ctx, &targets[i])
-		if err != nil {
-			return err
-		}
-		reports = append(reports, report)
+	reports, err := in.ExplainAll(ctx, targets)
+	if err != nil {
+		return err
 	}
 	if len(reports) > 0 || len(missing) == 0 { // only missing ones: just the error
 		if err := o.print(reports); err != nil {

@@ -132,15 +132,7 @@ func (o *ExplainOptions) explainCluster(ctx context.Context, clients *kube.Clien
 	if err != nil {
 		return nil, err
 	}
-	reports := make([]diagnose.Report, 0, len(namespaces))
-	for i := range namespaces {
-		r, err := in.Explain(ctx, &namespaces[i])
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, r)
-	}
-	return reports, nil
+	return in.ExplainAll(ctx, namespaces)
 }
 
 // registerContextCompletion completes --contexts with the kubeconfig's

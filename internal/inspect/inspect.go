@@ -44,6 +44,8 @@ type Inspector struct {
 	uncheckedMu sync.Mutex
 	// owners caches each finalizer's owner state.
 	owners map[string]diagnose.OwnerState
+	// census, when taken, spares reading types a namespace cannot hold.
+	census *Census
 	// Options apply to every observation.
 	Options Options
 }
@@ -122,9 +124,10 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 	if err != nil {
 		return diagnose.Observation{}, err
 	}
+	census := i.Census()
 	var gvrs []schema.GroupVersionResource
 	for gvr, r := range disc.DeletableResources() {
-		if hasVerb(r.Verbs, "list") {
+		if hasVerb(r.Verbs, "list") && !census.Skips(ns.Name, gvr) {
 			gvrs = append(gvrs, gvr)
 		}
 	}

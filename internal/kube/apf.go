@@ -22,7 +22,10 @@ const flowSchemaHeader = "X-Kubernetes-PF-FlowSchema-UID"
 // requests in flight; otherwise explain with no name over 50 namespaces
 // spends most of its time waiting on a token bucket.
 type apf struct {
-	seen     atomic.Bool
+	seen atomic.Bool
+	// rejected counts the 429s the server answered: priority and fairness
+	// shedding load (client-go retries them).
+	rejected atomic.Int64
 	once     sync.Once
 	metadata metadata.Interface
 	dynamic  dynamic.Interface
@@ -48,6 +51,9 @@ func (t *apfTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	if err == nil && resp.Header.Get(flowSchemaHeader) != "" {
 		t.apf.seen.Store(true)
+	}
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		t.apf.rejected.Add(1)
 	}
 	return resp, err
 }
@@ -103,4 +109,17 @@ func (c *Clients) unthrottled() bool {
 		}
 	})
 	return c.apf.err == nil
+}
+
+// ServerQueues tells whether the API server runs API Priority and
+// Fairness (as far as its answers so far showed).
+func (c *Clients) ServerQueues() bool { return c.apf != nil && c.apf.seen.Load() }
+
+// Rejected is how many requests the API server answered 429 Too Many
+// Requests so far: it sheds load, and callers should send less at once.
+func (c *Clients) Rejected() int64 {
+	if c.apf == nil {
+		return 0
+	}
+	return c.apf.rejected.Load()
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -91,19 +92,17 @@ func (c *discoveryCache) seed(disc *kube.Discovery) {
 	}
 }
 
-// namespacesAtOnce bounds the namespaces RunMany purges concurrently;
-// each run has its own bound of requests in flight.
-const namespacesAtOnce = 4
-
 // Result is the outcome of one namespace among several.
 type Result struct {
 	Report *Report
 	Err    error
 }
 
-// RunMany purges several namespaces, a few at a time, with the options of
-// p for each (a backup folder each: BackupDir/NAME when BackupDir is set).
-// The results are in the order of names.
+// RunMany purges several namespaces, as many at a time as the server lets
+// through (atonce.go), with the options of p for each (a backup folder
+// each: BackupDir/NAME when BackupDir is set). With enough of them, one
+// census first tells which types each holds (inspect.Census). The results
+// are in the order of names.
 func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 	if p.Inspector == nil {
 		p.Inspector = inspect.New(p.Clients)
@@ -112,8 +111,16 @@ func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 	if p.discoveries == nil && len(names) > 1 {
 		p.discoveries = &discoveryCache{}
 	}
+	if len(names) >= inspect.CensusMin && p.Inspector.Census() == nil {
+		p.takeCensus(ctx, names)
+	}
 	out := make([]Result, len(names))
-	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), namespacesAtOnce, len(names), func(i int) {
+	// The census's reads told whether the server runs priority and
+	// fairness: the bound on runs at once follows it.
+	bound := newAtOnce(p.Clients)
+	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), namespacesAtOnceMax, len(names), func(i int) {
+		bound.acquire()
+		defer bound.release()
 		one := *p
 		if p.Opts.BackupDir != "" && len(names) > 1 {
 			one.Opts.BackupDir = filepath.Join(p.Opts.BackupDir, names[i])
@@ -160,4 +167,27 @@ func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 		}
 	}()
 	return r, run.do(ctx, ns)
+}
+
+// takeCensus reads which of the namespaces hold which types, once for all
+// (inspect.Census): their runs then ask only about those. The namespaces
+// are read first, so that only those already terminating are covered. It
+// is an optimisation: when it cannot be taken, every run asks about every
+// type, as the controller does.
+func (p *Purger) takeCensus(ctx context.Context, names []string) {
+	list, err := p.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	chosen := map[string]bool{}
+	for _, n := range names {
+		chosen[n] = true
+	}
+	var terminating []v1.Namespace
+	for _, ns := range list.Items {
+		if chosen[ns.Name] && ns.DeletionTimestamp != nil {
+			terminating = append(terminating, ns)
+		}
+	}
+	_, _ = p.Inspector.TakeCensus(ctx, terminating)
 }

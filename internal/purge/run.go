@@ -210,7 +210,9 @@ func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observat
 	// explain reads pods as metadata only; purge reads them as the
 	// controller does (spec and status, never printed), so a plan knows
 	// which pods a kubelet holds and which go at once.
-	if pods, err := (kube.PodLister{Client: r.Clients.Kube}).ListPods(ctx, ns.Name); err == nil {
+	if in.Census().Skips(ns.Name, deletion.PodsGVR) {
+		obs.Snapshot.PodSpecsUnknown = false
+	} else if pods, err := (kube.PodLister{Client: r.Clients.Kube}).ListPods(ctx, ns.Name); err == nil {
 		obs.Snapshot.Pods, obs.Snapshot.PodSpecsUnknown = pods, false
 	}
 	return obs, nil
@@ -246,8 +248,14 @@ func (r *run) inspector() *inspect.Inspector {
 // writer, discovery and escalations.
 func (r *run) newDeleter() *deletion.NamespacedResourcesDeleter {
 	r.rec = newRecorder(r.w, r.requestDone, r.whoRefused)
+	var ops deletion.Operations = r.rec
+	pods := r.w.pods()
+	if census := r.inspector().Census(); census != nil && r.Opts.DryRun != DryRunClient {
+		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns()}
+		ops, pods = c, c
+	}
 	return &deletion.NamespacedResourcesDeleter{
-		NsClient: r.w.namespaces(), Ops: r.rec, Pods: r.w.pods(),
+		NsClient: r.w.namespaces(), Ops: ops, Pods: pods,
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
 		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.OrderedDeletion.Ordered,
 		Workers: r.Opts.Workers, Now: r.now,
