@@ -79,6 +79,7 @@ func Diagnose(obs Observation) Report {
 	r.Blockers = findBlockers(obs, r, result)
 	markCannotFinish(r.Finalizers, r.Blockers)
 	r.Verdict = verdictOf(r)
+	r.Progress = progressOf(obs, r)
 	return r
 }
 

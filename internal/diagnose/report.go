@@ -43,6 +43,9 @@ type Report struct {
 	Events []Event
 	// Notes are findings that hold nothing but deserve a look.
 	Notes []Note
+	// Progress is what is still going within its time when nothing
+	// blocks the namespace: why it is slow, not stuck (progress.go).
+	Progress []Progress
 	// Unchecked is what could not be read, so the blockers depending on
 	// it could not be looked for (e.g. webhooks without permission to list
 	// them).

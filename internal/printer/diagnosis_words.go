@@ -36,10 +36,33 @@ func VerdictSummary(r diagnose.Report) string {
 	if n := r.Unseen(); n > 0 {
 		note = fmt.Sprintf("; %d resource type(s) could not be listed", n)
 	}
+	if r.Verdict.State == diagnose.StateTerminating && len(r.Progress) > 0 {
+		words := make([]string, 0, len(r.Progress))
+		for _, p := range r.Progress {
+			words = append(words, ProgressWords(p))
+		}
+		return fmt.Sprintf("namespace %s is being deleted, slowly but not stuck: %s%s", name, strings.Join(words, "; "), note)
+	}
 	if r.Verdict.State == diagnose.StateTerminating {
 		return fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet%s", name, note)
 	}
 	return fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s", name, len(blocking), kindList(blocking), note)
+}
+
+// ProgressWords says one thing still going within its time, with its
+// timings.
+func ProgressWords(p diagnose.Progress) string {
+	left := (time.Duration(p.LeftSeconds) * time.Second).String()
+	going := (time.Duration(p.GoingSeconds) * time.Second).String()
+	switch p.Kind {
+	case diagnose.ProgressPodsInGrace:
+		return fmt.Sprintf("%d pod(s) within their grace period (the last one ends in %s)", p.Objects, left)
+	case diagnose.ProgressFinalizersInGrace:
+		return fmt.Sprintf("%d %s wait for %s, for %s (called stuck after --grace, in %s)", p.Objects, p.Resource, clean(p.Subject), going, left)
+	case diagnose.ProgressControllerInGrace:
+		return fmt.Sprintf("the namespace controller has not acted yet, %s after the deletion (called stuck in %s)", going, left)
+	}
+	return string(p.Kind)
 }
 
 // kindList renders ": KindA, KindB" for the distinct kinds, in order.

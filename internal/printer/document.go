@@ -42,7 +42,10 @@ type DiagnosisDocument struct {
 	Holders    []diagnose.Holder     `json:"holders,omitempty"`
 	Events     []diagnose.Event      `json:"events,omitempty"`
 	Notes      []NoteDocument        `json:"notes,omitempty"`
-	Unchecked  []string              `json:"unchecked,omitempty"`
+	// Progress is what is still going within its time (slow, not
+	// stuck).
+	Progress  []diagnose.Progress `json:"progress,omitempty"`
+	Unchecked []string            `json:"unchecked,omitempty"`
 }
 
 // VerdictDocument is the one-line answer.
@@ -122,7 +125,7 @@ func Diagnosis(r diagnose.Report) DiagnosisDocument {
 		Verdict:   VerdictDocument{State: r.Verdict.State, Summary: VerdictSummary(r)},
 		Namespace: r.Namespace, Conditions: r.Conditions, Discovery: r.Discovery, Ordering: r.Ordering,
 		Content: r.Content, Blockers: Blockers(r.Blockers), Pods: r.Pods,
-		Holders: r.Holders, Events: r.Events, Unchecked: UncheckedWords(r.Unchecked),
+		Holders: r.Holders, Events: r.Events, Unchecked: UncheckedWords(r.Unchecked), Progress: r.Progress,
 	}
 	for _, f := range r.Finalizers {
 		d.Finalizers = append(d.Finalizers, FinalizerDocument{FinalizerInfo: f, OwnerState: OwnerStateDocument{State: f.OwnerState.State, Evidence: OwnerEvidence(f.OwnerState)}})
