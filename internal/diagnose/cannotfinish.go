@@ -67,6 +67,7 @@ func cannotFinishOf(obs Observation, gvr schema.GroupVersionResource) []CannotFi
 			}
 		}
 	}
+	out = append(out, loggedRefusals(obs, gvr)...)
 	held := heldNames(obs.Snapshot, gvr)
 	for _, e := range obs.Evidence.Events {
 		_, name, _ := strings.Cut(e.Object, "/")
@@ -76,6 +77,43 @@ func cannotFinishOf(obs Observation, gvr schema.GroupVersionResource) []CannotFi
 		if cf, ok := refusal(e.Message); ok {
 			cf.Object, cf.Source = res+"/"+name, "event "+e.Reason
 			out = append(out, cf)
+		}
+	}
+	return out
+}
+
+// loggedRefusals are the refusals the running owners of a type's
+// finalizers logged about this namespace, one per pod: the owner says it
+// in its log when it says nothing in the holders' status.
+func loggedRefusals(obs Observation, gvr schema.GroupVersionResource) []CannotFinish {
+	held := heldFinalizers(obs.Snapshot, gvr)
+	var out []CannotFinish
+	for _, l := range obs.Evidence.OwnerLogs {
+		if !held[l.Finalizer] {
+			continue
+		}
+		for _, line := range l.Lines {
+			if !strings.Contains(line, obs.Namespace.Name) {
+				continue
+			}
+			if cf, ok := refusal(line); ok {
+				cf.Object, cf.Source = "pod/"+l.Pod, "log of container "+l.Container
+				out = append(out, cf)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// heldFinalizers are the finalizers a type's objects carry.
+func heldFinalizers(snap *deletion.Snapshot, gvr schema.GroupVersionResource) map[string]bool {
+	out := map[string]bool{}
+	if list := snap.Lists[gvr]; list != nil {
+		for _, item := range list.Items {
+			for _, f := range item.Finalizers {
+				out[f] = true
+			}
 		}
 	}
 	return out

@@ -60,6 +60,18 @@ type Evidence struct {
 	Owners  map[string]OwnerState
 	Holders []Holder
 	Events  []Event
+	// OwnerLogs are the recent log lines of running owners' pods that
+	// name the namespace.
+	OwnerLogs []OwnerLog
 	// Unchecked is what of it could not be read.
 	Unchecked []Unchecked
+}
+
+// OwnerLog is what one pod of a finalizer's running owner logged about the
+// namespace: the lines of its recent log that name it.
+type OwnerLog struct {
+	Finalizer string
+	// Pod is namespace/name; Container the container read.
+	Pod, Container string
+	Lines          []string
 }

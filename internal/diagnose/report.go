@@ -375,6 +375,7 @@ const (
 	UncheckedHolderStatus       UncheckedSubject = "HolderStatus"
 	UncheckedEvents             UncheckedSubject = "Events"
 	UncheckedResource           UncheckedSubject = "Resource"
+	UncheckedOwnerLogs          UncheckedSubject = "OwnerLogs"
 )
 
 // Unchecked is one read that failed: what, which one (a Service's

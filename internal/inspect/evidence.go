@@ -68,6 +68,7 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 		return nil
 	})
 	_ = g.Wait() // the reads report their own failures, as unchecked
+	ev.OwnerLogs = i.ownerLogs(ctx, ns.Name, ev)
 	for _, h := range found {
 		if h != nil {
 			ev.Holders = append(ev.Holders, *h)
@@ -154,6 +155,7 @@ func (i *Inspector) findOwner(ctx context.Context, finalizer string) diagnose.Ow
 			seen := &diagnose.WorkloadState{WorkloadRef: diagnose.WorkloadRef{Kind: w.Kind, Namespace: f.namespace, Name: w.Name}, Ready: f.ready, Want: f.want}
 			switch {
 			case f.ready > 0:
+				i.keepOwnerPods(finalizer, f)
 				return diagnose.OwnerState{State: diagnose.OwnerRunningReady, Owner: e.Owner, Found: seen}
 			case best.State == diagnose.OwnerNotFound:
 				best = diagnose.OwnerState{State: diagnose.OwnerNotReady, Owner: e.Owner, Found: seen}
@@ -166,6 +168,8 @@ func (i *Inspector) findOwner(ctx context.Context, finalizer string) diagnose.Ow
 type workload struct {
 	namespace   string
 	ready, want int32
+	// selector chooses its pods, whose logs may say why it cannot finish.
+	selector *metav1.LabelSelector
 }
 
 // workloads finds a workload by name: in its usual namespace, else in any.
@@ -180,7 +184,7 @@ func (i *Inspector) workloads(ctx context.Context, w finalizers.Workload) ([]wor
 			return nil, err
 		}
 		for _, d := range list.Items {
-			out = append(out, workload{d.Namespace, d.Status.ReadyReplicas, replicas(d.Spec.Replicas)})
+			out = append(out, workload{d.Namespace, d.Status.ReadyReplicas, replicas(d.Spec.Replicas), d.Spec.Selector})
 		}
 	case "StatefulSet":
 		list, err := apps.StatefulSets("").List(ctx, byName)
@@ -188,7 +192,7 @@ func (i *Inspector) workloads(ctx context.Context, w finalizers.Workload) ([]wor
 			return nil, err
 		}
 		for _, s := range list.Items {
-			out = append(out, workload{s.Namespace, s.Status.ReadyReplicas, replicas(s.Spec.Replicas)})
+			out = append(out, workload{s.Namespace, s.Status.ReadyReplicas, replicas(s.Spec.Replicas), s.Spec.Selector})
 		}
 	case "DaemonSet":
 		list, err := apps.DaemonSets("").List(ctx, byName)
@@ -196,7 +200,7 @@ func (i *Inspector) workloads(ctx context.Context, w finalizers.Workload) ([]wor
 			return nil, err
 		}
 		for _, d := range list.Items {
-			out = append(out, workload{d.Namespace, d.Status.NumberReady, d.Status.DesiredNumberScheduled})
+			out = append(out, workload{d.Namespace, d.Status.NumberReady, d.Status.DesiredNumberScheduled, d.Spec.Selector})
 		}
 	}
 	// The usual namespace first.

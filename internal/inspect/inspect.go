@@ -46,6 +46,10 @@ type Inspector struct {
 	owners map[string]diagnose.OwnerState
 	// census, when taken, spares reading types a namespace cannot hold.
 	census *Census
+	// ownerPods are where running owners have their pods, and
+	// ownerLogCache the tails of their logs read so far.
+	ownerPods     map[string]ownerPods
+	ownerLogCache map[string][]diagnose.OwnerLog
 	// Options apply to every observation.
 	Options Options
 }

@@ -546,6 +546,7 @@ func UncheckedWords(list []diagnose.Unchecked) []string {
 			diagnose.UncheckedHolderStatus:       "status of " + u.Name,
 			diagnose.UncheckedEvents:             "events",
 			diagnose.UncheckedResource:           u.Name,
+			diagnose.UncheckedOwnerLogs:          "logs of " + u.Name,
 		}[u.Subject]
 		out = append(out, what+": "+u.Error)
 	}
