@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -291,13 +292,22 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 	wctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
 	started := time.Now()
+	// Each namespace's last read: content still going is not stuck.
+	var mu sync.Mutex
+	earlier := map[string]*diagnose.EarlierRead{}
 	w := &await.Waiter{
 		Client: o.clients.Kube,
 		Status: func(ctx context.Context, ns *v1.Namespace) string {
-			r, err := in.Explain(ctx, ns)
+			mu.Lock()
+			last := earlier[ns.Name]
+			mu.Unlock()
+			r, err := in.ExplainSince(ctx, ns, last)
 			if err != nil {
 				return fmt.Sprintf("%s: %v", ns.Name, err)
 			}
+			mu.Lock()
+			earlier[ns.Name] = r.EarlierRead()
+			mu.Unlock()
 			return printer.StatusLine(r)
 		},
 		OnStatus: func(name, status string) { live.Set(name, status) },
@@ -316,13 +326,13 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 	case err != nil && !errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	return o.leftAfterWait(ctx, in, left)
+	return o.leftAfterWait(ctx, in, left, earlier)
 }
 
 // leftAfterWait prints the full reports of the namespaces still there,
 // with explain's stuck exit; none left prints the empty list (-o) or
 // nothing, and exits 0.
-func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspector, left []string) error {
+func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspector, left []string, earlier map[string]*diagnose.EarlierRead) error {
 	var reports []diagnose.Report
 	for _, name := range left {
 		ns, err := in.Namespace(ctx, name)
@@ -332,7 +342,7 @@ func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspecto
 		if err != nil {
 			return err
 		}
-		report, err := in.Explain(ctx, ns)
+		report, err := in.ExplainSince(ctx, ns, earlier[name])
 		if err != nil {
 			return err
 		}

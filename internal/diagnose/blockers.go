@@ -125,9 +125,11 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 			})
 		case c.Error != "":
 			out = append(out, listFailedBlocker(obs, c, gvr, ns))
-		case len(c.Finalizers) > 0 && c.Resource != "pods" && (waitedLongEnough(obs, c) || len(cannotFinishOf(obs, gvr)) > 0):
+		case len(c.Finalizers) > 0 && c.Resource != "pods" && (waitedLongEnough(obs, c) && !going(obs, c) || len(cannotFinishOf(obs, gvr)) > 0):
 			// An owner that cannot finish is named at once: waiting for
-			// the grace period would not change it.
+			// the grace period would not change it. One whose objects go
+			// since an earlier read is making progress, whatever the
+			// grace.
 			out = append(out, finalizerBlocker(obs, c, gvr, ns))
 		}
 	}

@@ -47,6 +47,10 @@ type Observation struct {
 	IfDeleted bool
 	// Ordering is the deletion order of the cluster's controller.
 	Ordering deletion.Ordering
+	// Earlier is an earlier read of the same namespace, when the caller
+	// reads it again and again (explain --wait, watch): content whose
+	// finalizers hold fewer objects than then is going, not stuck.
+	Earlier *EarlierRead
 	// Evidence is read for namespaces being deleted (or --if-deleted).
 	Evidence Evidence
 	// Unchecked is what could not be read (webhooks, CRDs, backends).

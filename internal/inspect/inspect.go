@@ -71,10 +71,18 @@ type Options struct {
 // the evidence of who holds it (when it is being deleted, or IfDeleted),
 // and the diagnosis. explain, purge and watch all diagnose through it.
 func (i *Inspector) Explain(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
+	return i.ExplainSince(ctx, ns, nil)
+}
+
+// ExplainSince is Explain for a caller that reads the namespace again and
+// again (explain --wait, watch): earlier is its last read
+// (Report.EarlierRead), so that content still going is told from stuck.
+func (i *Inspector) ExplainSince(ctx context.Context, ns *v1.Namespace, earlier *diagnose.EarlierRead) (diagnose.Report, error) {
 	obs, err := i.Observe(ctx, ns)
 	if err != nil {
 		return diagnose.Report{}, err
 	}
+	obs.Earlier = earlier
 	if ns.DeletionTimestamp != nil || i.Options.IfDeleted {
 		obs.Evidence = i.Evidence(ctx, ns, obs.Snapshot)
 	}

@@ -59,6 +59,8 @@ func ProgressWords(p diagnose.Progress) string {
 		return fmt.Sprintf("%d pod(s) within their grace period (the last one ends in %s)", p.Objects, left)
 	case diagnose.ProgressFinalizersInGrace:
 		return fmt.Sprintf("%d %s wait for %s, for %s (called stuck after --grace, in %s)", p.Objects, p.Resource, clean(p.Subject), going, left)
+	case diagnose.ProgressFinalizersGoing:
+		return fmt.Sprintf("%d %s wait for %s, and %d went in the last %s (about %s more at this rate)", p.Objects, p.Resource, clean(p.Subject), p.Went, going, left)
 	case diagnose.ProgressControllerInGrace:
 		return fmt.Sprintf("the namespace controller has not acted yet, %s after the deletion (called stuck in %s)", going, left)
 	}

@@ -24,6 +24,9 @@ type state struct {
 	ns map[string]verdict
 	// janitorAt is when the janitor last ran on each namespace.
 	janitorAt map[string]time.Time
+	// earlier is each namespace's last read, which the next diagnosis
+	// compares itself with (content still going is not stuck).
+	earlier map[string]*diagnose.EarlierRead
 }
 
 // verdict is what is kept of a diagnosis.
@@ -36,7 +39,16 @@ type verdict struct {
 
 type blockerKey struct{ kind, subject string }
 
-func newState() *state { return &state{ns: map[string]verdict{}, janitorAt: map[string]time.Time{}} }
+func newState() *state {
+	return &state{ns: map[string]verdict{}, janitorAt: map[string]time.Time{}, earlier: map[string]*diagnose.EarlierRead{}}
+}
+
+// earlierRead is a namespace's last read, nil before the first.
+func (s *state) earlierRead(name string) *diagnose.EarlierRead {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.earlier[name]
+}
 
 // janitorDue tells whether the janitor may run on a namespace: never yet,
 // or not within every.
@@ -60,6 +72,7 @@ func (s *state) set(name string, r diagnose.Report) bool {
 	defer s.mu.Unlock()
 	old, seen := s.ns[name]
 	s.ns[name] = v
+	s.earlier[name] = r.EarlierRead()
 	return !seen || old.fingerprint != v.fingerprint
 }
 
@@ -70,6 +83,7 @@ func (s *state) remove(name string) bool {
 	_, ok := s.ns[name]
 	delete(s.ns, name)
 	delete(s.janitorAt, name)
+	delete(s.earlier, name)
 	return ok
 }
 

@@ -230,7 +230,7 @@ func (w *Watcher) sync(ctx context.Context, name string) error {
 // diagnose runs explain's engine on one namespace, timing it.
 func (w *Watcher) diagnose(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
 	started := time.Now()
-	report, err := w.inspector().Explain(ctx, ns)
+	report, err := w.inspector().ExplainSince(ctx, ns, w.state.earlierRead(ns.Name))
 	if w.Metrics != nil {
 		w.Metrics.diagnosed(time.Since(started), err)
 	}
