@@ -184,13 +184,7 @@ func TestExplainGraceAndNamespaceFlag(t *testing.T) {
 // full list, and the conditions computed still equal the controller's.
 func TestExplainCountsPlainObjectsExactly(t *testing.T) {
 	ctx := context.Background()
-	cp.StopControllerManager()
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			plugintest.Must(t, cp.StartControllerManager())
-		}
-	})
+	restart := withoutController(t)
 	name := plugintest.UniqueName(t)
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	for i := 0; i < 12; i++ {
@@ -214,8 +208,7 @@ func TestExplainCountsPlainObjectsExactly(t *testing.T) {
 		t.Fatalf("configmaps content %+v, want 13 objects, 1 held, examples plain-00..02", cms)
 	}
 
-	plugintest.Must(t, cp.StartControllerManager())
-	restarted = true
+	restart()
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	explain(t, cp.Kubeconfig, name).agrees(t)
 }

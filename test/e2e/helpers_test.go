@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
 // explained is explain's answer on one namespace, human and JSON.
@@ -91,4 +93,15 @@ func waitCondition(t *testing.T, name string, ct v1.NamespaceConditionType, stat
 		t.Fatalf("waiting for %s=%s on %s: %v (status %+v)", ct, status, name, err, ns.Status)
 	}
 	return ns
+}
+
+// withoutController stops the namespace controller for a test; restart
+// starts it again, once, and the test's end does if the test did not.
+func withoutController(t *testing.T) (restart func()) {
+	t.Helper()
+	cp.StopControllerManager()
+	var once sync.Once
+	restart = func() { once.Do(func() { plugintest.Must(t, cp.StartControllerManager()) }) }
+	t.Cleanup(restart)
+	return restart
 }

@@ -19,13 +19,7 @@ import (
 // explain says so in one line.
 func TestTenantGetsAVerdict(t *testing.T) {
 	ctx := context.Background()
-	cp.StopControllerManager()
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			plugintest.Must(t, cp.StartControllerManager())
-		}
-	})
+	restart := withoutController(t)
 	name := plugintest.UniqueName(t)
 	user := "tenant-" + name
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
@@ -55,8 +49,7 @@ func TestTenantGetsAVerdict(t *testing.T) {
 	// No controller has passed: what it would do, the tenant sees too.
 	e.blocker(t, diagnose.BlockerControllerNotRunning, "status.conditions is empty", "kubectl ns-doctor purge "+name)
 
-	plugintest.Must(t, cp.StartControllerManager())
-	restarted = true
+	restart()
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "explain", name)
 	if r.Code != 1 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, "forbidden") {
