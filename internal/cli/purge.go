@@ -290,7 +290,9 @@ func (o *PurgeOptions) showProgress(many bool, announce string) func() {
 	terminal := isTerminal(o.ErrOut)
 	progress := printer.NewWarnings(o.ErrOut)
 	if o.Purge.DryRun == purge.DryRunNone && (!terminal || !o.PrintFlags.isMachine()) {
-		progress = printer.NewProgress(o.ErrOut, terminal, many)
+		p := printer.NewProgress(o.ErrOut, terminal, many)
+		p.ByContext = o.Fleet.on()
+		progress = p
 	}
 	events := make(chan purge.Event, 64)
 	done := make(chan struct{})

@@ -22,6 +22,9 @@ type Progress struct {
 	// plan, or -o json|yaml on a terminal).
 	warningsOnly bool
 	states       map[string]*runState
+	// ByContext names each run context/namespace: over many clusters the
+	// same namespace name may run in two of them.
+	ByContext bool
 }
 
 // runState is what the events said so far of one run.
@@ -66,23 +69,27 @@ func (p *Progress) Show(e purge.Event) {
 	if p.warningsOnly {
 		return
 	}
-	s := p.states[e.Namespace]
+	key := e.Namespace
+	if p.ByContext && e.Context != "" {
+		key = e.Context + "/" + e.Namespace
+	}
+	s := p.states[key]
 	if s == nil {
-		s = &runState{namespace: e.Namespace}
-		p.states[e.Namespace] = s
+		s = &runState{namespace: key}
+		p.states[key] = s
 	}
 	s.update(e)
 	if p.live != nil {
 		if e.Kind == purge.EventDone {
-			p.live.Done(e.Namespace, clean(progressLine(s, time.Now())))
+			p.live.Done(key, clean(progressLine(s, time.Now())))
 		} else if e.Kind != purge.EventBackup {
-			p.live.Set(e.Namespace, clean(progressLine(s, time.Now())))
+			p.live.Set(key, clean(progressLine(s, time.Now())))
 		}
 		return
 	}
 	if line := plainLine(e); line != "" {
 		if p.many {
-			line = e.Namespace + ": " + line
+			line = key + ": " + line
 		}
 		_, _ = fmt.Fprintln(p.w, clean(line))
 	}

@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -70,5 +71,22 @@ func TestWatchLine(t *testing.T) {
 	r := &diagnose.Report{Namespace: diagnose.Namespace{Name: "demo"}, Verdict: diagnose.Verdict{State: diagnose.StateStuck}}
 	if got := WatchLine(at, "demo", r, 90*time.Second, ""); !strings.HasSuffix(got, "(terminating for 1m30s)") || !strings.Contains(got, "demo: stuck") {
 		t.Errorf("diagnosis line %q", got)
+	}
+}
+
+// Over many clusters the same namespace may run in two: each is its own
+// run, named context/namespace.
+func TestProgressByContext(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf, false, true)
+	p.ByContext = true
+	for _, ctx := range []string{"prod", "stage"} {
+		p.Show(purge.Event{Namespace: "ci-1", Context: ctx, Kind: purge.EventPassEnded, Pass: 1, Remaining: []purge.Remaining{{Resource: "widgets", Count: 2}}})
+	}
+	p.Close()
+	for _, want := range []string{"prod/ci-1: pass 1: remaining widgets=2", "stage/ci-1: pass 1: remaining widgets=2"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, buf.String())
+		}
 	}
 }

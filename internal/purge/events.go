@@ -33,6 +33,8 @@ const (
 // Options.Events to whatever shows progress.
 type Event struct {
 	Namespace string
+	// Context is the kubeconfig context the run writes to (Options).
+	Context string
 	Kind      EventKind
 	At        time.Time
 	Pass      int

@@ -442,7 +442,7 @@ func (r *run) emit(e Event) {
 	if r.Opts.Events == nil {
 		return
 	}
-	e.Namespace, e.At = r.ns(), time.Now()
+	e.Namespace, e.Context, e.At = r.ns(), r.Opts.Context, time.Now()
 	r.Opts.Events <- e
 }
 
