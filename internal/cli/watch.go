@@ -315,7 +315,7 @@ func (o *WatchOptions) print(c watch.Change) {
 	defer o.out.Unlock()
 	if o.Output == "json" {
 		if c.Report == nil {
-			return // a JSON line is a diagnosis; a namespace that went has none
+			return // a JSON line is a diagnosis; a janitor run or a namespace that went has none
 		}
 		line, err := json.Marshal(printer.Diagnosis(*c.Report))
 		if err == nil {
@@ -323,11 +323,11 @@ func (o *WatchOptions) print(c watch.Change) {
 		}
 		return
 	}
-	_, _ = fmt.Fprintln(o.Out, printer.WatchLine(c.At, c.Namespace, c.Report, c.Terminating, ""))
+	words := ""
 	if c.Janitor != nil {
-		words := printer.WatchWords{}.Janitor(c.Janitor.Report, c.Janitor.Err)
-		_, _ = fmt.Fprintln(o.Out, printer.WatchLine(c.At, c.Namespace, c.Report, c.Terminating, words))
+		words = printer.WatchWords{}.Janitor(c.Janitor.Report, c.Janitor.Err)
 	}
+	_, _ = fmt.Fprintln(o.Out, printer.WatchLine(c.At, c.Namespace, c.Report, c.Terminating, words))
 }
 
 // notice is a line on stderr, where a controller logs.

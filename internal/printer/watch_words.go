@@ -81,10 +81,10 @@ func planWords(r *purge.Report) string {
 func WatchLine(at time.Time, name string, r *diagnose.Report, terminating time.Duration, janitor string) string {
 	stamp := at.UTC().Format(time.RFC3339)
 	switch {
-	case r == nil:
-		return fmt.Sprintf("%s %s: gone (or no longer terminating)", stamp, clean(name))
 	case janitor != "":
 		return fmt.Sprintf("%s %s", stamp, truncate(clean(name+": "+janitor), width+40))
+	case r == nil:
+		return fmt.Sprintf("%s %s: gone (or no longer terminating)", stamp, clean(name))
 	}
 	return fmt.Sprintf("%s %s (terminating for %s)", stamp, StatusLine(*r), terminating.Round(time.Second))
 }

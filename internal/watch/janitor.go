@@ -33,39 +33,62 @@ const (
 	resultError     = "error"
 )
 
-// janitor runs purge on ns when the janitor is on, ns is chosen and has
-// been terminating long enough, and it was not run on ns within the last
-// After; one namespace at a time per replica. It returns nil when it did
-// not run.
-func (w *Watcher) janitor(ctx context.Context, ns *v1.Namespace, age time.Duration) *JanitorRun {
+// offerJanitor hands ns to the janitor when the janitor is on, ns is
+// chosen, has been terminating for the janitor's After, and was not purged
+// within the last After. The janitor runs apart (janitorLoop), one
+// namespace at a time per replica, so a purge's minutes hold no diagnosis
+// back.
+func (w *Watcher) offerJanitor(ns *v1.Namespace, age time.Duration) {
 	j := w.Opts.Janitor
 	if j == nil || purge.IsSystemNamespace(ns.Name) || !j.Selector.Matches(labels.Set(ns.Labels)) {
-		return nil
+		return
 	}
 	if age < j.After {
 		w.queue.AddAfter(ns.Name, j.After-age)
-		return nil
+		return
 	}
-	if !w.state.janitorDue(ns.Name, w.now(), j.After) {
-		return nil
+	if w.state.janitorDue(ns.Name, w.now(), j.After) {
+		w.janitorQueue.Add(ns.Name)
 	}
-	w.janitorMu.Lock()
-	defer w.janitorMu.Unlock()
-	// The cache may lag: the labels and the deletion are read again, so
-	// that a namespace unlabelled just now is left alone.
-	fresh, err := w.Clients.Kube.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-	if err != nil || fresh.DeletionTimestamp == nil || !j.Selector.Matches(labels.Set(fresh.Labels)) {
-		return nil
+}
+
+// janitorLoop purges the namespaces offered, one at a time, until ctx
+// ends.
+func (w *Watcher) janitorLoop(ctx context.Context) {
+	for w.processJanitor(ctx) {
+	}
+}
+
+func (w *Watcher) processJanitor(ctx context.Context) bool {
+	name, quit := w.janitorQueue.Get()
+	if quit {
+		return false
+	}
+	defer w.janitorQueue.Done(name)
+	if run, ns := w.runJanitor(ctx, name); run != nil && w.OnChange != nil {
+		w.OnChange(Change{Namespace: name, At: w.now(), Terminating: w.now().Sub(ns.DeletionTimestamp.Time), Janitor: run})
+	}
+	return true
+}
+
+// runJanitor runs purge's engine on one namespace, after reading it again:
+// the cache may lag, and a namespace unlabelled just now is left alone.
+func (w *Watcher) runJanitor(ctx context.Context, name string) (*JanitorRun, *v1.Namespace) {
+	j := w.Opts.Janitor
+	fresh, err := w.Clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil || fresh.DeletionTimestamp == nil || purge.IsSystemNamespace(name) || !j.Selector.Matches(labels.Set(fresh.Labels)) ||
+		!w.state.janitorDue(name, w.now(), j.After) {
+		return nil, nil
 	}
 	opts := j.Purge
 	if opts.BackupDir != "" {
-		opts.BackupDir = filepath.Join(opts.BackupDir, ns.Name+"-"+w.now().UTC().Format("20060102T150405Z"))
+		opts.BackupDir = filepath.Join(opts.BackupDir, name+"-"+w.now().UTC().Format("20060102T150405Z"))
 	}
 	p := &purge.Purger{Clients: w.Clients, Opts: opts, Now: w.Now}
-	report, err := p.Run(ctx, ns.Name)
-	w.state.janitorRan(ns.Name, w.now())
+	report, err := p.Run(ctx, name)
+	w.state.janitorRan(name, w.now())
 	w.recordJanitor(fresh, report, err)
-	return &JanitorRun{Report: report, Err: err}
+	return &JanitorRun{Report: report, Err: err}, fresh
 }
 
 // recordJanitor says a run in an Event and counts it.

@@ -100,10 +100,12 @@ type Watcher struct {
 	lister corelisters.NamespaceLister
 	state  *state
 
-	mu        sync.Mutex
-	insp      *inspect.Inspector
-	inspAt    time.Time
-	janitorMu sync.Mutex
+	// janitorQueue holds the namespaces offered to the janitor.
+	janitorQueue workqueue.TypedInterface[string]
+
+	mu     sync.Mutex
+	insp   *inspect.Inspector
+	inspAt time.Time
 }
 
 func (w *Watcher) now() time.Time {
@@ -123,9 +125,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespaces"})
+	w.janitorQueue = workqueue.NewTyped[string]()
 	go func() {
 		<-ctx.Done()
 		w.queue.ShutDown()
+		w.janitorQueue.ShutDown()
 	}()
 	// Only namespaces: content is swept for the terminating ones alone,
 	// when they are diagnosed.
@@ -169,6 +173,9 @@ func (w *Watcher) Work(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, w.worker, time.Second) })
+	}
+	if w.Opts.Janitor != nil {
+		wg.Go(func() { w.janitorLoop(ctx) })
 	}
 	<-ctx.Done()
 	wg.Wait()
@@ -220,10 +227,10 @@ func (w *Watcher) sync(ctx context.Context, name string) error {
 	if report.Verdict.State == diagnose.StateStuck && w.Recorder != nil {
 		w.Recorder.Event(namespaceRef(ns), v1.EventTypeWarning, ReasonStuck, w.Words.Stuck(report))
 	}
-	run := w.janitor(ctx, ns, age)
-	if (change || run != nil) && w.OnChange != nil {
-		w.OnChange(Change{Namespace: name, At: w.now(), Report: &report, Terminating: age, Janitor: run})
+	if change && w.OnChange != nil {
+		w.OnChange(Change{Namespace: name, At: w.now(), Report: &report, Terminating: age})
 	}
+	w.offerJanitor(ns, age)
 	return nil
 }
 

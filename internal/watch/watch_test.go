@@ -165,6 +165,10 @@ func TestJanitorChoosesOnlyItsNamespaces(t *testing.T) {
 		if err := w.sync(ctx, name); err != nil {
 			t.Fatalf("sync %s: %v", name, err)
 		}
+		// The janitor runs apart; here, after each diagnosis.
+		for w.janitorQueue.Len() > 0 {
+			w.processJanitor(ctx)
+		}
 	}
 	var planned []string
 	for _, e := range events(rec) {

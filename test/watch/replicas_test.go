@@ -174,6 +174,9 @@ func TestWatchJanitor(t *testing.T) {
 	if data, err := os.ReadFile(saved[0]); err != nil || !strings.Contains(string(data), `"held"`) || !strings.Contains(string(data), finalizer) {
 		t.Errorf("the backup %s does not hold configmap held with its finalizer: %v\n%s", saved[0], err, data)
 	}
+	if !strings.Contains(planning.stdout.String(), chosen+": janitor: server dry run") || !strings.Contains(acting.stdout.String(), chosen+": janitor: purged") {
+		t.Errorf("the janitor's runs are not in the watch's lines:\n%s\n%s", planning.stdout.String(), acting.stdout.String())
+	}
 	if got := acting.series(t, "nsdoctor_janitor_actions_total", `action="purge"`, `result="gone"`); len(got) != 1 || !strings.HasSuffix(got[0], " 1") {
 		t.Errorf("nsdoctor_janitor_actions_total: %v, want one purge gone", got)
 	}
