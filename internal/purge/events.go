@@ -35,9 +35,9 @@ type Event struct {
 	Namespace string
 	// Context is the kubeconfig context the run writes to (Options).
 	Context string
-	Kind      EventKind
-	At        time.Time
-	Pass      int
+	Kind    EventKind
+	At      time.Time
+	Pass    int
 	// Types is how many resource types the pass sends requests for.
 	Types int
 	// Step is the request answered (EventRequest).
