@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -160,26 +161,17 @@ func (r *run) restoreBypass(ctx context.Context, b *Bypass, status BypassStatus)
 // behind (it was killed before restoring), before anything else; a plan
 // says it would.
 func (r *run) leftovers(ctx context.Context) error {
-	// Both kinds are listed at once: over a slow link each round trip counts.
-	lists := make([]*unstructured.UnstructuredList, len(webhookKinds))
-	var g errgroup.Group
-	for i, k := range webhookKinds {
-		g.Go(func() error {
-			var err error
-			lists[i], err = r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-			switch {
-			case err != nil && r.Opts.DryRun != DryRunNone:
-				return nil // a plan only notes them
-			case apierrors.IsForbidden(err) && len(r.Opts.BypassWebhook) == 0:
-				return nil // without the escalation, no run of this user could have left one
-			case err != nil:
-				return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
+	lists, errs := r.webhookConfigurations(ctx)
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case r.Opts.DryRun != DryRunNone:
+			lists[i] = nil // a plan only notes them
+		case apierrors.IsForbidden(err) && len(r.Opts.BypassWebhook) == 0:
+			lists[i] = nil // without the escalation, no run of this user could have left one
+		default:
+			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
+		}
 	}
 	for i, k := range webhookKinds {
 		if lists[i] == nil {
@@ -378,4 +370,37 @@ func (f *bypassFilterNs) Finalize(ctx context.Context, ns *v1.Namespace, opts me
 		out = ns
 	}
 	return out, err
+}
+
+// webhookConfigurations lists both kinds of webhook configurations, at
+// once (over a slow link each round trip counts). The namespaces purged
+// together share one read: what a killed earlier run left is there
+// before any of them starts, and each of them looks only for its own.
+func (r *run) webhookConfigurations(ctx context.Context) ([]*unstructured.UnstructuredList, []error) {
+	read := func() ([]*unstructured.UnstructuredList, []error) {
+		lists := make([]*unstructured.UnstructuredList, len(webhookKinds))
+		errs := make([]error, len(webhookKinds))
+		var g errgroup.Group
+		for i, k := range webhookKinds {
+			g.Go(func() error {
+				lists[i], errs[i] = r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
+				return nil
+			})
+		}
+		_ = g.Wait()
+		return lists, errs
+	}
+	if r.webhooks == nil {
+		return read()
+	}
+	r.webhooks.once.Do(func() { r.webhooks.lists, r.webhooks.errs = read() })
+	return slices.Clone(r.webhooks.lists), slices.Clone(r.webhooks.errs)
+}
+
+// sharedWebhooks is the one read of webhook configurations the runs of
+// RunMany share.
+type sharedWebhooks struct {
+	once  sync.Once
+	lists []*unstructured.UnstructuredList
+	errs  []error
 }

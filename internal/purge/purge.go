@@ -51,6 +51,9 @@ type Purger struct {
 	// discoveries shares the later passes' discovery between the runs of
 	// several namespaces; nil: each pass discovers afresh.
 	discoveries *discoveryCache
+	// webhooks shares the check for a killed run's leftover bypasses
+	// between the runs of several namespaces.
+	webhooks *sharedWebhooks
 }
 
 // discoveryCache is a discovery a few seconds old at most: namespaces
@@ -110,6 +113,9 @@ func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 	}
 	if p.discoveries == nil && len(names) > 1 {
 		p.discoveries = &discoveryCache{}
+	}
+	if p.webhooks == nil && len(names) > 1 {
+		p.webhooks = &sharedWebhooks{}
 	}
 	if len(names) >= inspect.CensusMin && p.Inspector.Census() == nil {
 		p.takeCensus(ctx, names)
