@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // flowSchemaHeader is set on every response of an API server that runs API
@@ -122,4 +124,39 @@ func (c *Clients) Rejected() int64 {
 		return 0
 	}
 	return c.apf.rejected.Load()
+}
+
+// limited is cfg with a client-side rate limit of its own that stands
+// aside once the server has shown it runs priority and fairness: the
+// server then queues and sheds load itself, per priority level, and a
+// client-side token bucket only makes the work of many namespaces wait
+// (purge of 1,000 namespaces spent most of its minute in it).
+func (a *apf) limited(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		cfg.RateLimiter = apfLimiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst), apf: a}
+	}
+	return cfg
+}
+
+// apfLimiter is a token bucket until the server runs priority and
+// fairness, then no limit.
+type apfLimiter struct {
+	flowcontrol.RateLimiter
+	apf *apf
+}
+
+func (l apfLimiter) TryAccept() bool { return l.apf.seen.Load() || l.RateLimiter.TryAccept() }
+
+func (l apfLimiter) Accept() {
+	if !l.apf.seen.Load() {
+		l.RateLimiter.Accept()
+	}
+}
+
+func (l apfLimiter) Wait(ctx context.Context) error {
+	if l.apf.seen.Load() {
+		return nil
+	}
+	return l.RateLimiter.Wait(ctx)
 }

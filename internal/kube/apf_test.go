@@ -56,3 +56,23 @@ func TestSweepDropsClientRateLimitOnlyUnderAPF(t *testing.T) {
 		})
 	}
 }
+
+// The clients' own rate limit holds until the server shows it runs
+// priority and fairness, then stands aside.
+func TestLimiterStandsAsideForAPF(t *testing.T) {
+	a := &apf{}
+	cfg := a.limited(&rest.Config{QPS: 1, Burst: 1})
+	l := cfg.RateLimiter
+	if !l.TryAccept() || l.TryAccept() {
+		t.Fatal("without priority and fairness the token bucket should allow the burst, then refuse")
+	}
+	a.seen.Store(true)
+	for range 5 {
+		if !l.TryAccept() {
+			t.Fatal("with priority and fairness the client limit should not hold")
+		}
+	}
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

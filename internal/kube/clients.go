@@ -56,16 +56,16 @@ func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	cfg.Wrap(c.apf.wrap)
 	c.Config = cfg
 	var err error
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Kube, err = kubernetes.NewForConfig(c.apf.limited(cfg)); err != nil {
 		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+	if c.Metadata, err = metadata.NewForConfig(c.apf.limited(cfg)); err != nil {
 		return nil, fmt.Errorf("building the metadata client: %w", err)
 	}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	if c.Dynamic, err = dynamic.NewForConfig(c.apf.limited(cfg)); err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
-	if c.Aggregator, err = aggregator.NewForConfig(cfg); err != nil {
+	if c.Aggregator, err = aggregator.NewForConfig(c.apf.limited(cfg)); err != nil {
 		return nil, fmt.Errorf("building the aggregator client: %w", err)
 	}
 	// A fresh, in-memory discovery client: kubectl's disk cache may be

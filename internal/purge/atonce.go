@@ -14,7 +14,7 @@ import (
 // nothing for us, so it gets the lower bound only.
 const (
 	namespacesAtOnceMin = 4
-	namespacesAtOnceMax = 32
+	namespacesAtOnceMax = 64
 )
 
 // atOnce is the adaptive bound on concurrent runs.

@@ -20,6 +20,9 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
+// afterEscalation is the wait before the pass after escalations acted.
+const afterEscalation = 100 * time.Millisecond
+
 // maxPlanPasses bounds a plan: each escalation that acts needs one more
 // pass, and a pass that changes nothing ends the plan.
 const maxPlanPasses = 8
@@ -335,7 +338,10 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 	}
 	r.acted += acted
 	if acted > 0 {
-		return time.Second, acted, nil
+		// What the escalations changed is done when their requests
+		// return (an object stripped of its last finalizer, a pod deleted
+		// with grace 0, is gone then): the next pass need not wait long.
+		return afterEscalation, acted, nil
 	}
 	return time.Duration(res.Content.Estimate/2+1) * time.Second, 0, nil
 }
