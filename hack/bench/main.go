@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,12 +50,28 @@ type options struct {
 	manyPurgeNS   int
 	manyPurgeRuns int
 	recipeMax     int
+	// watch: the cluster (namespaces, ConfigMaps each, types), the stuck
+	// namespaces of each measured step (increasing), the watch's --resync
+	// and the resyncs per measured window.
+	watchNS      int
+	watchObjects int
+	watchTypes   int
+	watchStuck   []int
+	watchResync  time.Duration
+	watchResyncs int
+	// purge-1000: stuck namespaces, runs, types in discovery, and the
+	// per-namespace loop's sample and the time under which it runs all.
+	p1kNS         int
+	p1kRuns       int
+	p1kTypes      int
+	p1kLoopSample int
+	p1kLoopMax    time.Duration
 	commandStr    string
 }
 
 // phases, in the order they run. Each also needs its own size flag (or
 // -namespaces) to be non-empty.
-var phases = []string{"explain", "explain-link", "purge", "purge-memory", "many", "purge-many"}
+var phases = []string{"explain", "explain-link", "purge", "purge-memory", "many", "purge-many", "purge-1000", "watch"}
 
 func main() {
 	if out := os.Getenv(spawnEnv); out != "" {
@@ -64,7 +81,9 @@ func main() {
 	phaseList := flag.String("phases", strings.Join(phases, ","), "phases to run, of "+strings.Join(phases, ",")+
 		": explain (at each of -sizes), explain over the link (at -link-size, with and without the link), purge against the namespace controller and purge's floor "+
 		"(at -purge-size, loopback and the link), purge's memory (at -memory-size), explain with no name (-namespaces), "+
-		"purge of namespaces an uninstalled operator left stuck, in one run and one run each (-many-purge-namespaces)")
+		"purge of namespaces an uninstalled operator left stuck, in one run and one run each (-many-purge-namespaces), "+
+		"explain and purge -l over 1,000 such namespaces against the per-namespace loop (-purge1000-namespaces), "+
+		"the watch command's memory and requests per resync on a cluster of 1,000 namespaces (-watch-namespaces)")
 	sizeList := flag.String("sizes", "small,medium,large", "fixture sizes for explain: small (40 types, 200 objects), medium (150, 10k), large (150, 100k); "+
 		"any size flag also takes a number of objects (over 150 types), e.g. 1000, for a quick check")
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender of the explain phases (0: 5 for small and medium, 3 for large)")
@@ -82,6 +101,17 @@ func main() {
 	flag.IntVar(&o.manyPurgeNS, "many-purge-namespaces", 20, "namespaces per batch for purge-many, purged in one run and one run each (0: skip)")
 	flag.IntVar(&o.manyPurgeRuns, "many-purge-runs", 3, "runs per contender of purge-many")
 	flag.IntVar(&o.recipeMax, "recipe-runs", 3, "at most this many runs of the slow shell recipe per size")
+	flag.IntVar(&o.watchNS, "watch-namespaces", 1000, "watch: namespaces in the cluster (0: skip the phase)")
+	flag.IntVar(&o.watchObjects, "watch-objects", 50, "watch: ConfigMaps in each namespace")
+	flag.IntVar(&o.watchTypes, "watch-types", 0, "watch: namespaced types in discovery, generated CRDs added up to it (0: the built-in types only)")
+	watchStuck := flag.String("watch-stuck", "20,40", "watch: stuck namespaces at each measured step, increasing (each step deletes more)")
+	flag.DurationVar(&o.watchResync, "watch-resync", 15*time.Second, "watch: its --resync")
+	flag.IntVar(&o.watchResyncs, "watch-resyncs", 4, "watch: resyncs per measured window")
+	flag.IntVar(&o.p1kNS, "purge1000-namespaces", 1000, "purge-1000: stuck namespaces (0: skip the phase)")
+	flag.IntVar(&o.p1kRuns, "purge1000-runs", 1, "purge-1000: runs (each builds the fixture afresh for every contender)")
+	flag.IntVar(&o.p1kTypes, "purge1000-types", 150, "purge-1000: namespaced types in discovery, generated CRDs added up to it")
+	flag.IntVar(&o.p1kLoopSample, "purge1000-loop-sample", 50, "purge-1000: namespaces the per-namespace loop purges, scaled up to all (0: all)")
+	flag.DurationVar(&o.p1kLoopMax, "purge1000-loop-max", 10*time.Minute, "purge-1000: when the sample says the whole loop takes less, it runs over all the namespaces")
 	flag.Parse()
 	usage := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
@@ -115,6 +145,23 @@ func main() {
 	if o.linkDelay < 0 {
 		usage("-link-delay must not be negative")
 	}
+	for _, f := range strings.Split(*watchStuck, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || len(o.watchStuck) > 0 && n <= o.watchStuck[len(o.watchStuck)-1] {
+			usage("-watch-stuck wants increasing positive numbers, got %q", *watchStuck)
+		}
+		o.watchStuck = append(o.watchStuck, n)
+	}
+	switch {
+	case o.watchNS > 0 && len(o.watchStuck) == 0:
+		usage("-watch-stuck is empty")
+	case o.watchNS > 0 && o.watchStuck[len(o.watchStuck)-1] > o.watchNS:
+		usage("-watch-stuck %v asks for more stuck namespaces than -watch-namespaces %d", o.watchStuck, o.watchNS)
+	case o.watchResync <= 0 || o.watchResyncs < 1:
+		usage("-watch-resync and -watch-resyncs must be positive")
+	case o.p1kRuns < 1 || o.p1kLoopSample < 0:
+		usage("-purge1000-runs must be positive and -purge1000-loop-sample not negative")
+	}
 	// What each phase needs; a phase left out or given no size is skipped.
 	if !o.phases["purge"] {
 		o.purgeSize = ""
@@ -130,6 +177,12 @@ func main() {
 	}
 	if !o.phases["purge-many"] || o.manyPurgeRuns < 1 {
 		o.manyPurgeNS = 0
+	}
+	if !o.phases["purge-1000"] {
+		o.p1kNS = 0
+	}
+	if !o.phases["watch"] {
+		o.watchNS = 0
 	}
 	o.commandStr = "go run ./hack/bench " + strings.Join(os.Args[1:], " ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -216,40 +269,65 @@ func run(ctx context.Context, o options) error {
 	// A fresh control plane for the phases that run the namespace
 	// controller: on the first one it would work on the stuck fixtures too.
 	if o.purgeSize != "" || o.memorySize != "" || o.manyNS > 0 || o.manyPurgeNS > 0 {
-		if err := b.startControlPlane(ctx); err != nil {
+		if err := b.onFreshControlPlane(ctx, func() error {
+			if err := b.fx.ensureTypes(ctx, 150); err != nil {
+				return err
+			}
+			if o.purgeSize != "" {
+				if err := b.purgeVsController(ctx, mustSize(o.purgeSize)); err != nil {
+					return err
+				}
+				_ = b.rep.write()
+			}
+			if o.memorySize != "" {
+				if err := b.purgeMemory(ctx, mustSize(o.memorySize)); err != nil {
+					return err
+				}
+				_ = b.rep.write()
+			}
+			if o.manyNS > 0 {
+				if err := b.manyNamespaces(ctx); err != nil {
+					return err
+				}
+				_ = b.rep.write()
+			}
+			// Last: its CRD would add a type to the phases above.
+			if o.manyPurgeNS > 0 {
+				if err := b.purgeMany(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
-		defer b.stopControlPlane()
-		if err := b.fx.ensureTypes(ctx, 150); err != nil {
+	}
+	// The phases at scale each get a control plane of their own: a
+	// thousand namespaces of one would be in the other's cluster (and in
+	// explain with no name).
+	if o.p1kNS > 0 {
+		if err := b.onFreshControlPlane(ctx, func() error { return b.purge1000(ctx) }); err != nil {
 			return err
 		}
-		if o.purgeSize != "" {
-			if err := b.purgeVsController(ctx, mustSize(o.purgeSize)); err != nil {
-				return err
-			}
-			_ = b.rep.write()
-		}
-		if o.memorySize != "" {
-			if err := b.purgeMemory(ctx, mustSize(o.memorySize)); err != nil {
-				return err
-			}
-			_ = b.rep.write()
-		}
-		if o.manyNS > 0 {
-			if err := b.manyNamespaces(ctx); err != nil {
-				return err
-			}
-			_ = b.rep.write()
-		}
-		// Last: its CRD would add a type to the phases above.
-		if o.manyPurgeNS > 0 {
-			if err := b.purgeMany(ctx); err != nil {
-				return err
-			}
+		_ = b.rep.write()
+	}
+	if o.watchNS > 0 {
+		if err := b.onFreshControlPlane(ctx, func() error { return b.watchPhase(ctx) }); err != nil {
+			return err
 		}
 	}
 	b.rep.finish(time.Since(started))
 	return b.rep.write()
+}
+
+// onFreshControlPlane runs f on a control plane of its own, started for
+// it (the namespace controller off) and stopped after.
+func (b *bench) onFreshControlPlane(ctx context.Context, f func() error) error {
+	if err := b.startControlPlane(ctx); err != nil {
+		return err
+	}
+	defer b.stopControlPlane()
+	return f()
 }
 
 // copyExecutable copies the file at from to to, executable.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,10 +42,18 @@ func oneRunArgvs(batch string, _ []string, backup string) [][]string {
 // separateRunArgvs purges the batch one namespace per command, each with
 // the backup folder the single run would give it.
 func separateRunArgvs(_ string, names []string, backup string) [][]string {
+	return perNamespaceArgvs([]string{"kubectl", "ns-doctor"}, names, operatorGroup+"/*", backup)
+}
+
+// perNamespaceArgvs is the shell loop users write, as commands: `purge NAME
+// --force --yes --remove-finalizers=F` for each namespace, through plugin
+// (kubectl ns-doctor, or the binary itself), each NAME backed up under
+// backup/NAME.
+func perNamespaceArgvs(plugin, names []string, removeFinalizers, backup string) [][]string {
 	out := make([][]string, len(names))
 	for i, ns := range names {
-		out[i] = []string{"kubectl", "ns-doctor", "purge", ns, "--force", "--yes",
-			"--remove-finalizers=" + operatorGroup + "/*", "--backup-dir", filepath.Join(backup, ns)}
+		out[i] = append(slices.Clone(plugin), "purge", ns, "--force", "--yes",
+			"--remove-finalizers="+removeFinalizers, "--backup-dir", filepath.Join(backup, ns))
 	}
 	return out
 }
@@ -95,7 +104,7 @@ func (b *bench) purgeBatch(ctx context.Context, gvr schema.GroupVersionResource,
 	if err != nil {
 		return 0, fmt.Errorf("purge-many, %s, run %d: %w", c.name, r+1, err)
 	}
-	if err := b.batchGone(ctx, batch, len(names)); err != nil {
+	if err := b.batchGone(ctx, "batch="+batch, len(names)); err != nil {
 		return 0, fmt.Errorf("purge-many, %s, run %d: %w", c.name, r+1, err)
 	}
 	c.samples = append(c.samples, s)
@@ -130,11 +139,11 @@ func (b *bench) operatorLeftovers(ctx context.Context, gvr schema.GroupVersionRe
 	return names, err
 }
 
-// batchGone fails naming every namespace of the batch still there: purge
-// exits only once its namespaces are gone, so one left is a wrong result,
-// not a slow one.
-func (b *bench) batchGone(ctx context.Context, batch string, of int) error {
-	l, err := b.fx.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: "batch=" + batch})
+// batchGone fails naming every namespace of the batch (the namespaces
+// with the labels of selector) still there: purge exits only once its
+// namespaces are gone, so one left is a wrong result, not a slow one.
+func (b *bench) batchGone(ctx context.Context, selector string, of int) error {
+	l, err := b.fx.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return err
 	}
@@ -145,5 +154,8 @@ func (b *bench) batchGone(ctx context.Context, batch string, of int) error {
 	for i, ns := range l.Items {
 		left[i] = fmt.Sprintf("%s (%s, finalizers %v)", ns.Name, ns.Status.Phase, ns.Spec.Finalizers)
 	}
-	return fmt.Errorf("%d of %d namespaces still there after the commands exited: %s", len(left), of, strings.Join(left, ", "))
+	if len(left) > 10 {
+		left = append(left[:10], fmt.Sprintf("and %d more", len(l.Items)-10))
+	}
+	return fmt.Errorf("%d of %d namespaces still there after the commands exited: %s", len(l.Items), of, strings.Join(left, ", "))
 }

@@ -77,3 +77,27 @@ func TestFasterOrSlower(t *testing.T) {
 		}
 	}
 }
+
+// The purge-1000 loop calls the binary itself, one namespace per command.
+func TestPerNamespaceArgvsWithTheBinary(t *testing.T) {
+	argvs := perNamespaceArgvs([]string{"/tmp/kubectl-ns_doctor"}, []string{"a", "b"}, p1kFinalizer, "/bk")
+	want := []string{"/tmp/kubectl-ns_doctor", "purge", "b", "--force", "--yes", "--remove-finalizers=example.com/uninstalled", "--backup-dir", "/bk/b"}
+	if len(argvs) != 2 || !slices.Equal(argvs[1], want) {
+		t.Fatalf("%q", argvs)
+	}
+}
+
+func TestLoopEstimate(t *testing.T) {
+	l := p1kLoop{Ran: 50, Of: 1000, s: sample{Seconds: 40}}
+	if !l.Extrapolated() || l.Estimate() != 800 {
+		t.Errorf("sample: extrapolated %v, estimate %v", l.Extrapolated(), l.Estimate())
+	}
+	l.Ran = 1000
+	if l.Extrapolated() || l.Estimate() != 40 {
+		t.Errorf("all: extrapolated %v, estimate %v", l.Extrapolated(), l.Estimate())
+	}
+	s := addSamples(sample{Seconds: 1, Requests: 3, ByVerb: map[string]float64{"GET /apis": 1}}, sample{Seconds: 2, Requests: 4, ByVerb: map[string]float64{"GET /apis": 2, "PUT x": 2}})
+	if s.Seconds != 3 || s.Requests != 7 || s.ByVerb["GET /apis"] != 3 || s.ByVerb["PUT x"] != 2 {
+		t.Errorf("addSamples: %+v", s)
+	}
+}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -486,6 +488,34 @@ func (r *report) manySection(n int, c content, popSecs float64, cs []contender) 
 	r.add(b.String())
 }
 
+// collapseLists names every request but the LISTs of many types with the
+// same count (a sweep's), summed as one entry per count: LIST configmaps
+// ×1000 or a GET per namespace stays visible.
+func collapseLists(m map[string]float64) string {
+	byCount := map[float64][]string{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "LIST ") {
+			byCount[v] = append(byCount[v], k)
+		}
+	}
+	rest := maps.Clone(m)
+	var groups []float64
+	for v, ks := range byCount {
+		if len(ks) > 4 {
+			groups = append(groups, v)
+			for _, k := range ks {
+				delete(rest, k)
+			}
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(groups)))
+	out := breakdown(rest)
+	for _, v := range groups {
+		out += fmt.Sprintf(", LIST ×%.0f each of %d other resources", v, len(byCount[v]))
+	}
+	return out
+}
+
 // extraLists names the LISTs a has beyond b's.
 func extraLists(a, b sample) string {
 	d := map[string]float64{}
@@ -548,4 +578,368 @@ func fasterOrSlower(t, other float64) string {
 		return fmt.Sprintf("%.2fx faster", other/t)
 	}
 	return fmt.Sprintf("%.2fx slower", t/other)
+}
+
+// watchSection writes the watch phase: the watch's memory and its
+// requests per resync at each number of stuck namespaces, beside the API
+// server's own.
+func (r *report) watchSection(res *watchResult) {
+	var b strings.Builder
+	objects := res.Namespaces * res.ObjectsPer
+	last := res.Steps[len(res.Steps)-1]
+	fmt.Fprintf(&b, "## watch on %d namespaces and %d objects: memory and requests per resync\n\n", res.Namespaces, objects)
+	fmt.Fprintf(&b, "A fresh control plane with %d namespaced types (%s); %d namespaces holding %d ConfigMaps each (%d objects; built in %.1f s, %.0f objects/s). "+
+		"In each step, more of them get one more ConfigMap with finalizer `%s` (created with the rest) and are deleted with the namespace controller on, "+
+		"which deletes the other ConfigMaps, sets `NamespaceFinalizersRemaining` and is stopped again: stuck on a finalizer nobody serves, "+
+		"as after an operator's uninstall. Then `%s` (the plugin binary, run directly) runs through every step: the bench polls its "+
+		"`/metrics` until `nsdoctor_namespace_blocker` has a series for every stuck namespace (their ConfigMaps wait out the default --grace, 30 s), "+
+		"waits for the end of a round of diagnoses (`nsdoctor_diagnosis_duration_seconds_count` still for %v), and counts kube-apiserver's "+
+		"`apiserver_request_total` over exactly %d resyncs (%v) from there, so the window holds whole rounds. The namespace controller is "+
+		"stopped while measured: only the watch talks, besides the API server's own background, measured over %v before the watch started "+
+		"(\"API server alone\"). Peak RSS is the watch's `VmHWM` from `/proc/PID/status`, read at the end of each window; the watch then gets SIGTERM and exited %d.\n\n",
+		res.Types, typesWords(res.Types), res.Namespaces, res.ObjectsPer, objects, res.BuildSeconds, float64(objects)/res.BuildSeconds,
+		watchFinalizer, strings.Join(append([]string{"kubectl-ns_doctor"}, res.Argv[1:]...), " "), quietAfterRound,
+		last.Resyncs, time.Duration(last.Resyncs)*res.Resync, time.Duration(res.IdleResyncs)*res.Resync, res.ExitCode)
+	idle := perResync(res.Idle, res.IdleResyncs)
+	b.WriteString("| | API server alone, per resync's time |")
+	for _, st := range res.Steps {
+		fmt.Fprintf(&b, " %d stuck, per resync |", st.Stuck)
+	}
+	b.WriteString("\n|---|---|")
+	for range res.Steps {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	row := func(name, alone string, f func(st watchStep) string) {
+		fmt.Fprintf(&b, "| %s | %s |", name, alone)
+		for _, st := range res.Steps {
+			fmt.Fprintf(&b, " %s |", f(st))
+		}
+		b.WriteString("\n")
+	}
+	row("requests, all", fmt.Sprintf("%.1f", apiTotal(idle)), func(st watchStep) string {
+		return fmt.Sprintf("%.1f", st.Requests.Requests/float64(st.Resyncs))
+	})
+	// The watch's own: what each request type counts beyond the API
+	// server alone (the latter's sporadic requests, such as its internal
+	// watches ending, are not taken off the watch's other requests).
+	net := func(st watchStep) float64 { return beyond(perResync(st.Requests, st.Resyncs), idle) }
+	row("requests, the watch's (each type's count beyond the API server alone's)", "–", func(st watchStep) string {
+		return fmt.Sprintf("%.1f", net(st))
+	})
+	row("of which per stuck namespace", "–", func(st watchStep) string {
+		return fmt.Sprintf("%.1f", net(st)/float64(st.Stuck))
+	})
+	row("diagnoses (the watch's count)", "–", func(st watchStep) string { return fmt.Sprintf("%.1f", st.Diagnoses/float64(st.Resyncs)) })
+	row("seconds per diagnosis (the watch's histogram)", "–", func(st watchStep) string { return fmt.Sprintf("%.3f", st.DiagSeconds) })
+	row("the watch's CPU s (user + system)", "–", func(st watchStep) string { return fmt.Sprintf("%.2f", st.CPU/float64(st.Resyncs)) })
+	row("etcd and kube-apiserver CPU s", "–", func(st watchStep) string { return fmt.Sprintf("%.2f", st.ServerCPU/float64(st.Resyncs)) })
+	row("the watch's VmHWM / VmRSS MiB at the window's end", "–", func(st watchStep) string {
+		return fmt.Sprintf("%.1f / %.1f", float64(st.HWM)/1024, float64(st.RSS)/1024)
+	})
+	row("s until a blocker series for each stuck namespace", "–", func(st watchStep) string { return fmt.Sprintf("%.1f", st.ReadySeconds) })
+	fmt.Fprintf(&b, "\nThe first step's wait counts from the watch's start; the next ones from their deletions. Diagnosis errors at the end: %.0f.\n", last.Errors)
+
+	b.WriteString("\nRequests per resync by verb and resource (kube-apiserver's counter over the window, divided by its resyncs; " +
+		"a LIST of many types with the same count is one row):\n\n| verb resource | API server alone |")
+	for _, st := range res.Steps {
+		fmt.Fprintf(&b, " %d stuck |", st.Stuck)
+	}
+	b.WriteString("\n|---|---|")
+	for range res.Steps {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	cols := []map[string]float64{idle}
+	for _, st := range res.Steps {
+		cols = append(cols, perResync(st.Requests, st.Resyncs))
+	}
+	for _, row := range verbRows(cols) {
+		fmt.Fprintf(&b, "| %s |", row.name)
+		for _, v := range row.values {
+			fmt.Fprintf(&b, " %s |", trimFloat(v))
+		}
+		b.WriteString("\n")
+	}
+
+	// The verdicts: memory, and requests that follow the stuck
+	// namespaces, not the cluster.
+	hwm := float64(res.HWM) / 1024
+	r.verdict("%s the watch's peak RSS under 100 MiB (%d namespaces, %d objects, up to %d stuck, %d types): %.1f MiB (VmHWM at the end).",
+		mark(hwm < 100), res.Namespaces, objects, last.Stuck, res.Types, hwm)
+	perObject, perCluster := 0.0, ""
+	for _, st := range res.Steps {
+		per := perResync(st.Requests, st.Resyncs)
+		perObject += per["GET configmaps"] + per["GET secrets"]
+		for k, v := range per {
+			if v >= float64(res.Namespaces)/2 && perCluster == "" {
+				perCluster = fmt.Sprintf("%s ×%.0f per resync with %d stuck", k, v, st.Stuck)
+			}
+		}
+	}
+	first := res.Steps[0]
+	words := fmt.Sprintf("%.0f with %d stuck", net(first), first.Stuck)
+	grows := true
+	if len(res.Steps) > 1 {
+		slope := (net(last) - net(first)) / float64(last.Stuck-first.Stuck)
+		fixed := net(first) - slope*float64(first.Stuck)
+		words = fmt.Sprintf("%.0f with %d stuck, %.0f with %d, that is about %.0f + %.1f per stuck namespace", net(first), first.Stuck, net(last), last.Stuck, fixed, slope)
+		grows = slope > 0
+	}
+	ok := grows && perObject == 0 && perCluster == ""
+	var cmLists []string
+	for _, st := range res.Steps {
+		cmLists = append(cmLists, fmt.Sprintf("%.0f with %d stuck", perResync(st.Requests, st.Resyncs)["LIST configmaps"], st.Stuck))
+	}
+	r.verdict("%s the watch's requests per resync grow with the stuck namespaces, not the cluster (%d namespaces, %d objects): %s (beyond the API server's own %.1f); "+
+		"LIST configmaps per resync %s; GETs of single ConfigMaps or Secrets per resync: %.0f; no request type near one per namespace of the cluster%s.",
+		mark(ok), res.Namespaces, objects, words, apiTotal(idle), strings.Join(cmLists, ", "), perObject, orNone(perCluster))
+	if !ok {
+		r.why("See the by-verb table of the watch section for the request type that breaks it.")
+	}
+	r.add(b.String())
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (but: " + s + ")"
+}
+
+func typesWords(types int) string {
+	if types > 60 {
+		return "the built-in ones and generated CRDs"
+	}
+	return "the built-in ones, no CRDs"
+}
+
+// beyond sums what each request type of m counts over base's count.
+func beyond(m, base map[string]float64) float64 {
+	t := 0.0
+	for k, v := range m {
+		t += max(v-base[k], 0)
+	}
+	return t
+}
+
+// perResync divides a window's counts by its resyncs.
+func perResync(s sample, resyncs int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range s.ByVerb {
+		out[k] = v / float64(resyncs)
+	}
+	return out
+}
+
+func apiTotal(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// trimFloat prints a count per resync: whole numbers bare, others to one
+// decimal, nothing as "–".
+func trimFloat(v float64) string {
+	switch {
+	case v == 0:
+		return "–"
+	case v == math.Trunc(v):
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+type verbRow struct {
+	name   string
+	values []float64
+}
+
+// verbRows lays out columns of "VERB resource" counts as rows, biggest
+// first; resources of one verb with the same counts in every column are
+// one row when there are more than 4 of them ("LIST, each of 30
+// resources (a, b, ...)").
+func verbRows(cols []map[string]float64) []verbRow {
+	keys := map[string]bool{}
+	for _, c := range cols {
+		for k := range c {
+			keys[k] = true
+		}
+	}
+	type group struct {
+		verb   string
+		values []float64
+		names  []string
+	}
+	groups := map[string]*group{}
+	for k := range keys {
+		verb, res, _ := strings.Cut(k, " ")
+		vals := make([]float64, len(cols))
+		for i, c := range cols {
+			vals[i] = c[k]
+		}
+		id := verb + fmt.Sprint(vals)
+		if groups[id] == nil {
+			groups[id] = &group{verb: verb, values: vals}
+		}
+		groups[id].names = append(groups[id].names, res)
+	}
+	var rows []verbRow
+	for _, g := range groups {
+		sort.Strings(g.names)
+		if len(g.names) <= 4 {
+			for _, n := range g.names {
+				rows = append(rows, verbRow{name: g.verb + " " + n, values: g.values})
+			}
+			continue
+		}
+		shown := g.names[:4]
+		rows = append(rows, verbRow{name: fmt.Sprintf("%s, each of %d resources (%s, …)", g.verb, len(g.names), strings.Join(shown, ", ")), values: g.values})
+	}
+	sum := func(xs []float64) float64 {
+		t := 0.0
+		for _, x := range xs {
+			t += x
+		}
+		return t
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if a, b := sum(rows[i].values), sum(rows[j].values); a != b {
+			return a > b
+		}
+		return rows[i].name < rows[j].name
+	})
+	return rows
+}
+
+// purge1000Section writes the purge-1000 phase: explain with no name,
+// purge -l (and the -purge-compare build's) and the per-namespace loop
+// over a thousand namespaces an uninstalled operator left stuck.
+func (r *report) purge1000Section(res *p1kResult, compare bool) {
+	var b strings.Builder
+	n := res.N
+	fmt.Fprintf(&b, "## %d namespaces an uninstalled operator left stuck: explain, purge -l and the per-namespace loop\n\n", n)
+	fmt.Fprintf(&b, "A fresh control plane with %d namespaced types, the namespace controller stopped. For each contender of each run, %d new namespaces "+
+		"labelled `%s`, each holding %d ConfigMaps with finalizer `%s` (its operator is uninstalled) and one plain ConfigMap, then deleted: "+
+		"Terminating with all four (built in %s s, %d workers). After a %v pause, `explain` with no name is measured on every fixture; "+
+		"then, after 1 s, one contender empties it, and every namespace is checked gone. The plugin binary is run directly (not through kubectl), "+
+		"as a script would: times are the whole process's, requests kube-apiserver's own count, max RSS the process's `ru_maxrss`.\n\n",
+		res.Types, n, p1kSelector, p1kHeld, p1kFinalizer, list(res.pops, "%.1f"), createWorkers, p1kSettle)
+	for _, who := range []string{"explain", "purge", "compare", "loop"} {
+		if argv := res.argv[who]; len(argv) > 0 {
+			fmt.Fprintf(&b, "- %s: `%s`\n", map[string]string{"explain": "explain", "purge": "purge -l", "compare": "purge -l, the -purge-compare build", "loop": "the loop, per namespace"}[who],
+				strings.Join(append([]string{"kubectl-ns_doctor"}, argv[1:]...), " "))
+		}
+	}
+	var loopWords string
+	if len(res.loops) > 0 {
+		l := res.loops[0]
+		if l.Extrapolated() {
+			loopWords = fmt.Sprintf("the loop ran over the first %d namespaces of its fixture, one command after another, and its time is scaled up to all %d "+
+				"(×%.0f; the rest were then purged with one unmeasured purge -l): running all would take over -purge1000-loop-max (%v).", l.Ran, l.Of, float64(l.Of)/float64(l.Ran), r.o.p1kLoopMax)
+		} else {
+			loopWords = fmt.Sprintf("the loop ran over all %d namespaces, one command after another (its sample of %d said it takes under -purge1000-loop-max, %v): measured, not scaled.", l.Of, r.o.p1kLoopSample, r.o.p1kLoopMax)
+		}
+		fmt.Fprintf(&b, "- In the table, %s\n", loopWords)
+	}
+	b.WriteString("\n| contender | runs | median s | spread s | requests | max RSS MiB | CPU s | etcd + kube-apiserver CPU s |\n|---|---|---|---|---|---|---|---|\n")
+	one := func(name string, ss []sample) {
+		if len(ss) == 0 {
+			return
+		}
+		m, lo, hi := stats(secs(ss))
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f–%.2f | %.0f | %.1f | %.2f | %.2f |\n", name, len(ss), m, lo, hi,
+			medianOf(field(ss, func(s sample) float64 { return s.Requests })),
+			slices.Max(field(ss, func(s sample) float64 { return float64(s.MaxRSS) }))/1024,
+			medianOf(field(ss, func(s sample) float64 { return s.CPU })), medianOf(field(ss, func(s sample) float64 { return s.ServerCPU })))
+	}
+	one(fmt.Sprintf("`explain` (no name, %d terminating)", n), res.explain)
+	one("`purge -l "+p1kSelector+"`", res.purge)
+	if compare {
+		one("`purge -l "+p1kSelector+"`, the -purge-compare build", res.compare)
+	}
+	var loopEst []float64
+	for _, l := range res.loops {
+		loopEst = append(loopEst, l.Estimate())
+	}
+	if len(res.loops) > 0 {
+		m, lo, hi := stats(loopEst)
+		l := res.loops[0]
+		what := "measured"
+		if l.Extrapolated() {
+			what = fmt.Sprintf("%d measured, scaled up", l.Ran)
+		}
+		fmt.Fprintf(&b, "| the per-namespace loop, %d commands (%s) | %d | %.2f | %.2f–%.2f | %.0f (%.1f per namespace) | – | – | – |\n",
+			n, what, len(res.loops), m, lo, hi, l.s.Requests*float64(l.Of)/float64(l.Ran), l.s.Requests/float64(l.Ran))
+	}
+	b.WriteString("\nMax RSS is the highest over the runs. Raw, per run:\n\n")
+	rawLine := func(name string, ss []sample) {
+		if len(ss) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "- %s: seconds %s; requests %s; max RSS KiB %s\n", name, list(secs(ss), "%.2f"),
+			list(field(ss, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(ss, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"))
+	}
+	rawLine("explain", res.explain)
+	rawLine("purge -l", res.purge)
+	rawLine("purge -l, the -purge-compare build", res.compare)
+	for i, l := range res.loops {
+		fmt.Fprintf(&b, "- the loop, run %d: %.2f s for %d namespaces (%.3f s each), %.0f requests\n", i+1, l.s.Seconds, l.Ran, l.s.Seconds/float64(l.Ran), l.s.Requests)
+	}
+	b.WriteString("\nRequests by verb and resource (first run of each; LISTs over many types summed):\n\n")
+	if len(res.explain) > 0 {
+		fmt.Fprintf(&b, "- explain: %s\n", collapseLists(res.explain[0].ByVerb))
+	}
+	if len(res.purge) > 0 {
+		fmt.Fprintf(&b, "- purge -l: %s\n", collapseLists(res.purge[0].ByVerb))
+	}
+	if len(res.compare) > 0 {
+		fmt.Fprintf(&b, "- purge -l, the -purge-compare build: %s\n", collapseLists(res.compare[0].ByVerb))
+	}
+	if len(res.loops) > 0 {
+		fmt.Fprintf(&b, "- the loop (its %d commands): %s\n", res.loops[0].Ran, collapseLists(res.loops[0].s.ByVerb))
+	}
+
+	maxRSS := func(ss []sample) float64 {
+		if len(ss) == 0 {
+			return 0
+		}
+		return slices.Max(field(ss, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
+	}
+	if len(res.purge) > 0 {
+		t := medianOf(secs(res.purge))
+		r.verdict("%s purge -l of %d namespaces an uninstalled operator left stuck under 60 s (%d types, %d cores): %.1f s (median of %d; %.0f requests).",
+			mark(t < 60), n, res.Types, runtime.NumCPU(), t, len(res.purge), medianOf(field(res.purge, func(s sample) float64 { return s.Requests })))
+		if t >= 60 {
+			own, server := medianOf(field(res.purge, func(s sample) float64 { return s.CPU })), medianOf(field(res.purge, func(s sample) float64 { return s.ServerCPU }))
+			r.why("Where the time goes (medians): purge's own CPU %.1f s and etcd's and kube-apiserver's %.1f s in %.1f s on %d cores, %.0f%% of the machine's CPU "+
+				"(below 100%%: something besides CPU bounds it, such as how many namespaces run at once and the waits between passes); "+
+				"%.1f requests per namespace, %.0f per second.", own, server, t, runtime.NumCPU(), 100*(own+server)/(t*float64(runtime.NumCPU())),
+				medianOf(field(res.purge, func(s sample) float64 { return s.Requests }))/float64(n), medianOf(field(res.purge, func(s sample) float64 { return s.Requests }))/t)
+		}
+	}
+	if len(res.explain) > 0 {
+		t := medianOf(secs(res.explain))
+		r.verdict("%s explain with no name over %d terminating namespaces under 5 s: %.2f s (median of %d; %.0f requests).",
+			mark(t < 5), n, t, len(res.explain), medianOf(field(res.explain, func(s sample) float64 { return s.Requests })))
+	}
+	if len(res.purge) > 0 && len(res.explain) > 0 {
+		e, p := maxRSS(res.explain), maxRSS(res.purge)
+		r.verdict("%s peak RSS under 200 MiB over %d namespaces: explain %.1f MiB, purge -l %.1f MiB (the highest of the runs).", mark(math.Max(e, p) < 200), n, e, p)
+	}
+	if len(res.purge) > 0 && len(loopEst) > 0 {
+		t, loop := medianOf(secs(res.purge)), medianOf(loopEst)
+		how := "measured"
+		if res.loops[0].Extrapolated() {
+			how = fmt.Sprintf("scaled up from %d", res.loops[0].Ran)
+		}
+		r.verdict("%s purge -l against the per-namespace loop over %d namespaces: %s (%.1f s vs %.1f s, the loop's %s).", infoMark, n, fasterOrSlower(t, loop), t, loop, how)
+	}
+	if len(res.compare) > 0 && len(res.purge) > 0 {
+		t, c := medianOf(secs(res.purge)), medianOf(secs(res.compare))
+		r.verdict("%s purge -l over %d namespaces, this tree against the -purge-compare build: %s (%.1f s vs %.1f s).", infoMark, n, fasterOrSlower(t, c), t, c)
+	}
+	r.add(b.String())
 }
