@@ -29,40 +29,25 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if err := setup(); err != nil {
+	wd, err := os.Getwd()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := controlplane.RunTests(m, controlplane.Options{WithoutControllerManager: true}, func(c *controlplane.ControlPlane) {
-		cp = c
-		var err error
-		if cluster, err = scenario.NewCluster(c.Config); err != nil {
-			panic(err)
-		}
-	})
-	_ = os.RemoveAll(plugin.Dir)
-	os.Exit(code)
-}
-
-func setup() error {
-	wd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
 	// go test runs in the package folder, test/distribution.
 	repoRoot = filepath.Join(wd, "..", "..")
-	if plugin.Dir, err = os.MkdirTemp("", "ns-doctor-dist-bin-"); err != nil {
-		return err
-	}
-	if err := plugintest.Build(plugin.Dir, ""); err != nil {
-		return err
-	}
-	// The shim as shipped, not as printed: the file users get is tested.
+	setup := plugintest.Setup{Name: "dist", ControlPlane: controlplane.Options{WithoutControllerManager: true}, Prepare: addShim}
+	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
+}
+
+// addShim puts the completion shim as shipped, not as printed, beside the
+// plugin: the file users get is tested.
+func addShim(dir string) error {
 	shim, err := os.ReadFile(filepath.Join(repoRoot, "kubectl_complete-ns_doctor"))
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(plugin.Dir, "kubectl_complete-ns_doctor"), shim, 0o755)
+	return os.WriteFile(filepath.Join(dir, "kubectl_complete-ns_doctor"), shim, 0o755)
 }
 
 // command runs name with args in the checkout, env added to this

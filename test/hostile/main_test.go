@@ -7,8 +7,6 @@
 package hostile
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,24 +23,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ns-doctor-hostile-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := plugintest.Build(dir, ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	plugin.Dir = dir
-	code := controlplane.RunTests(m, controlplane.Options{}, func(c *controlplane.ControlPlane) {
-		cp = c
-		if cluster, err = scenario.NewCluster(c.Config); err != nil {
-			panic(err)
-		}
-	})
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	plugintest.Main(m, plugintest.Setup{Name: "hostile"}, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }
 
 var (

@@ -8,8 +8,6 @@
 package oracle
 
 import (
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -31,27 +29,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ns-doctor-oracle-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := plugintest.Build(dir, ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	plugin.Dir = dir
 	opts := controlplane.FromEnv(controlplane.Options{})
 	ordered, orderingFlag = true, "auto"
 	if strings.Contains(opts.FeatureGates, "OrderedNamespaceDeletion=false") {
 		ordered, orderingFlag = false, "off"
 	}
-	code := controlplane.RunTests(m, opts, func(c *controlplane.ControlPlane) {
-		cp = c
-		if cluster, err = scenario.NewCluster(c.Config); err != nil {
-			panic(err)
-		}
-	})
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	setup := plugintest.Setup{Name: "oracle", ControlPlane: opts}
+	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

@@ -3,8 +3,6 @@
 package purge_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
@@ -19,22 +17,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ns-doctor-purge-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := plugintest.Build(dir, ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	plugin.Dir = dir
-	code := controlplane.RunTests(m, controlplane.Options{WithoutControllerManager: true}, func(c *controlplane.ControlPlane) {
-		cp = c
-		if cluster, err = scenario.NewCluster(c.Config); err != nil {
-			panic(err)
-		}
-	})
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	setup := plugintest.Setup{Name: "purge", ControlPlane: controlplane.Options{WithoutControllerManager: true}}
+	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

@@ -38,25 +38,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ns-doctor-watch-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := plugintest.Build(dir, ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "kubectl-ns_doctor")
-	code := controlplane.RunTests(m, controlplane.Options{}, func(c *controlplane.ControlPlane) {
-		cp = c
-		var err error
-		if cluster, err = scenario.NewCluster(c.Config); err != nil {
-			panic(err)
-		}
+	plugintest.Main(m, plugintest.Setup{Name: "watch"}, func(b plugintest.Bed) {
+		cp, cluster, binary = b.CP, b.Cluster, filepath.Join(b.Plugin.Dir, "kubectl-ns_doctor")
 	})
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
 }
 
 // lockedBuffer is a process's output, read while it runs.

@@ -1,0 +1,64 @@
+package plugintest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
+)
+
+// Bed is what a test package's tests share: one control plane, a client
+// of it, and the plugin built for this run.
+type Bed struct {
+	CP      *controlplane.ControlPlane
+	Cluster *scenario.Cluster
+	Plugin  Plugin
+}
+
+// Setup is how a test package wants its bed.
+type Setup struct {
+	// Name names the plugin's temporary folder (ns-doctor-NAME-bin-*).
+	Name string
+	// LDFlags are the plugin's extra ldflags (e.g. a version).
+	LDFlags string
+	// ControlPlane are the control plane's options.
+	ControlPlane controlplane.Options
+	// Prepare, if set, adds to the plugin's folder before the tests.
+	Prepare func(dir string) error
+}
+
+// Main is a test package's TestMain: it builds the plugin into a folder of
+// its own, starts one control plane for all the package's tests, hands
+// both to use, runs the tests, removes the folder and exits with their
+// code.
+func Main(m *testing.M, s Setup, use func(Bed)) {
+	os.Exit(run(m, s, use))
+}
+
+func run(m *testing.M, s Setup, use func(Bed)) int {
+	dir, err := os.MkdirTemp("", "ns-doctor-"+s.Name+"-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := Build(dir, s.LDFlags); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if s.Prepare != nil {
+		if err := s.Prepare(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return controlplane.RunTests(m, s.ControlPlane, func(c *controlplane.ControlPlane) {
+		cluster, err := scenario.NewCluster(c.Config)
+		if err != nil {
+			panic(err)
+		}
+		use(Bed{CP: c, Cluster: cluster, Plugin: Plugin{Dir: dir}})
+	})
+}
