@@ -31,15 +31,14 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 			code = ExitError
 		}
 	}()
-	klog.LogToStderr(true)
+	routeClientLogs(escapedLines{streams.ErrOut})
 	root := newRootCommand(flags, f, streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	// Once the command is done, what is still in flight in the background
 	// (a discovery read ahead) is cut short as the process ends: client-go
 	// would log that on stderr, after the one line the user is owed.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	routeClientLogs(io.Discard)
 	if err == nil {
 		return ExitOK
 	}

@@ -255,7 +255,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 // watcher builds the controller and where its findings go.
 func (o *WatchOptions) watcher(ctx context.Context, clients *kube.Clients, metrics *watch.Metrics) *watch.Watcher {
 	recorder, _ := watch.NewRecorder(ctx, clients.Kube.CoreV1(), metrics, func(err error) {
-		o.notice("warning: cannot record Events (%s); the diagnoses go on, in the metrics and here; grant create/patch on events (deploy/10-rbac.yaml)", firstLine(err.Error()))
+		o.notice("warning: cannot record Events (%s); the diagnoses go on, in the metrics and here; grant create/patch on events (deploy/10-rbac.yaml)", oneLine(firstLine(err.Error())))
 	})
 	ordering := o.Ordering.resolve(clients)
 	opts := watch.Options{After: o.After, Resync: o.Resync, Workers: o.Workers,

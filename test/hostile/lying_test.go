@@ -109,7 +109,7 @@ func TestHangingAPIEndsWithinTheRequestTimeout(t *testing.T) {
 }
 
 // An aggregated API whose discovery answers garbage: explain names it at
-// once; purge will not finalize past it.
+// once, also with -v=8's request log; purge will not finalize past it.
 func TestGarbageDiscoveryIsNamed(t *testing.T) {
 	api := plugintest.AggregatedAPI(t, cluster)
 	name := heldNamespace(t, api, 0)
@@ -118,6 +118,11 @@ func TestGarbageDiscoveryIsNamed(t *testing.T) {
 	r, _ := timed(t, cp.Kubeconfig, "explain", name, "--request-timeout=5s")
 	if r.Code != 3 || !strings.Contains(r.Stdout, api.GVR.GroupVersion().String()) {
 		t.Errorf("explain: exit %d, want 3 (stuck) naming %s:\n%s\n%s", r.Code, api.GVR.GroupVersion(), r.Stdout, r.Stderr)
+	}
+	// timed fails the test on any terminal byte in what -v=8 logs.
+	r, _ = timed(t, cp.Kubeconfig, "explain", name, "--request-timeout=5s", "-v=8")
+	if r.Code != 3 || !strings.Contains(r.Stderr, `"Response Body"`) {
+		t.Errorf("explain -v=8: exit %d, want 3 and client-go's request log on stderr", r.Code)
 	}
 	r, _ = timed(t, cp.Kubeconfig, "purge", name, "--force", "--yes", "--request-timeout=5s", "--timeout=1m", "--backup-dir", t.TempDir())
 	if r.Code == 0 || !strings.HasPrefix(lastLine(r.Stderr), "error: ") || !strings.Contains(lastLine(r.Stderr), api.GVR.GroupVersion().String()) {
