@@ -601,15 +601,7 @@ func (r *report) watchSection(res *watchResult) {
 		watchFinalizer, strings.Join(append([]string{"kubectl-ns_doctor"}, res.Argv[1:]...), " "), quietAfterRound,
 		last.Resyncs, time.Duration(last.Resyncs)*res.Resync, time.Duration(res.IdleResyncs)*res.Resync, res.ExitCode)
 	idle := perResync(res.Idle, res.IdleResyncs)
-	b.WriteString("| | API server alone, per resync's time |")
-	for _, st := range res.Steps {
-		fmt.Fprintf(&b, " %d stuck, per resync |", st.Stuck)
-	}
-	b.WriteString("\n|---|---|")
-	for range res.Steps {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	stepsHeader(&b, "| | API server alone, per resync's time |", res.Steps, " %d stuck, per resync |")
 	row := func(name, alone string, f func(st watchStep) string) {
 		fmt.Fprintf(&b, "| %s | %s |", name, alone)
 		for _, st := range res.Steps {
@@ -641,15 +633,8 @@ func (r *report) watchSection(res *watchResult) {
 	fmt.Fprintf(&b, "\nThe first step's wait counts from the watch's start; the next ones from their deletions. Diagnosis errors at the end: %.0f.\n", last.Errors)
 
 	b.WriteString("\nRequests per resync by verb and resource (kube-apiserver's counter over the window, divided by its resyncs; " +
-		"a LIST of many types with the same count is one row):\n\n| verb resource | API server alone |")
-	for _, st := range res.Steps {
-		fmt.Fprintf(&b, " %d stuck |", st.Stuck)
-	}
-	b.WriteString("\n|---|---|")
-	for range res.Steps {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+		"a LIST of many types with the same count is one row):\n\n")
+	stepsHeader(&b, "| verb resource | API server alone |", res.Steps, " %d stuck |")
 	cols := []map[string]float64{idle}
 	for _, st := range res.Steps {
 		cols = append(cols, perResync(st.Requests, st.Resyncs))
@@ -942,4 +927,14 @@ func (r *report) purge1000Section(res *p1kResult, compare bool) {
 		r.verdict("%s purge -l over %d namespaces, this tree against the -purge-compare build: %s (%.1f s vs %.1f s).", infoMark, n, fasterOrSlower(t, c), t, c)
 	}
 	r.add(b.String())
+}
+
+// stepsHeader writes a watch table's header: two first columns, then one
+// column per step, named by format with its stuck namespaces.
+func stepsHeader(b *strings.Builder, first string, steps []watchStep, format string) {
+	b.WriteString(first)
+	for _, st := range steps {
+		fmt.Fprintf(b, format, st.Stuck)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(steps)) + "\n")
 }

@@ -85,3 +85,23 @@ func TestCollapseLists(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// TestWatchSectionTables: each of the watch section's two tables has a
+// column per step, its header and separator as wide as its rows.
+func TestWatchSectionTables(t *testing.T) {
+	step := func(stuck int) watchStep {
+		return watchStep{Stuck: stuck, Resyncs: 4, Diagnoses: float64(4 * stuck), Requests: sample{Requests: 100, ByVerb: map[string]float64{"LIST configmaps": 80}}}
+	}
+	r := &report{}
+	r.watchSection(&watchResult{Namespaces: 10, ObjectsPer: 5, Types: 31, Resync: 15e9, BuildSeconds: 1, IdleResyncs: 2,
+		Idle: sample{ByVerb: map[string]float64{"PUT leases": 3}}, Steps: []watchStep{step(2), step(4)}, Argv: []string{"x", "watch"}})
+	out := strings.Join(r.sections, "\n")
+	for _, want := range []string{
+		"| | API server alone, per resync's time | 2 stuck, per resync | 4 stuck, per resync |\n|---|---|---|---|\n| requests, all |",
+		"| verb resource | API server alone | 2 stuck | 4 stuck |\n|---|---|---|---|\n| LIST configmaps |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
