@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # make unit: every fast test (no control plane: everything outside test/),
+# under the race detector (-race: a pass of many namespaces runs at once),
 # then the unit coverage floors. Prints each package's line as go test does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ floors="internal/watch=55 internal/purge=80 internal/printer=75 internal/kube=60
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # shellcheck disable=SC2046
-go test -count=1 -cover $(go list ./... | grep -v '/test/') | tee "$out"
+go test -race -count=1 -cover $(go list ./... | grep -v '/test/') | tee "$out"
 
 failed=0
 for floor in $floors; do

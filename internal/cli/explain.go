@@ -44,6 +44,9 @@ type ExplainOptions struct {
 	factory Factory
 	flags   *genericclioptions.ConfigFlags
 	clients *kube.Clients
+	// inspect is what each diagnosis is asked, once the cluster's
+	// version is known.
+	inspect inspect.Options
 }
 
 func newExplainCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -180,7 +183,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return err
 	}
 	in := prefetchDiscovery(ctx, o.clients)
-	in.Options = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Ordering: o.Ordering.resolve(o.clients)}
+	o.inspect = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Ordering: o.Ordering.resolve(o.clients)}
 	if o.Orphans {
 		return o.orphans(ctx, in)
 	}
@@ -191,7 +194,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.Wait > 0 {
 		return o.waitFor(ctx, in, targets)
 	}
-	reports, err := in.ExplainAll(ctx, targets)
+	reports, err := in.ExplainAll(ctx, targets, o.inspect)
 	if err != nil {
 		return err
 	}
@@ -301,7 +304,7 @@ func (o *ExplainOptions) waitFor(ctx context.Context, in *inspect.Inspector, tar
 			mu.Lock()
 			last := earlier[ns.Name]
 			mu.Unlock()
-			r, err := in.ExplainSince(ctx, ns, last)
+			r, err := in.ExplainSince(ctx, ns, last, o.inspect)
 			if err != nil {
 				return fmt.Sprintf("%s: %v", ns.Name, err)
 			}
@@ -342,7 +345,7 @@ func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspecto
 		if err != nil {
 			return err
 		}
-		report, err := in.ExplainSince(ctx, ns, earlier[name])
+		report, err := in.ExplainSince(ctx, ns, earlier[name], o.inspect)
 		if err != nil {
 			return err
 		}
@@ -404,8 +407,7 @@ func (o *ExplainOptions) orphans(ctx context.Context, in *inspect.Inspector) err
 // slow link it costs no round trip of its own. The inspector keeps it; an
 // error is met again, and reported, when the discovery is used.
 func prefetchDiscovery(ctx context.Context, clients *kube.Clients) *inspect.Inspector {
-	in := inspect.New(clients)
-	in.Compact = true
+	in := inspect.New(clients, inspect.Config{Compact: true})
 	go func() { _, _ = in.Discover(ctx) }()
 	return in
 }

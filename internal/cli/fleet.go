@@ -127,12 +127,12 @@ func (o *ExplainOptions) runFleet(ctx context.Context) error {
 // selects, if given).
 func (o *ExplainOptions) explainCluster(ctx context.Context, clients *kube.Clients) ([]diagnose.Report, error) {
 	in := prefetchDiscovery(ctx, clients)
-	in.Options = inspect.Options{Grace: o.Grace, Ordering: o.Ordering.resolve(clients)}
+	opts := inspect.Options{Grace: o.Grace, Ordering: o.Ordering.resolve(clients)}
 	namespaces, err := in.Terminating(ctx, o.Selector)
 	if err != nil {
 		return nil, err
 	}
-	return in.ExplainAll(ctx, namespaces)
+	return in.ExplainAll(ctx, namespaces, opts)
 }
 
 // registerContextCompletion completes --contexts with the kubeconfig's

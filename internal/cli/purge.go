@@ -317,7 +317,7 @@ func (o *PurgeOptions) showProgress(many bool, announce string) func() {
 // chosen lists the terminating namespaces -l or --all-terminating choose,
 // leaving out the system ones unless allowed.
 func (o *PurgeOptions) chosen(ctx context.Context, clients *kube.Clients) ([]string, error) {
-	list, err := inspect.New(clients).Terminating(ctx, o.Flags.Selector)
+	list, err := inspect.New(clients, inspect.Config{}).Terminating(ctx, o.Flags.Selector)
 	if err != nil {
 		return nil, err
 	}

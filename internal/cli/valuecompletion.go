@@ -81,13 +81,12 @@ func observeForCompletion(ctx context.Context, flags *genericclioptions.ConfigFl
 	if err != nil {
 		return diagnose.Observation{}, false
 	}
-	in := inspect.New(clients)
-	in.Compact = true
+	in := inspect.New(clients, inspect.Config{Compact: true})
 	ns, err := in.Namespace(ctx, name)
 	if err != nil {
 		return diagnose.Observation{}, false
 	}
-	obs, err := in.Observe(ctx, ns)
+	obs, err := in.Observe(ctx, ns, inspect.Options{})
 	return obs, err == nil
 }
 
@@ -149,7 +148,7 @@ func orphanNames(ctx context.Context, flags *genericclioptions.ConfigFlags, pref
 	if err != nil {
 		return nil
 	}
-	obs, err := inspect.New(clients).Orphans(ctx, "")
+	obs, err := inspect.New(clients, inspect.Config{}).Orphans(ctx, "")
 	if err != nil {
 		return nil
 	}

@@ -21,7 +21,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // the webhook blockers.
 func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	var out []diagnose.Webhook
-	adm := i.Clients.Kube.AdmissionregistrationV1()
+	adm := i.clients.Kube.AdmissionregistrationV1()
 	var validating *admissionregv1.ValidatingWebhookConfigurationList
 	var validatingErr error
 	listed := make(chan struct{})
@@ -74,7 +74,7 @@ func webhookOf(cfg, typ, name string, policy *admissionregv1.FailurePolicyType, 
 
 // crds lists CustomResourceDefinitions (best effort).
 func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
-	list, err := i.Clients.Dynamic.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	list, err := i.clients.Dynamic.Resource(crdGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		i.uncheck(diagnose.UncheckedCRDs, "", err)
 		return nil
@@ -99,7 +99,7 @@ func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 
 // serviceState reads a Service and counts its ready endpoints.
 func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) diagnose.ServiceState {
-	svc, err := i.Clients.Kube.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	svc, err := i.clients.Kube.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return diagnose.ServiceState{}
@@ -112,7 +112,7 @@ func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) d
 		return diagnose.ServiceState{Exists: true, ExternalName: svc.Spec.ExternalName}
 	}
 	state := diagnose.ServiceState{Exists: true}
-	slices, err := i.Clients.Kube.DiscoveryV1().EndpointSlices(ref.Namespace).List(ctx, metav1.ListOptions{
+	slices, err := i.clients.Kube.DiscoveryV1().EndpointSlices(ref.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: discoveryv1.LabelServiceName + "=" + ref.Name,
 	})
 	if err != nil {

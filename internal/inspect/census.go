@@ -74,7 +74,7 @@ func (i *Inspector) TakeCensus(ctx context.Context, namespaces []v1.Namespace) (
 	if err != nil {
 		return nil, err
 	}
-	svcs, err := i.Clients.Aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
+	svcs, err := i.clients.Aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading APIServices for a census: %w", err)
 	}
@@ -89,7 +89,7 @@ func (i *Inspector) TakeCensus(ctx context.Context, namespaces []v1.Namespace) (
 			gvrs = append(gvrs, gvr)
 		}
 	}
-	c.counts = kube.CountByNamespace(ctx, i.Clients, gvrs, func(ns string) bool { return c.covered[ns] })
+	c.counts = kube.CountByNamespace(ctx, i.clients, gvrs, func(ns string) bool { return c.covered[ns] })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -174,7 +174,7 @@ type workload struct {
 
 // workloads finds a workload by name: in its usual namespace, else in any.
 func (i *Inspector) workloads(ctx context.Context, w finalizers.Workload) ([]workload, error) {
-	apps := i.Clients.Kube.AppsV1()
+	apps := i.clients.Kube.AppsV1()
 	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", w.Name).String()}
 	var out []workload
 	switch w.Kind {
@@ -265,7 +265,7 @@ func holderTargets(snap *deletion.Snapshot) []holderTarget {
 // holder reads one holder's status conditions that say something is
 // wrong; nil when none does, or it is gone.
 func (i *Inspector) holder(ctx context.Context, namespace string, t holderTarget, ev *evidence) *diagnose.Holder {
-	obj, err := i.Clients.Dynamic.Resource(t.gvr).Namespace(namespace).Get(ctx, t.name, metav1.GetOptions{})
+	obj, err := i.clients.Dynamic.Resource(t.gvr).Namespace(namespace).Get(ctx, t.name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -357,7 +357,7 @@ func (i *Inspector) events(ctx context.Context, namespace string, ev *evidence) 
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", v1.EventTypeWarning).String(), Limit: eventsPage}
 	var out []diagnose.Event
 	for {
-		list, err := i.Clients.Kube.CoreV1().Events(namespace).List(ctx, opts)
+		list, err := i.clients.Kube.CoreV1().Events(namespace).List(ctx, opts)
 		if err != nil {
 			ev.unchecked(diagnose.UncheckedEvents, "", err)
 			return out

@@ -37,8 +37,8 @@ func TestHolderReadsDoNotGrowWithTheNamespace(t *testing.T) {
 					c.Add(gvr, kubetest.Object(fmt.Sprintf("T%d", k), "demo", fmt.Sprintf("o%d", j), "example.com/hold"))
 				}
 			}
-			in := New(c.Clients())
-			obs, err := in.Observe(context.Background(), ns)
+			in := New(c.Clients(), Config{})
+			obs, err := in.Observe(context.Background(), ns, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

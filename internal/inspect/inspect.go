@@ -23,14 +23,13 @@ import (
 
 // Inspector gathers observations with one set of clients. It is safe for
 // concurrent use: namespaces are observed in parallel, sharing discovery,
-// webhooks, CRDs, APIServices and backends.
+// webhooks, CRDs, APIServices and backends. Nothing of it is set after New:
+// what a command asks of a diagnosis (Options) comes with each call, so
+// runs that share one inspector never write to it.
 type Inspector struct {
 	mu      sync.Mutex
-	Clients *kube.Clients
-	// Compact sweeps keep only the objects a diagnosis reads one by one
-	// (see kube.SweepOptions); purge, which acts on every object, does not
-	// set it.
-	Compact bool
+	clients *kube.Clients
+	cfg     Config
 	disc    *kube.Discovery
 	apisvcs []apiregv1.APIService
 	// apisvcsRead: APIServices are read once, only when some group failed
@@ -50,14 +49,22 @@ type Inspector struct {
 	// ownerLogCache the tails of their logs read so far.
 	ownerPods     map[string]ownerPods
 	ownerLogCache map[string][]diagnose.OwnerLog
-	// Options apply to every observation.
-	Options Options
+}
+
+// Config is how an inspector reads, fixed at New.
+type Config struct {
+	// Compact sweeps keep only the objects a diagnosis reads one by one
+	// (see kube.SweepOptions).
+	Compact bool
 }
 
 // New returns an inspector over clients.
-func New(c *kube.Clients) *Inspector { return &Inspector{Clients: c} }
+func New(c *kube.Clients, cfg Config) *Inspector { return &Inspector{clients: c, cfg: cfg} }
 
-// Options are what a command asks of each diagnosis.
+// Clients are the clients the inspector reads with.
+func (i *Inspector) Clients() *kube.Clients { return i.clients }
+
+// Options are what a command asks of each diagnosis, given with each call.
 type Options struct {
 	// Grace is how long a step may take before it is called stuck.
 	Grace time.Duration
@@ -70,20 +77,20 @@ type Options struct {
 // Explain is explain's engine in one call: the namespace's content read,
 // the evidence of who holds it (when it is being deleted, or IfDeleted),
 // and the diagnosis. explain, purge and watch all diagnose through it.
-func (i *Inspector) Explain(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
-	return i.ExplainSince(ctx, ns, nil)
+func (i *Inspector) Explain(ctx context.Context, ns *v1.Namespace, opts Options) (diagnose.Report, error) {
+	return i.ExplainSince(ctx, ns, nil, opts)
 }
 
 // ExplainSince is Explain for a caller that reads the namespace again and
 // again (explain --wait, watch): earlier is its last read
 // (Report.EarlierRead), so that content still going is told from stuck.
-func (i *Inspector) ExplainSince(ctx context.Context, ns *v1.Namespace, earlier *diagnose.EarlierRead) (diagnose.Report, error) {
-	obs, err := i.Observe(ctx, ns)
+func (i *Inspector) ExplainSince(ctx context.Context, ns *v1.Namespace, earlier *diagnose.EarlierRead, opts Options) (diagnose.Report, error) {
+	obs, err := i.Observe(ctx, ns, opts)
 	if err != nil {
 		return diagnose.Report{}, err
 	}
 	obs.Earlier = earlier
-	if ns.DeletionTimestamp != nil || i.Options.IfDeleted {
+	if ns.DeletionTimestamp != nil || opts.IfDeleted {
 		obs.Evidence = i.Evidence(ctx, ns, obs.Snapshot)
 	}
 	return diagnose.Diagnose(obs), nil
@@ -91,13 +98,13 @@ func (i *Inspector) ExplainSince(ctx context.Context, ns *v1.Namespace, earlier 
 
 // Namespace gets one namespace; a NotFound error is returned as is.
 func (i *Inspector) Namespace(ctx context.Context, name string) (*v1.Namespace, error) {
-	return i.Clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	return i.clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 }
 
 // Terminating lists the namespaces being deleted, oldest deletion first,
 // among those selector (a label selector, empty for all) selects.
 func (i *Inspector) Terminating(ctx context.Context, selector string) ([]v1.Namespace, error) {
-	list, err := i.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	list, err := i.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
@@ -131,7 +138,7 @@ func (i *Inspector) Discover(ctx context.Context) (*kube.Discovery, error) {
 
 // Observe reads one namespace's content, discovering the API once per
 // inspector.
-func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
+func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace, opts Options) (diagnose.Observation, error) {
 	disc, err := i.Discover(ctx)
 	if err != nil {
 		return diagnose.Observation{}, err
@@ -144,14 +151,14 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 		}
 	}
 	i.mu.Lock()
-	opts := i.sweepOptions()
+	sweep := i.sweepOptions()
 	i.mu.Unlock()
-	opts.KeepOlderThan = ns.CreationTimestamp.Time
-	snap := snapshotOf(kube.Sweep(ctx, i.Clients, ns.Name, gvrs, opts))
+	sweep.KeepOlderThan = ns.CreationTimestamp.Time
+	snap := snapshotOf(kube.Sweep(ctx, i.clients, ns.Name, gvrs, sweep))
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
-	return i.ObservationOf(ctx, ns, snap, nil), nil
+	return i.ObservationOf(ctx, ns, snap, nil, opts), nil
 }
 
 // ObservationOf is what the inspector read once (webhooks, CRDs,
@@ -159,11 +166,11 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace) (diagnose.Obs
 // the API's discovery: no sweep of its own. A nil disc is the inspector's
 // own; a purge passes the one its last pass made, which may have seen an
 // API fail since.
-func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot, disc *kube.Discovery) diagnose.Observation {
+func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot, disc *kube.Discovery, opts Options) diagnose.Observation {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	obs := diagnose.Observation{Namespace: ns, Snapshot: snap, Now: time.Now(),
-		Grace: i.Options.Grace, IfDeleted: i.Options.IfDeleted, Ordering: i.Options.Ordering}
+		Grace: opts.Grace, IfDeleted: opts.IfDeleted, Ordering: opts.Ordering}
 	if disc == nil {
 		disc = i.disc
 	}
@@ -189,8 +196,8 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 // Diagnose is the diagnosis of ns with snap as its content and disc as
 // the API's discovery (what a purge run last saw), with the evidence of
 // who holds it: no second sweep.
-func (i *Inspector) Diagnose(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot, disc *kube.Discovery) diagnose.Report {
-	obs := i.ObservationOf(ctx, ns, snap, disc)
+func (i *Inspector) Diagnose(ctx context.Context, ns *v1.Namespace, snap *deletion.Snapshot, disc *kube.Discovery, opts Options) diagnose.Report {
+	obs := i.ObservationOf(ctx, ns, snap, disc, opts)
 	obs.Evidence = i.Evidence(ctx, ns, snap)
 	return diagnose.Diagnose(obs)
 }
@@ -208,7 +215,7 @@ func (i *Inspector) discover(ctx context.Context) error {
 		crds     []diagnose.CRD
 		wg       sync.WaitGroup
 	)
-	wg.Go(func() { d, err = kube.Discover(i.Clients.Discovery) })
+	wg.Go(func() { d, err = kube.Discover(i.clients.Discovery) })
 	wg.Go(func() { webhooks = i.listWebhooks(ctx) })
 	wg.Go(func() { crds = i.listCRDs(ctx) })
 	wg.Wait()
@@ -228,7 +235,7 @@ func (i *Inspector) discover(ctx context.Context) error {
 // the report still names the failing group-versions.
 func (i *Inspector) listAPIServices(ctx context.Context) {
 	i.apisvcsRead = true
-	list, err := i.Clients.Aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
+	list, err := i.clients.Aggregator.ApiregistrationV1().APIServices().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		i.uncheck(diagnose.UncheckedAPIServices, "", err)
 		return
@@ -266,7 +273,7 @@ func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot, d
 // sweepOptions compacts unless some webhook selects objects by label: its
 // matching then needs every object's labels.
 func (i *Inspector) sweepOptions() kube.SweepOptions {
-	if !i.Compact {
+	if !i.cfg.Compact {
 		return kube.SweepOptions{}
 	}
 	for _, wh := range i.webhooks {

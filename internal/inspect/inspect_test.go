@@ -57,9 +57,8 @@ func TestObserve(t *testing.T) {
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "guard-1", Namespace: "hooks", Labels: map[string]string{discoveryv1.LabelServiceName: "guard"}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1", "10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}}}
 
-	in := New(c.Clients([]runtime.Object{apisvc, webhook, svc, slice}...))
-	in.Compact = true
-	obs, err := in.Observe(context.Background(), ns)
+	in := New(c.Clients([]runtime.Object{apisvc, webhook, svc, slice}...), Config{Compact: true})
+	obs, err := in.Observe(context.Background(), ns, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func TestObserveNamesWhatItCouldNotRead(t *testing.T) {
 	clients.Kube.(*fake.Clientset).PrependReactor("list", "validatingwebhookconfigurations", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(admissionregv1.Resource("validatingwebhookconfigurations"), "", errors.New("no"))
 	})
-	obs, err := New(clients).Observe(context.Background(), ns)
+	obs, err := New(clients, Config{}).Observe(context.Background(), ns, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ const namespacesAtOnce = 16
 // ExplainAll explains many namespaces, in their order: with a census first
 // when there are enough of them (each namespace's sweep then lists only
 // the types it holds), several at a time. The first error ends it.
-func (i *Inspector) ExplainAll(ctx context.Context, namespaces []v1.Namespace) ([]diagnose.Report, error) {
+func (i *Inspector) ExplainAll(ctx context.Context, namespaces []v1.Namespace, opts Options) ([]diagnose.Report, error) {
 	if len(namespaces) >= CensusMin && i.Census() == nil {
 		// Without a census (no permission to read APIServices, say), each
 		// namespace reads every type, as before.
@@ -32,7 +32,7 @@ func (i *Inspector) ExplainAll(ctx context.Context, namespaces []v1.Namespace) (
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workqueue.ParallelizeUntil(ctx, namespacesAtOnce, len(namespaces), func(n int) {
-		r, err := i.Explain(ctx, &namespaces[n])
+		r, err := i.Explain(ctx, &namespaces[n], opts)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && firstErr == nil {

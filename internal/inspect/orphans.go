@@ -38,7 +38,7 @@ func (i *Inspector) Orphans(ctx context.Context, only string) (diagnose.OrphanOb
 			return obs, err
 		}
 	} else {
-		list, err := i.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		list, err := i.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return obs, fmt.Errorf("listing namespaces: %w", err)
 		}
@@ -53,7 +53,7 @@ func (i *Inspector) Orphans(ctx context.Context, only string) (diagnose.OrphanOb
 		}
 	}
 	keep := func(m *metav1.PartialObjectMetadata) bool { return m.Namespace != "" && !existing[m.Namespace] }
-	lists := kube.Sweep(ctx, i.Clients, only, gvrs, kube.SweepOptions{Keep: keep})
+	lists := kube.Sweep(ctx, i.clients, only, gvrs, kube.SweepOptions{Keep: keep})
 	if err := ctx.Err(); err != nil {
 		return obs, err
 	}

@@ -23,7 +23,7 @@ func TestOrphansNeverListsALiveNamespace(t *testing.T) {
 	c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", "old", "a"))
 	c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", "old", "b", "example.com/hold"))
 	c.Add(gadgets, kubetest.Object("Gadget", "older", "g"))
-	in := New(c.Clients())
+	in := New(c.Clients(), Config{})
 
 	obs, err := in.Orphans(context.Background(), "")
 	if err != nil {
@@ -60,7 +60,7 @@ func TestOrphansNamesWhatItCouldNotList(t *testing.T) {
 		}
 		return nil
 	}
-	obs, err := New(c.Clients()).Orphans(context.Background(), "")
+	obs, err := New(c.Clients(), Config{}).Orphans(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

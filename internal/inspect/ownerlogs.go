@@ -103,7 +103,7 @@ func (i *Inspector) readOwnerLogs(ctx context.Context, finalizer string, where o
 		return withFinalizer(logs, finalizer)
 	}
 	i.mu.Unlock()
-	pods, err := i.Clients.Kube.CoreV1().Pods(where.namespace).List(ctx, metav1.ListOptions{LabelSelector: where.selector, Limit: 20})
+	pods, err := i.clients.Kube.CoreV1().Pods(where.namespace).List(ctx, metav1.ListOptions{LabelSelector: where.selector, Limit: 20})
 	if err != nil {
 		ev.unchecked(diagnose.UncheckedOwnerLogs, "the pods of "+where.namespace+"/"+where.selector, err)
 		return nil
@@ -111,7 +111,7 @@ func (i *Inspector) readOwnerLogs(ctx context.Context, finalizer string, where o
 	var logs []diagnose.OwnerLog
 	for _, pod := range runningPods(pods.Items, ownerPodsRead) {
 		container := pod.Spec.Containers[0].Name
-		raw, err := i.Clients.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &v1.PodLogOptions{
+		raw, err := i.clients.Kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &v1.PodLogOptions{
 			Container: container, TailLines: ptrTo(ownerLogTail), LimitBytes: ptrTo(ownerLogBytes),
 		}).DoRaw(ctx)
 		if err != nil {

@@ -15,10 +15,10 @@ import (
 // not recount are read again: no second sweep of the namespace.
 func (r *run) holding(ctx context.Context) {
 	rep := r.report
-	if r.rec == nil || r.Inspector == nil || !rep.stays() {
+	if r.rec == nil || !rep.stays() {
 		return
 	}
-	diag := r.Inspector.Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx), r.disc)
+	diag := r.inspector().Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx), r.disc, r.inspectOptions())
 	rep.Holding = nil
 	for _, b := range diag.Blocking() {
 		if b.Kind == diagnose.BlockerControllerNotRunning {

@@ -201,7 +201,7 @@ func (r *run) recordPass(ctx context.Context, res deletion.Result, pass int) {
 		}
 	}
 	if c.Err != nil && r.disc != nil && len(r.disc.Failed) > 0 {
-		obs := r.Inspector.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{}, r.disc)
+		obs := r.inspector().ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{}, r.disc, r.inspectOptions())
 		for gv, err := range r.disc.Failed {
 			r.fail(Failure{Verb: "discover", Resource: gv.String(), Error: err.Error(), Refusal: diagnose.DiscoveryRefusal(obs, gv, err)})
 		}

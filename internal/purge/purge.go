@@ -108,8 +108,7 @@ type Result struct {
 // are in the order of names.
 func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 	if p.Inspector == nil {
-		p.Inspector = inspect.New(p.Clients)
-		p.Inspector.Compact = true
+		p.Inspector = inspect.New(p.Clients, inspect.Config{Compact: true})
 	}
 	if p.discoveries == nil && len(names) > 1 {
 		p.discoveries = &discoveryCache{}

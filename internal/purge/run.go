@@ -28,6 +28,8 @@ type schemaGVR = schema.GroupVersionResource
 // (built once), and what it remembers between passes.
 type run struct {
 	*Purger
+	// insp is the Purger's Inspector, or the run's own.
+	insp   *inspect.Inspector
 	report *Report
 	w      writer
 	rec    *recorder
@@ -66,7 +68,11 @@ type run struct {
 }
 
 func newRun(p *Purger, r *Report) *run {
-	return &run{Purger: p, report: r, reported: map[string]bool{}, rc: newRecreations(), stripped: map[string][]string{}, started: time.Now()}
+	insp := p.Inspector
+	if insp == nil {
+		insp = inspect.New(p.Clients, inspect.Config{Compact: true})
+	}
+	return &run{Purger: p, insp: insp, report: r, reported: map[string]bool{}, rc: newRecreations(), stripped: map[string][]string{}, started: time.Now()}
 }
 
 func (r *run) ns() string { return r.report.Namespace }
@@ -201,7 +207,7 @@ func (r *run) needsSnapshot() bool {
 // way explain does (shared discovery, metadata sweep, webhooks, backends).
 func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
 	in := r.inspector()
-	obs, err := in.Observe(ctx, ns)
+	obs, err := in.Observe(ctx, ns, r.inspectOptions())
 	if err != nil {
 		return obs, err
 	}
@@ -232,16 +238,15 @@ func (r *run) discoverWithLeftovers(ctx context.Context) error {
 	return errors.Join(<-restored, err)
 }
 
-// inspector is the run's reader, shared with the other namespaces' runs.
-// Plain objects are counted, not kept: a pass deletes them at once, and a
-// 100k-object namespace fits in tens of MiB.
-func (r *run) inspector() *inspect.Inspector {
-	if r.Inspector == nil {
-		r.Inspector = inspect.New(r.Clients)
-		r.Inspector.Compact = true
-	}
-	r.Inspector.Options.Ordering = r.Opts.OrderedDeletion
-	return r.Inspector
+// inspector is the run's reader, shared with the other namespaces' runs
+// (Run gives each run one). Plain objects are counted, not kept: a pass
+// deletes them at once, and a 100k-object namespace fits in tens of MiB.
+func (r *run) inspector() *inspect.Inspector { return r.insp }
+
+// inspectOptions are what the run asks of each diagnosis: the cluster's
+// deletion order.
+func (r *run) inspectOptions() inspect.Options {
+	return inspect.Options{Ordering: r.Opts.OrderedDeletion}
 }
 
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
@@ -422,10 +427,10 @@ func (r *run) fail(f Failure) {
 // whoRefused says who refused a request, from what the run knows of the
 // cluster's webhooks, CRDs and APIServices and their backends.
 func (r *run) whoRefused(ctx context.Context, gvr schemaGVR, err error) *diagnose.Refusal {
-	if err == nil || r.Inspector == nil {
+	if err == nil {
 		return nil
 	}
-	obs := r.Inspector.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, r.disc)
+	obs := r.inspector().ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, r.disc, r.inspectOptions())
 	return diagnose.WhoRefused(obs, gvr, err)
 }
 

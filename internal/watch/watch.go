@@ -237,7 +237,7 @@ func (w *Watcher) sync(ctx context.Context, name string) error {
 // diagnose runs explain's engine on one namespace, timing it.
 func (w *Watcher) diagnose(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
 	started := time.Now()
-	report, err := w.inspector().ExplainSince(ctx, ns, w.state.earlierRead(ns.Name))
+	report, err := w.inspector().ExplainSince(ctx, ns, w.state.earlierRead(ns.Name), w.Opts.Inspect)
 	if w.Metrics != nil {
 		w.Metrics.diagnosed(time.Since(started), err)
 	}
@@ -256,9 +256,7 @@ func (w *Watcher) inspector() *inspect.Inspector {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.insp == nil || w.now().Sub(w.inspAt) >= w.Opts.Resync/2 {
-		w.insp = inspect.New(w.Clients)
-		w.insp.Compact = true
-		w.insp.Options = w.Opts.Inspect
+		w.insp = inspect.New(w.Clients, inspect.Config{Compact: true})
 		w.inspAt = w.now()
 	}
 	return w.insp
