@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
 // Every flag of purge is documented in docs/purge.md and offered by the
@@ -53,4 +57,107 @@ func completion(t *testing.T, args ...string) string {
 		t.Fatalf("__complete %v: exit %d: %s", args, code, errOut.String())
 	}
 	return out.String()
+}
+
+var updateDocs = flag.Bool("update", false, "rewrite the generated parts of docs/purge.md")
+
+// Every escalation of purge's one list (purge.Escalations) reaches every
+// place that names escalations: purge's flags with its help, the janitor's
+// when it may use it, the completion of its values, the confirmation, and
+// docs/purge.md (the generated rows of "Flags at a glance", and a row of
+// the Escalations table). The engine's side (permissions, plan, report,
+// next steps) is TestEveryEscalationDeclaresItself in internal/purge.
+func TestEveryEscalationEverywhere(t *testing.T) {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := newRootCommand(flags, flagsFactory{flags}, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	purgeCmd, _, err := root.Find([]string{"purge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCmd, _, err := root.Find([]string{"watch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := generatedDocs(t)
+	for _, e := range purge.Escalations() {
+		t.Run(e.Name(), func(t *testing.T) {
+			f := purgeCmd.Flags().Lookup(e.Name())
+			wantType := map[bool]string{true: "bool", false: "stringSlice"}[e.Switch()]
+			if f == nil || f.Usage != e.Help || f.Value.Type() != wantType {
+				t.Fatalf("purge's flag: %+v, want a %s with the entry's help", f, wantType)
+			}
+			if _, ok := purgeCmd.GetFlagCompletionFunc(e.Name()); ok != e.Completes() {
+				t.Errorf("completion of its values registered: %v, the entry completes: %v", ok, e.Completes())
+			}
+			w := watchCmd.Flags().Lookup(e.Name())
+			if (w != nil) != e.Janitor || w != nil && !strings.Contains(w.Usage, "Janitor escalation") && !strings.Contains(w.Usage, "janitor") {
+				t.Errorf("watch's flag %+v; the janitor may use it: %v", w, e.Janitor)
+			}
+			values := []string{e.Example}
+			if e.Switch() {
+				values = nil
+			}
+			o := &PurgeOptions{Purge: purge.Options{Escalations: purge.Asked{e.Flag: values}}}
+			for _, names := range [][]string{{"demo"}, {"a", "b"}} {
+				text, _ := o.confirmation(names)
+				for _, line := range e.Consent(values) {
+					if !strings.Contains(text, "  "+line+"\n") {
+						t.Errorf("the confirmation of %v does not say %q:\n%s", names, line, text)
+					}
+				}
+			}
+			if !strings.Contains(section(doc, "## Escalations\n"), "| `"+e.Usage()+"` |") {
+				t.Errorf("docs/purge.md's Escalations table has no row for %s", e.Usage())
+			}
+		})
+	}
+}
+
+// generatedDocs checks (or, with -update, rewrites) the rows of
+// docs/purge.md that come from purge.Escalations(), and returns the file.
+func generatedDocs(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join("..", "..", "docs", "purge.md")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	const begin, end = "<!-- escalations: generated from purge.Escalations() (go test ./internal/cli -run TestEveryEscalationEverywhere -update) -->\n", "<!-- end of escalations -->\n"
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("docs/purge.md lacks the generated rows' markers %q ... %q", begin, end)
+	}
+	var rows strings.Builder
+	rows.WriteString("| flag | what it does |\n|---|---|\n")
+	for _, e := range purge.Escalations() {
+		janitor := ""
+		if e.Janitor {
+			janitor = " (watch's janitor too)"
+		}
+		fmt.Fprintf(&rows, "| `%s` | %s%s |\n", e.Usage(), strings.ReplaceAll(e.Help, "|", "\\|"), janitor)
+	}
+	want := doc[:i+len(begin)] + rows.String() + doc[j:]
+	if want != doc {
+		if !*updateDocs {
+			t.Errorf("docs/purge.md's generated escalation rows differ from purge.Escalations(): go test ./internal/cli -run TestEveryEscalationEverywhere -update")
+		} else if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return want
+}
+
+// section is a markdown section of doc, from its heading to the next one
+// of the same level.
+func section(doc, heading string) string {
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		return ""
+	}
+	rest := doc[i+len(heading):]
+	if j := strings.Index(rest, "\n## "); j >= 0 {
+		return rest[:j]
+	}
+	return rest
 }

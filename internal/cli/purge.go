@@ -5,18 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -27,22 +25,17 @@ import (
 // option it sets (purge.Options); ToOptions validates them and the
 // arguments in one place (kubectl's DeleteFlags.ToOptions).
 type PurgeFlags struct {
-	DryRun                          string
-	Force                           bool
-	Yes                             bool
-	Timeout                         time.Duration
-	RemoveFinalizers                []string
-	RemoveAllFinalizers             bool
-	FinalizeDespiteDiscoveryFailure bool
-	RemoveNamespaceFinalizers       bool
-	ForceDeletePods                 bool
-	BypassWebhook                   []string
-	DeleteNamespace                 bool
-	AllowSystemNamespace            bool
-	BackupDir                       string
-	Selector                        string
-	AllTerminating                  bool
-	Orphans                         bool
+	DryRun  string
+	Force   bool
+	Yes     bool
+	Timeout time.Duration
+	// Escalations are purge.Escalations()' flags.
+	Escalations          escalationFlags
+	AllowSystemNamespace bool
+	BackupDir            string
+	Selector             string
+	AllTerminating       bool
+	Orphans              bool
 }
 
 // AddFlags registers the flags on cmd.
@@ -53,13 +46,7 @@ func (f *PurgeFlags) AddFlags(cmd *cobra.Command) {
 	fs.BoolVar(&f.Force, "force", false, "Act for real (same as --dry-run=none), after a confirmation")
 	fs.BoolVarP(&f.Yes, "yes", "y", false, "Skip the confirmation (needed when there is no terminal to ask on)")
 	fs.DurationVar(&f.Timeout, "timeout", 5*time.Minute, "How long --force keeps repeating the pass before giving up")
-	fs.StringSliceVar(&f.RemoveFinalizers, "remove-finalizers", nil, "Escalation: strip these finalizers (globs, e.g. 'example.com/*') from objects the pass leaves")
-	fs.BoolVar(&f.RemoveAllFinalizers, "remove-all-finalizers", false, "Escalation: strip every finalizer from objects the pass leaves")
-	fs.BoolVar(&f.FinalizeDespiteDiscoveryFailure, "finalize-despite-discovery-failure", false, "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)")
-	fs.BoolVar(&f.RemoveNamespaceFinalizers, "remove-namespace-finalizers", false, "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers")
-	fs.BoolVar(&f.ForceDeletePods, "force-delete-pods", false, "Escalation: delete with grace period 0 the namespace's pods whose grace period is over (their node is gone or its kubelet dead), as kubectl delete --force --grace-period=0 does")
-	fs.StringSliceVar(&f.BypassWebhook, "bypass-webhook", nil, "Escalation: for the run only, exclude this namespace from the webhooks of this validating or mutating webhook configuration (repeatable); restored when the run ends")
-	fs.BoolVar(&f.DeleteNamespace, "delete-namespace", false, "Delete the namespace first if it is Active")
+	f.Escalations.add(fs, everyEscalation, ownHelp)
 	fs.BoolVar(&f.AllowSystemNamespace, "allow-system-namespace", false, "Allow purging default, kube-system, kube-public or kube-node-lease")
 	fs.StringVarP(&f.Selector, "selector", "l", "", "Purge the terminating namespaces with these labels (a label selector, as kubectl's -l)")
 	fs.BoolVar(&f.AllTerminating, "all-terminating", false, "Purge every terminating namespace (system ones only with --allow-system-namespace)")
@@ -82,19 +69,18 @@ func (f *PurgeFlags) ToOptions(names []string, dryRunSet bool) (purge.Options, e
 		}
 		mode = purge.DryRunNone
 	}
-	if err := f.validate(names); err != nil {
+	asked := f.Escalations.asked()
+	if err := f.validate(names, asked); err != nil {
 		return purge.Options{}, err
 	}
 	return purge.Options{
-		DryRun: mode, RemoveFinalizers: f.RemoveFinalizers, RemoveAllFinalizers: f.RemoveAllFinalizers,
-		FinalizeDespiteDiscoveryFailure: f.FinalizeDespiteDiscoveryFailure, RemoveNamespaceFinalizers: f.RemoveNamespaceFinalizers,
-		ForceDeletePods: f.ForceDeletePods, BypassWebhook: f.BypassWebhook, DeleteNamespace: f.DeleteNamespace,
+		DryRun: mode, Escalations: asked,
 		BackupDir: f.BackupDir, Timeout: f.Timeout, Orphans: f.Orphans, Workers: purgeWorkers,
 	}, nil
 }
 
 // validate rejects bad input before anything is sent.
-func (f *PurgeFlags) validate(names []string) error {
+func (f *PurgeFlags) validate(names []string, asked purge.Asked) error {
 	for _, name := range names {
 		if err := validateNamespaceName(name); err != nil {
 			return err
@@ -103,21 +89,11 @@ func (f *PurgeFlags) validate(names []string) error {
 			return usageErrorf("refusing to purge the system namespace %q (add --allow-system-namespace if you really mean it)", name)
 		}
 	}
-	if f.RemoveAllFinalizers && len(f.RemoveFinalizers) > 0 {
-		return usageErrorf("--remove-finalizers conflicts with --remove-all-finalizers: choose one")
-	}
-	for _, pattern := range f.RemoveFinalizers {
-		if _, err := path.Match(pattern, ""); err != nil {
-			return usageErrorf("invalid --remove-finalizers pattern %q: %v", pattern, err)
-		}
+	if err := asked.Check(); err != nil {
+		return usageErrorf("%v", err)
 	}
 	if f.Timeout <= 0 {
 		return usageErrorf("--timeout must be positive, got %s", f.Timeout)
-	}
-	for _, name := range f.BypassWebhook {
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return usageErrorf("invalid --bypass-webhook %q: %s", name, errs[0])
-		}
 	}
 	if _, err := labels.Parse(f.Selector); err != nil {
 		return usageErrorf("invalid --selector %q: %v", f.Selector, err)
@@ -129,7 +105,7 @@ func (f *PurgeFlags) validate(names []string) error {
 		return usageErrorf("give namespace NAMEs, or choose them with -l / --all-terminating, not both")
 	case f.Orphans && len(names) == 0:
 		return usageErrorf("--orphans needs the former namespaces' NAMEs (list them with 'kubectl ns-doctor explain --orphans')")
-	case f.Orphans && f.DeleteNamespace:
+	case f.Orphans && asked.Has(diagnose.FlagDeleteNamespace):
 		return usageErrorf("--orphans conflicts with --delete-namespace: a former namespace is gone already")
 	}
 	return nil
@@ -207,7 +183,7 @@ cannot help), 4 not found, 2 bad usage, 1 error.`,
 	o.PrintFlags.addFlags(cmd)
 	o.Ordering.addFlag(cmd)
 	o.Fleet.addFlags(cmd.Flags())
-	registerValueCompletions(cmd, flags)
+	registerEscalationCompletions(cmd, flags)
 	registerContextCompletion(cmd, flags)
 	return cmd
 }
@@ -432,45 +408,45 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
-	esc := o.Purge
+	text, want := o.confirmation(names)
+	_, _ = fmt.Fprint(o.ErrOut, text)
+	return o.expectAnswer(ctx, want)
+}
+
+// confirmation is what the confirmation says, and the answer that goes on.
+func (o *PurgeOptions) confirmation(names []string) (string, string) {
+	var b strings.Builder
 	kubeContext, cluster := o.Purge.Context, o.Purge.Cluster
-	want := ""
+	want := strconv.Itoa(len(names))
 	switch {
 	case o.Flags.Orphans:
-		want = names[0]
-		if len(names) > 1 {
-			want = strconv.Itoa(len(names))
+		if len(names) == 1 {
+			want = names[0]
 		}
-		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on what former namespace(s) %s left in storage\n  context %q, cluster %q\n", strings.Join(names, ", "), kubeContext, cluster)
+		fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on what former namespace(s) %s left in storage\n  context %q, cluster %q\n", strings.Join(names, ", "), kubeContext, cluster)
 	case len(names) == 1:
 		want = names[0]
-		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, kubeContext, cluster)
+		fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, kubeContext, cluster)
 	default:
-		want = strconv.Itoa(len(names))
-		_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), kubeContext, cluster)
+		fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), kubeContext, cluster)
 	}
-	switch {
-	case esc.RemoveAllFinalizers:
-		_, _ = fmt.Fprintf(o.ErrOut, "  and strip every finalizer from what remains\n")
-	case len(esc.RemoveFinalizers) > 0:
-		_, _ = fmt.Fprintf(o.ErrOut, "  and strip finalizers %s from what remains\n", strings.Join(esc.RemoveFinalizers, ", "))
-		for _, e := range leaksOfPatterns(esc.RemoveFinalizers) {
-			_, _ = fmt.Fprintf(o.ErrOut, "    stripping %s (owner: %s) leaks: %s\n", e.Finalizer, e.Owner, e.Leak)
-		}
+	b.WriteString(o.consent())
+	if len(names) == 1 {
+		b.WriteString("Everything it deletes or changes is saved first. Type the namespace name to go on: ")
+	} else {
+		fmt.Fprintf(&b, "Everything it deletes or changes is saved first. Type the number of namespaces (%s) to go on: ", want)
 	}
-	if esc.ForceDeletePods {
-		_, _ = fmt.Fprintf(o.ErrOut, "  and force-delete (grace period 0) its pods whose grace period is over\n")
+	return b.String(), want
+}
+
+// consent is what every confirmation says of the escalations asked for,
+// from their entries (purge.Escalations): a line each, and what it costs.
+func (o *PurgeOptions) consent() string {
+	var b strings.Builder
+	for _, line := range o.Purge.Escalations.Consent() {
+		fmt.Fprintf(&b, "  %s\n", printer.Escape(line))
 	}
-	if len(esc.BypassWebhook) > 0 {
-		_, _ = fmt.Fprintf(o.ErrOut, "  and, until it ends, exclude the namespace from webhook configuration(s) %s\n", strings.Join(esc.BypassWebhook, ", "))
-	}
-	switch {
-	case len(names) == 1:
-		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the namespace name to go on: ")
-	default:
-		_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%s) to go on: ", want)
-	}
-	return o.expectAnswer(ctx, want)
+	return b.String()
 }
 
 // expectAnswer reads the answer to a confirmation: only want goes on, and
@@ -490,20 +466,4 @@ func (o *PurgeOptions) expectAnswer(ctx context.Context, want string) error {
 		}
 	}
 	return nil
-}
-
-// leaksOfPatterns are the catalogue's entries the patterns name, for the
-// confirmation: what stripping them leaks.
-func leaksOfPatterns(patterns []string) []finalizers.Entry {
-	all, _ := finalizers.Catalogue()
-	var out []finalizers.Entry
-	for _, e := range all {
-		for _, p := range patterns {
-			if ok, _ := path.Match(p, e.Finalizer); ok || p == e.Finalizer {
-				out = append(out, e)
-				break
-			}
-		}
-	}
-	return out
 }

@@ -50,18 +50,28 @@ type WatchOptions struct {
 // janitorFlags are the janitor's: its selector and timing, and the only
 // escalations of purge it may use.
 type janitorFlags struct {
-	Selector         string
-	After            time.Duration
-	Force            bool
-	Timeout          time.Duration
-	BackupDir        string
-	RemoveFinalizers []string
-	ForceDeletePods  bool
-	BypassWebhook    []string
+	Selector  string
+	After     time.Duration
+	Force     bool
+	Timeout   time.Duration
+	BackupDir string
+	// Escalations are those of purge.Escalations() the janitor may use.
+	Escalations escalationFlags
 }
 
-// janitorOnlyFlags need --purge-selector.
-var janitorOnlyFlags = []string{"purge-after", "purge-force", "purge-timeout", "backup-dir", "remove-finalizers", "force-delete-pods", "bypass-webhook"}
+// janitorOnlyFlags need --purge-selector: the janitor's own, and its
+// escalations.
+func (j *janitorFlags) onlyFlags() []string {
+	return append([]string{"purge-after", "purge-force", "purge-timeout", "backup-dir"}, j.Escalations.names()...)
+}
+
+// janitorEscalation keeps the escalations the janitor may use.
+func janitorEscalation(e purge.Escalation) bool { return e.Janitor }
+
+// janitorHelp is an escalation's help on watch.
+func janitorHelp(e purge.Escalation) string {
+	return strings.Replace(e.Help, "Escalation:", "Janitor escalation:", 1) + ", as purge's"
+}
 
 func newWatchCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WatchOptions{IOStreams: streams}
@@ -130,9 +140,7 @@ func (o *WatchOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&j.Force, "purge-force", false, "Janitor: act for real (default: server dry runs, recorded as NamespacePurgePlanned Events)")
 	fs.DurationVar(&j.Timeout, "purge-timeout", 5*time.Minute, "Janitor: how long one purge keeps repeating its pass (as purge's --timeout)")
 	fs.StringVar(&j.BackupDir, "backup-dir", "", "Janitor: save what each purge deletes or changes under this folder, in NAME-TIME (default: the user cache dir)")
-	fs.StringSliceVar(&j.RemoveFinalizers, "remove-finalizers", nil, "Janitor escalation: strip these finalizers (globs) from what the pass leaves, as purge's")
-	fs.BoolVar(&j.ForceDeletePods, "force-delete-pods", false, "Janitor escalation: delete with grace period 0 the pods whose grace period is over, as purge's")
-	fs.StringSliceVar(&j.BypassWebhook, "bypass-webhook", nil, "Janitor escalation: exclude the namespace from this webhook configuration for the run, as purge's")
+	j.Escalations.add(fs, janitorEscalation, janitorHelp)
 }
 
 // Complete fills in what the flags leave to the environment.
@@ -175,7 +183,7 @@ func (o *WatchOptions) Validate(fs *pflag.FlagSet) error {
 func (o *WatchOptions) validateJanitor(fs *pflag.FlagSet) error {
 	j := o.Janitor
 	if !fs.Changed("purge-selector") {
-		for _, name := range janitorOnlyFlags {
+		for _, name := range j.onlyFlags() {
 			if fs.Changed(name) {
 				return usageErrorf("--%s is the janitor's: it needs --purge-selector (the namespaces the janitor may purge)", name)
 			}
@@ -192,8 +200,9 @@ func (o *WatchOptions) validateJanitor(fs *pflag.FlagSet) error {
 	if j.After <= 0 || j.Timeout <= 0 {
 		return usageErrorf("--purge-after and --purge-timeout must be positive")
 	}
-	pf := PurgeFlags{Timeout: j.Timeout, RemoveFinalizers: j.RemoveFinalizers, BypassWebhook: j.BypassWebhook, AllTerminating: true}
-	if err := pf.validate(nil); err != nil {
+	asked := j.Escalations.asked()
+	pf := PurgeFlags{Timeout: j.Timeout, AllTerminating: true}
+	if err := pf.validate(nil, asked); err != nil {
 		return err
 	}
 	mode := purge.DryRunServer
@@ -201,8 +210,7 @@ func (o *WatchOptions) validateJanitor(fs *pflag.FlagSet) error {
 		mode = purge.DryRunNone
 	}
 	o.janitor = &watch.JanitorOptions{Selector: selector, After: j.After, Purge: purge.Options{
-		DryRun: mode, RemoveFinalizers: j.RemoveFinalizers, ForceDeletePods: j.ForceDeletePods, BypassWebhook: j.BypassWebhook,
-		BackupDir: j.BackupDir, Timeout: j.Timeout, Workers: purgeWorkers,
+		DryRun: mode, Escalations: asked, BackupDir: j.BackupDir, Timeout: j.Timeout, Workers: purgeWorkers,
 	}}
 	return nil
 }

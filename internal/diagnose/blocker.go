@@ -234,9 +234,12 @@ const (
 	ActionGrantAccess ActionKind = "GrantAccess"
 )
 
-// Purge flags a next step may name.
+// Purge flags a next step may name (purge.Escalations() is the list of
+// them all).
 const (
 	FlagRemoveFinalizers          = "--remove-finalizers"
+	FlagRemoveAllFinalizers       = "--remove-all-finalizers"
+	FlagDeleteNamespace           = "--delete-namespace"
 	FlagRemoveNamespaceFinalizers = "--remove-namespace-finalizers"
 	FlagForceDeletePods           = "--force-delete-pods"
 	FlagBypassWebhook             = "--bypass-webhook"

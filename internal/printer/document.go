@@ -204,6 +204,7 @@ type PurgeDocument struct {
 	Cluster            string              `json:"cluster,omitempty"`
 	Ordering           deletion.Ordering   `json:"ordering"`
 	Mode               purge.DryRun        `json:"mode"`
+	Escalations        []purge.Used        `json:"escalations"`
 	Outcome            purge.Outcome       `json:"outcome"`
 	Stop               *purge.Stop         `json:"stop,omitempty"`
 	Message            string              `json:"message"`
@@ -294,7 +295,7 @@ type PurgeListDocument struct {
 func Purge(r *purge.Report) PurgeDocument {
 	d := PurgeDocument{
 		APIVersion: APIVersion, Kind: PurgeKind, Namespace: r.Namespace, Orphans: r.Orphans, Context: r.Context, Cluster: r.Cluster,
-		Ordering: r.Ordering, Mode: r.Mode, Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
+		Ordering: r.Ordering, Mode: r.Mode, Escalations: nonNil(r.Escalations), Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
 		Steps: []StepDocument{}, Strips: []StripDocument{}, Leaks: r.Leaks, ForcedPods: []ForcedPodDocument{}, Bypassed: []BypassDocument{},
 		Remaining: nonNil(r.Remaining), Conditions: nonNil(r.Conditions), Finalize: FinalizeDocument{Finalize: r.Finalize, Reason: FinalizeReason(r.Finalize)},
 		MissingPermissions: PermissionsWords(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),

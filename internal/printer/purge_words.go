@@ -192,32 +192,31 @@ func FinalizeReason(f purge.Finalize) string {
 
 // ChangeWords says a change made to the cluster.
 func ChangeWords(c purge.Change, namespace string) string {
-	kind := strings.ToLower(c.Resource)
+	if words, ok := purge.ChangeWords(c, namespace); ok {
+		return words // an escalation's: its entry words it
+	}
 	switch c.Kind {
-	case purge.ChangeDeletedActiveNamespace:
-		return fmt.Sprintf("deleted namespace %s (it was Active)", c.Name)
 	case purge.ChangeDeletedContent:
 		return fmt.Sprintf("%s %s: %d objects, saved first", c.Verb, c.Resource, c.Objects)
-	case purge.ChangeStrippedFinalizers:
-		return fmt.Sprintf("removed finalizers %v from %s/%s", c.Finalizers, c.Resource, c.Name)
-	case purge.ChangeForceDeletedPod:
-		return fmt.Sprintf("force-deleted pod %s (grace period 0; node %s: %s), saved first", c.Name, orNone(c.Node), c.NodeState)
-	case purge.ChangeExcludedFromWebhook:
-		return fmt.Sprintf("excluded namespace %s from the webhooks of %s %s for this run (saved first)", namespace, kind, c.Name)
-	case purge.ChangeRestoredWebhook:
-		return fmt.Sprintf("restored %s %s (namespace %s no longer excluded)", kind, c.Name, namespace)
 	case purge.ChangeFinalized:
 		return fmt.Sprintf("finalized namespace %s (removed spec.finalizers %v)", c.Name, c.Finalizers)
 	case purge.ChangeNoLeftovers:
 		return fmt.Sprintf("no leftovers of former namespace %s remain", c.Name)
-	case purge.ChangeRemovedNamespaceFinalizers:
-		return fmt.Sprintf("removed metadata.finalizers %v of namespace %s", c.Finalizers, c.Name)
 	case purge.ChangeCreatedNamespace:
 		return fmt.Sprintf("created namespace %s: the API server accepts finalizer removals only in a namespace that exists", c.Name)
 	case purge.ChangeDeletedNamespaceAgain:
 		return fmt.Sprintf("deleted namespace %s again: purge finishes its deletion", c.Name)
 	}
 	return string(c.Kind)
+}
+
+// EscalationsWords names the escalations a run was asked for, as flags.
+func EscalationsWords(used []purge.Used) string {
+	out := make([]string, 0, len(used))
+	for _, u := range used {
+		out = append(out, flagArg(diagnose.Action{Flag: u.Flag, Value: strings.Join(u.Values, ",")}))
+	}
+	return strings.Join(out, " ")
 }
 
 // WarningWords says a warning.
@@ -360,13 +359,6 @@ func orderingWords(o deletion.Ordering) string {
 		return fmt.Sprintf("cluster %s; %s assumed, as from 1.33 (--ordered-deletion=on|off to choose)", version, order)
 	}
 	return fmt.Sprintf("cluster %s; %s, its namespace controller's default", version, order)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 // progressLine is a force run's progress in a line, for a live display.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -28,6 +30,76 @@ import (
 // change (every other namespace stays protected), and the configuration an
 // annotation that says so, so a run killed before it restored the
 // configuration is found and undone by the next one.
+
+// --bypass-webhook names the configurations bypassed for the run.
+var bypassWebhookEscalation = Escalation{
+	Flag: diagnose.FlagBypassWebhook, Value: "NAME", Example: "demo-validator",
+	Help:    "Escalation: for the run only, exclude this namespace from the webhooks of this validating or mutating webhook configuration (repeatable); restored when the run ends",
+	Leak:    "while the run lasts, the webhooks do not see what purge deletes or changes in the namespace (their policy or bookkeeping misses it)",
+	Janitor: true,
+	check: func(names []string) error {
+		for _, name := range names {
+			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+				return fmt.Errorf("invalid %s %q: %s", diagnose.FlagBypassWebhook, name, errs[0])
+			}
+		}
+		return nil
+	},
+	consent: func(names []string) []string {
+		return []string{fmt.Sprintf("and, until it ends, exclude the namespace from webhook configuration(s) %s", strings.Join(names, ", "))}
+	},
+	answers: func(names []string, a diagnose.Action) bool {
+		return a.Flag == diagnose.FlagBypassWebhook && slices.Contains(names, a.Value)
+	},
+	complete: webhookValues,
+	start:    func(names []string) action { return &bypasser{names: names} },
+	snapshot: true,
+	changes: map[ChangeKind]func(Change, string) string{
+		ChangeExcludedFromWebhook: func(c Change, namespace string) string {
+			return fmt.Sprintf("excluded namespace %s from the webhooks of %s %s for this run (saved first)", namespace, strings.ToLower(c.Resource), c.Name)
+		},
+		ChangeRestoredWebhook: func(c Change, namespace string) string {
+			return fmt.Sprintf("restored %s %s (namespace %s no longer excluded)", strings.ToLower(c.Resource), c.Name, namespace)
+		},
+	},
+}
+
+// Changes of --bypass-webhook.
+const (
+	ChangeExcludedFromWebhook ChangeKind = "ExcludedFromWebhook" // the bypass
+	ChangeRestoredWebhook     ChangeKind = "RestoredWebhook"     // the bypass undone
+)
+
+// webhookValues are the webhook configurations whose webhooks a purge of
+// the namespace would meet, with the writes they catch.
+func webhookValues(obs diagnose.Observation) []Value {
+	seen := map[string]bool{}
+	var out []Value
+	for _, wh := range obs.Webhooks {
+		if seen[wh.Configuration] {
+			continue
+		}
+		seen[wh.Configuration] = true
+		caught := diagnose.WebhookCatches(obs, wh.Configuration)
+		if len(caught) == 0 {
+			continue
+		}
+		what := strings.Join(caught[:min(len(caught), 3)], ", ")
+		if len(caught) > 3 {
+			what += fmt.Sprintf(" and %d more", len(caught)-3)
+		}
+		out = append(out, Value{wh.Configuration, strings.ToLower(wh.Type) + ": catches " + what})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	return out
+}
+
+// bypasser bypasses the named configurations for the run.
+type bypasser struct {
+	names []string
+	// found are the configurations the names resolved to.
+	found []Bypass
+}
 
 // bypassAnnotation marks a configuration bypassed for one namespace.
 const bypassAnnotation = "bypass.ns-doctor.dev/"
@@ -52,14 +124,15 @@ func gvrOfKind(kind string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{}
 }
 
-// resolveBypass finds each configuration --bypass-webhook names and what it
-// catches of purge's writes in the namespace. A name that is no
-// configuration, or one that catches nothing there, is a usage error.
-func (r *run) resolveBypass(ctx context.Context, obs diagnose.Observation) error {
-	for _, name := range r.Opts.BypassWebhook {
+// resolve finds each configuration named and what it catches of purge's
+// writes in the namespace. A name that is no configuration, or one that
+// catches nothing there, is a usage error.
+func (b *bypasser) resolve(ctx context.Context, a *actor, s scope) error {
+	b.found = nil
+	for _, name := range b.names {
 		found := false
 		for _, k := range webhookKinds {
-			cfg, err := r.Clients.Dynamic.Resource(k.gvr).Get(ctx, name, metav1.GetOptions{})
+			cfg, err := a.read(ctx, k.gvr, "", name)
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -67,17 +140,30 @@ func (r *run) resolveBypass(ctx context.Context, obs diagnose.Observation) error
 				return fmt.Errorf("reading %s %s: %w", strings.ToLower(k.kind), name, err)
 			}
 			found = true
-			b := Bypass{Kind: k.kind, Name: name, Webhooks: webhookNames(cfg), Catches: diagnose.WebhookCatches(obs, name), Status: BypassPlanned}
-			if len(b.Catches) == 0 {
-				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, r.ns())}
+			by := Bypass{Kind: k.kind, Name: name, Webhooks: webhookNames(cfg), Catches: diagnose.WebhookCatches(*s.obs, name), Status: BypassPlanned}
+			if len(by.Catches) == 0 {
+				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, a.namespace)}
 			}
-			r.report.Bypassed = append(r.report.Bypassed, b)
+			b.found = append(b.found, by)
+			a.record(func(r *Report) { r.Bypassed = append(r.Bypassed, by) })
 		}
 		if !found {
 			return &UsageError{fmt.Sprintf("--bypass-webhook=%s: no validating or mutating webhook configuration of that name (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)", name)}
 		}
 	}
 	return nil
+}
+
+// needs: reading each configuration found and patching it.
+func (b *bypasser) needs(scope) []Permission {
+	var out []Permission
+	for _, by := range b.found {
+		gvr := gvrOfKind(by.Kind)
+		out = append(out, Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource},
+			Permission{Verb: "get", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name},
+			Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name})
+	}
+	return out
 }
 
 // bypassedNames are the configurations the run bypasses.
@@ -111,50 +197,52 @@ func (r *run) bypassedError(err error) bool {
 	return false
 }
 
-// applyBypass excludes the namespace from the webhooks of each named
-// configuration, each saved first. It returns the restore to run when the
-// run ends, whatever ends it.
-func (r *run) applyBypass(ctx context.Context) (func(), error) {
-	var applied []int
-	restore := func() {
+// before excludes the namespace from the webhooks of each configuration
+// found, each saved first. The undo restores them when the run ends,
+// whatever ends it.
+func (b *bypasser) before(ctx context.Context, a *actor, _ scope) (func(), error) {
+	applied := map[int]Sent{}
+	undo := func() {
 		// The run's context may be cancelled (Ctrl-C, SIGTERM, --timeout):
 		// the restore gets its own.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		for _, i := range applied {
-			r.restoreBypass(ctx, &r.report.Bypassed[i], done(r, BypassRestored, BypassPlanned))
+		for i, sent := range applied {
+			b.restore(ctx, a, i, sent)
 		}
 	}
-	for i := range r.report.Bypassed {
-		b := &r.report.Bypassed[i]
-		if b.Status != BypassPlanned {
+	var found []Bypass
+	a.record(func(r *Report) { found = slices.Clone(r.Bypassed) })
+	for i, by := range found {
+		if by.Status != BypassPlanned {
 			continue // a leftover, already restored
 		}
-		saved, err := r.patchConfig(ctx, gvrOfKind(b.Kind), b.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, r.ns()) })
+		sent, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, a.namespace) },
+			&Change{Kind: ChangeExcludedFromWebhook, Resource: by.Kind, Name: by.Name})
 		if err != nil {
-			b.Status, b.Error = BypassFailed, err.Error()
-			restore()
-			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", r.ns(), strings.ToLower(b.Kind), b.Name, err)
+			a.record(func(r *Report) { r.Bypassed[i].Status, r.Bypassed[i].Error = BypassFailed, err.Error() })
+			undo()
+			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", a.namespace, strings.ToLower(by.Kind), by.Name, err)
 		}
-		b.RestorePath = saved
-		applied = append(applied, i)
-		r.changed(Change{Kind: ChangeExcludedFromWebhook, Resource: b.Kind, Name: b.Name})
+		a.record(func(r *Report) { r.Bypassed[i].RestorePath = sent.Saved })
+		applied[i] = sent
 	}
-	return restore, nil
+	return undo, nil
 }
 
-// restoreBypass undoes this namespace's exclusion: it removes exactly the
-// expressions and the annotation a bypass added, so a change someone else
-// made meanwhile is kept.
-func (r *run) restoreBypass(ctx context.Context, b *Bypass, status BypassStatus) {
-	_, err := r.patchConfig(ctx, gvrOfKind(b.Kind), b.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, r.ns()) })
+// restore undoes this namespace's exclusion from the i-th configuration,
+// excluded as applied says (made, or played).
+func (b *bypasser) restore(ctx context.Context, a *actor, i int, applied Sent) {
+	var by Bypass
+	a.record(func(r *Report) { by = r.Bypassed[i] })
+	_, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, a.namespace) },
+		&Change{Kind: ChangeRestoredWebhook, Resource: by.Kind, Name: by.Name})
 	if err != nil && !apierrors.IsNotFound(err) {
-		b.Status, b.Error = BypassRestoreFailed, err.Error()
-		r.fail(Failure{Verb: "restore", Resource: b.Kind, Name: b.Name, Error: err.Error(), Path: b.RestorePath})
+		a.record(func(r *Report) { r.Bypassed[i].Status, r.Bypassed[i].Error = BypassRestoreFailed, err.Error() })
+		a.l.fail(Failure{Verb: "restore", Resource: by.Kind, Name: by.Name, Error: err.Error(), Path: by.RestorePath})
 		return
 	}
-	b.Status = status
-	r.changed(Change{Kind: ChangeRestoredWebhook, Resource: b.Kind, Name: b.Name})
+	a.record(func(r *Report) { r.Bypassed[i].Status = pick(applied, BypassRestored, BypassPlanned) })
 }
 
 // leftovers undoes the bypasses of this namespace an earlier run left
@@ -167,7 +255,7 @@ func (r *run) leftovers(ctx context.Context) error {
 		case err == nil:
 		case r.Opts.DryRun != DryRunNone:
 			lists[i] = nil // a plan only notes them
-		case apierrors.IsForbidden(err) && len(r.Opts.BypassWebhook) == 0:
+		case apierrors.IsForbidden(err) && !r.Opts.Escalations.Has(diagnose.FlagBypassWebhook):
 			lists[i] = nil // without the escalation, no run of this user could have left one
 		default:
 			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
@@ -189,29 +277,43 @@ func (r *run) leftovers(ctx context.Context) error {
 }
 
 // leftover restores one configuration a killed run left bypassed (a plan
-// only says so).
+// only says so). It runs before the run has a writer or a backup: it
+// removes only what purge itself added.
 func (r *run) leftover(ctx context.Context, kind string, cfg *unstructured.Unstructured) error {
 	if r.Opts.DryRun != DryRunNone {
-		r.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
+		r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
 		return nil
 	}
-	b := Bypass{Kind: kind, Name: cfg.GetName(), Webhooks: webhookNames(cfg)}
-	r.restoreBypass(ctx, &b, BypassLeftover)
-	if b.Status == BypassRestoreFailed {
-		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), b.Name, b.Error)
+	by := Bypass{Kind: kind, Name: cfg.GetName(), Webhooks: webhookNames(cfg), Status: BypassLeftover}
+	read := func(ctx context.Context, gvr schema.GroupVersionResource, _, name string) (*unstructured.Unstructured, error) {
+		return r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 	}
-	r.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: b.Name, Restored: true})
-	r.report.Bypassed = append(r.report.Bypassed, b)
+	send := func(ctx context.Context, wr Write) (Sent, error) {
+		if err := (sender{clients: r.Clients}).send(ctx, wr); err != nil {
+			return Sent{}, err
+		}
+		r.l.changed(*wr.Change)
+		return Sent{ForReal: true}, nil
+	}
+	_, err := patchConfig(ctx, read, send, gvrOfKind(kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, r.ns()) },
+		&Change{Kind: ChangeRestoredWebhook, Resource: kind, Name: by.Name})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.l.fail(Failure{Verb: "restore", Resource: kind, Name: by.Name, Error: err.Error()})
+		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), by.Name, err)
+	}
+	r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: by.Name, Restored: true})
+	r.l.update(func(rep *Report) { rep.Bypassed = append(rep.Bypassed, by) })
 	return nil
 }
 
 // patchConfig changes a configuration's webhooks and annotations with a
 // merge patch guarded by the resourceVersion it read (saved first),
-// retried after a concurrent change. It returns where it was saved.
-func (r *run) patchConfig(ctx context.Context, gvr schema.GroupVersionResource, name string, change func(*unstructured.Unstructured) error) (string, error) {
-	saved := ""
+// retried after a concurrent change.
+func patchConfig(ctx context.Context, read func(context.Context, schema.GroupVersionResource, string, string) (*unstructured.Unstructured, error),
+	send func(context.Context, Write) (Sent, error), gvr schema.GroupVersionResource, name string, change func(*unstructured.Unstructured) error, c *Change) (Sent, error) {
+	var sent Sent
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cfg, err := r.readConfig(ctx, gvr, name)
+		cfg, err := read(ctx, gvr, "", name)
 		if err != nil {
 			return err
 		}
@@ -223,31 +325,13 @@ func (r *run) patchConfig(ctx context.Context, gvr schema.GroupVersionResource, 
 		if err != nil {
 			return err
 		}
-		saved, err = r.sendConfig(ctx, Write{Verb: "patch", Resource: gvr, Name: name, Patch: patch, Save: cfg})
+		sent, err = send(ctx, Write{Verb: "patch", Resource: gvr, Name: name, Patch: patch, Save: cfg, Change: c})
 		return err
 	})
 	if errors.Is(err, errUnchanged) {
-		return saved, nil
+		return sent, nil
 	}
-	return saved, err
-}
-
-// readConfig and sendConfig read and patch a webhook configuration:
-// through the writer once the run has one; before, while a force run
-// restores a killed run's leftovers, directly: that removes only what
-// purge itself added, and needs no backup.
-func (r *run) readConfig(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
-	if r.w != nil {
-		return r.w.read(ctx, gvr, "", name)
-	}
-	return r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-}
-
-func (r *run) sendConfig(ctx context.Context, wr Write) (string, error) {
-	if r.w != nil {
-		return r.w.send(ctx, wr)
-	}
-	return "", sender{clients: r.Clients}.send(ctx, wr)
+	return sent, err
 }
 
 var errUnchanged = errors.New("unchanged")
@@ -339,7 +423,7 @@ func (r *run) unlessBypassed(err error, what string) error {
 	if !r.bypassedError(err) {
 		return err
 	}
-	r.warn(Warning{Kind: WarnBypassedRefusal, Request: what, Text: err.Error()})
+	r.l.warn(Warning{Kind: WarnBypassedRefusal, Request: what, Text: err.Error()})
 	return nil
 }
 

@@ -23,7 +23,7 @@ func TestNamespaceMetadataFinalizers(t *testing.T) {
 			c := kubetest.New()
 			c.AddNamespace("ns", time.Minute)
 			c.SetNamespaceFinalizers("ns", "example.com/meta")
-			r, err := purger(c, Options{DryRun: mode, BackupDir: t.TempDir(), RemoveNamespaceFinalizers: escalate}).Run(context.Background())
+			r, err := purger(c, Options{DryRun: mode, BackupDir: t.TempDir(), Escalations: askedIf(escalate, diagnose.FlagRemoveNamespaceFinalizers)}).Run(context.Background())
 			if err != nil {
 				t.Fatalf("mode %s, escalate %v: %v", mode, escalate, err)
 			}
@@ -66,11 +66,11 @@ func guarded(t *testing.T) (*kubetest.Cluster, *admissionregv1.ValidatingWebhook
 func TestBypassAppliedAndRestored(t *testing.T) {
 	c, cfg := guarded(t)
 	clients := c.Clients(cfg)
-	plan, err := (&Purger{Clients: clients, Opts: Options{BypassWebhook: []string{"guard"}}}).Run(context.Background(), "ns")
+	plan, err := (&Purger{Clients: clients, Opts: Options{Escalations: Asked{diagnose.FlagBypassWebhook: {"guard"}}}}).Run(context.Background(), "ns")
 	if err != nil || len(plan.Bypassed) != 1 || plan.Bypassed[0].Status != BypassPlanned || len(writes(c)) != 0 {
 		t.Fatalf("plan: %v, bypassed %+v, writes %v", err, plan.Bypassed, writes(c))
 	}
-	r, err := (&Purger{Clients: clients, Opts: Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: time.Minute, BypassWebhook: []string{"guard"}}}).Run(context.Background(), "ns")
+	r, err := (&Purger{Clients: clients, Opts: Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: time.Minute, Escalations: Asked{diagnose.FlagBypassWebhook: {"guard"}}}}).Run(context.Background(), "ns")
 	if err != nil || r.Outcome != OutcomeGone || len(r.Bypassed) != 1 || r.Bypassed[0].Status != BypassRestored || !strings.HasSuffix(r.Bypassed[0].RestorePath, ".yaml") {
 		t.Fatalf("force: %v, outcome %s, bypassed %+v", err, r.Outcome, r.Bypassed)
 	}

@@ -72,7 +72,7 @@ func (r *Report) stays() bool {
 // hold is a blocker with the purge flag this run lacks to get past it.
 func (r *run) hold(b diagnose.Blocker) Hold {
 	h := Hold{Blocker: b}
-	if a, ok := b.PurgeStep(); ok && !r.Opts.gives(a) {
+	if a, ok := b.PurgeStep(); ok && !r.Opts.Escalations.Gives(a) {
 		h.Step = &a
 	}
 	return h

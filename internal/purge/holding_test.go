@@ -28,7 +28,7 @@ func TestPlanSaysWhatWouldHold(t *testing.T) {
 			t.Errorf("purge runs the controller's pass itself: %+v", h)
 		}
 	}
-	r, err = purger(stuck(), Options{RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
+	r, err = purger(stuck(), Options{Escalations: Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}}).Run(context.Background())
 	if err != nil || len(r.Holding) != 0 || !r.Finalize.Would {
 		t.Fatalf("with the escalation: %v, holding %+v, finalize %+v", err, r.Holding, r.Finalize)
 	}
@@ -49,7 +49,7 @@ func TestForceStopsWhenWaitingCannotHelp(t *testing.T) {
 		return nil
 	}
 	events := make(chan Event, 1000)
-	p := purger(c, Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 10 * time.Minute, RemoveFinalizers: []string{"example.com/*"}, Events: events})
+	p := purger(c, Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 10 * time.Minute, Escalations: Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}, Events: events})
 	r, err := p.Run(context.Background())
 	close(events)
 	if err != nil || r.Stop == nil || r.Stop.Reason != StopBlocked || r.Outcome != OutcomeRemaining {
@@ -119,7 +119,7 @@ func TestServerWarningsKeptOnce(t *testing.T) {
 
 // Options.gives tells which next steps a run already takes.
 func TestOptionsGive(t *testing.T) {
-	o := Options{RemoveFinalizers: []string{"example.com/*"}, BypassWebhook: []string{"guard"}, ForceDeletePods: true}
+	o := Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}, diagnose.FlagBypassWebhook: {"guard"}, diagnose.FlagForceDeletePods: nil}
 	for _, tc := range []struct {
 		a    diagnose.Action
 		want bool
@@ -132,11 +132,12 @@ func TestOptionsGive(t *testing.T) {
 		{diagnose.PurgeAction("ns", diagnose.FlagRemoveNamespaceFinalizers, ""), false},
 		{diagnose.PurgeAction("ns", "", ""), true},
 	} {
-		if got := o.gives(tc.a); got != tc.want {
+		if got := o.Gives(tc.a); got != tc.want {
 			t.Errorf("%+v: %v, want %v", tc.a, got, tc.want)
 		}
 	}
-	flags := Options{Orphans: true, RemoveAllFinalizers: true, FinalizeDespiteDiscoveryFailure: true, RemoveNamespaceFinalizers: true, DeleteNamespace: true}.escalations("ns")
+	flags := Options{Orphans: true, Escalations: Asked{diagnose.FlagRemoveAllFinalizers: nil, diagnose.FlagFinalizeDespiteDiscovery: nil,
+		diagnose.FlagRemoveNamespaceFinalizers: nil, diagnose.FlagDeleteNamespace: nil}}.flags("ns")
 	if len(flags) != 5 {
 		t.Errorf("escalations %+v", flags)
 	}

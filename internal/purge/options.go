@@ -1,11 +1,8 @@
 package purge
 
 import (
-	"context"
 	"fmt"
-	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -56,33 +53,16 @@ func ParseDryRun(s string) (DryRun, error) {
 	return DryRunClient, fmt.Errorf("invalid --dry-run %q: use client, server or none", s)
 }
 
-// Options are what purge's command line asks for, each under its flag's
-// name; the command layer validates them (cli's PurgeFlags.ToOptions).
+// Options are what purge's command line asks for; the command layer
+// validates them (cli's PurgeFlags.ToOptions).
 type Options struct {
 	// DryRun is --dry-run (--force: none).
 	DryRun DryRun
-	// The escalations, each opted into by its flag and shown in the plan
-	// first.
-	//
-	// RemoveFinalizers are path.Match globs of object finalizers to strip
-	// from what a pass leaves; RemoveAllFinalizers strips all of them.
-	RemoveFinalizers    []string
-	RemoveAllFinalizers bool
-	// FinalizeDespiteDiscoveryFailure finalizes although some groups
-	// could not be discovered (their content is orphaned in storage).
-	FinalizeDespiteDiscoveryFailure bool
-	// RemoveNamespaceFinalizers drops spec.finalizers tokens other than
-	// kubernetes, and the namespace's own metadata.finalizers.
-	RemoveNamespaceFinalizers bool
-	// ForceDeletePods deletes with grace period 0 the pods whose grace
-	// period is over (a lost node's kubelet never confirms).
-	ForceDeletePods bool
-	// BypassWebhook names webhook configurations (validating or mutating)
-	// this namespace is excluded from for the run.
-	BypassWebhook []string
-	// DeleteNamespace issues the namespace DELETE first when it is Active.
-	DeleteNamespace bool
-	BackupDir       string
+	// Escalations are the steps beyond the controller's pass the run may
+	// take, each asked for by its flag (Escalations() lists them), and
+	// shown in the plan first.
+	Escalations Asked
+	BackupDir   string
 	// Timeout bounds a run; passes repeat until the namespace is gone or
 	// it expires.
 	Timeout time.Duration
@@ -100,94 +80,14 @@ type Options struct {
 	Events chan<- Event
 }
 
-// strips tells whether finalizers of objects are to be removed.
-func (o Options) strips() bool { return o.RemoveAllFinalizers || len(o.RemoveFinalizers) > 0 }
-
-// match returns the finalizers of an object to strip: all of them, or
-// those matching a pattern (path.Match globs, e.g. "example.com/*").
-func (o Options) match(finalizers []string) []string {
-	var out []string
-	for _, f := range finalizers {
-		if o.RemoveAllFinalizers {
-			out = append(out, f)
-			continue
-		}
-		for _, p := range o.RemoveFinalizers {
-			if ok, _ := path.Match(p, f); ok {
-				out = append(out, f)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// escalations are the run's escalation flags as purge actions, so that a
-// next step's command line repeats them.
-func (o Options) escalations(namespace string) []diagnose.Action {
+// flags are the run's flags as purge actions, so that a next step's
+// command line repeats them: --orphans, then the escalations.
+func (o Options) flags(namespace string) []diagnose.Action {
 	var out []diagnose.Action
-	flag := func(name, value string) { out = append(out, diagnose.PurgeAction(namespace, name, value)) }
 	if o.Orphans {
-		flag("--orphans", "")
+		out = append(out, diagnose.PurgeAction(namespace, "--orphans", ""))
 	}
-	if o.DeleteNamespace {
-		flag("--delete-namespace", "")
-	}
-	if len(o.RemoveFinalizers) > 0 {
-		flag(diagnose.FlagRemoveFinalizers, strings.Join(o.RemoveFinalizers, ","))
-	}
-	if o.RemoveAllFinalizers {
-		flag("--remove-all-finalizers", "")
-	}
-	if o.FinalizeDespiteDiscoveryFailure {
-		flag(diagnose.FlagFinalizeDespiteDiscovery, "")
-	}
-	if o.RemoveNamespaceFinalizers {
-		flag(diagnose.FlagRemoveNamespaceFinalizers, "")
-	}
-	if o.ForceDeletePods {
-		flag(diagnose.FlagForceDeletePods, "")
-	}
-	for _, name := range o.BypassWebhook {
-		flag(diagnose.FlagBypassWebhook, name)
-	}
-	return out
-}
-
-// gives tells whether the run already does what a purge action asks.
-func (o Options) gives(a diagnose.Action) bool {
-	switch a.Flag {
-	case diagnose.FlagRemoveFinalizers:
-		wanted := strings.Split(a.Value, ",")
-		return len(o.match(wanted)) == len(wanted)
-	case diagnose.FlagBypassWebhook:
-		return slices.Contains(o.BypassWebhook, a.Value)
-	case diagnose.FlagForceDeletePods:
-		return o.ForceDeletePods
-	case diagnose.FlagRemoveNamespaceFinalizers:
-		return o.RemoveNamespaceFinalizers
-	case diagnose.FlagFinalizeDespiteDiscovery:
-		return o.FinalizeDespiteDiscoveryFailure
-	}
-	return a.Flag == "" // the pass alone: this run is one
-}
-
-// escalation acts on what a pass left; it returns how many changes it
-// made (or would).
-type escalation func(ctx context.Context, content *deletion.ContentResult) int
-
-// afterPassEscalations are the escalations the options ask for, in the
-// order they act after each pass. A new escalation is its option above, a
-// line here, and a file of its own.
-func (r *run) afterPassEscalations() []escalation {
-	var out []escalation
-	if r.Opts.strips() {
-		out = append(out, r.strip)
-	}
-	if r.Opts.ForceDeletePods {
-		out = append(out, r.forceDeletePods)
-	}
-	return out
+	return append(out, o.Escalations.Actions(namespace)...)
 }
 
 // systemNamespaces hold the cluster itself: purge refuses them unless

@@ -49,9 +49,11 @@ const revivedLabel = "ns-doctor.dev/revived-for-orphans"
 // plays it, and says so.
 func (r *run) revive(ctx context.Context) error {
 	r.revived = true
-	r.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns()})
+	r.l.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns()})
+	a := r.actor()
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns(), Labels: map[string]string{revivedLabel: "true"}}}
-	_, err := r.w.send(ctx, Write{Verb: "create", Resource: namespacesGVR, Name: ns.Name, Object: ns})
+	_, err := a.send(ctx, Write{Verb: "create", Resource: namespacesGVR, Name: ns.Name, Object: ns,
+		Change: &Change{Kind: ChangeCreatedNamespace, Resource: "namespaces", Name: ns.Name}})
 	if apierrors.IsAlreadyExists(err) {
 		// Someone created it since purge looked: what is left is theirs now.
 		return fmt.Errorf("namespace %s was created meanwhile, so its content is no longer orphaned: purge stops (purge it without --orphans if it should go)", ns.Name)
@@ -59,75 +61,53 @@ func (r *run) revive(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("re-creating namespace %s to remove its leftovers' finalizers: %w", ns.Name, err)
 	}
-	r.changed(Change{Kind: ChangeCreatedNamespace, Resource: "namespaces", Name: ns.Name})
-	if _, err := r.w.send(ctx, Write{Verb: "delete", Resource: namespacesGVR, Name: ns.Name}); err != nil {
+	if _, err := a.send(ctx, Write{Verb: "delete", Resource: namespacesGVR, Name: ns.Name,
+		Change: &Change{Kind: ChangeDeletedNamespaceAgain, Resource: "namespaces", Name: ns.Name}}); err != nil {
 		return fmt.Errorf("deleting namespace %s again: %w", ns.Name, err)
 	}
-	r.changed(Change{Kind: ChangeDeletedNamespaceAgain, Resource: "namespaces", Name: ns.Name})
 	return nil
 }
 
 // needsRevival tells whether a pass over a former namespace left objects
 // whose finalizers the escalations strip.
 func (r *run) needsRevival(content *deletion.ContentResult) bool {
-	if !r.Opts.Orphans || r.revived || !r.Opts.strips() {
+	if !r.Opts.Orphans || r.revived {
 		return false
 	}
 	held := make([]string, 0, len(content.Totals.FinalizersToNumRemaining))
 	for f := range content.Totals.FinalizersToNumRemaining {
 		held = append(held, f)
 	}
-	return len(r.Opts.match(held)) > 0
+	for _, a := range r.actions {
+		if s, ok := a.(changesLeftovers); ok && s.strips(held) {
+			return true
+		}
+	}
+	return false
 }
 
+// changesLeftovers is an escalation that changes objects holding these
+// finalizers: over a former namespace, only a namespace of that name lets
+// it (revive).
+type changesLeftovers interface{ strips(held []string) bool }
+
 // namespaceFinalizers handles a finalized namespace that still exists: its
-// own metadata.finalizers hold it, which only their owner removes, or
-// --remove-namespace-finalizers. It returns whether it removed them.
+// own metadata.finalizers hold it, which only their owner removes, or an
+// escalation (--remove-namespace-finalizers). It returns how many changes
+// were made (or would be).
 func (r *run) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (int, error) {
 	if len(ns.Finalizers) == 0 {
 		return 0, nil // the API server is about to delete it
 	}
-	if !r.Opts.RemoveNamespaceFinalizers {
-		r.report.Finalize.Cause, r.report.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers
-		return 0, stopIfPlan(r, r.blocked())
+	for _, a := range r.actions {
+		if held, ok := a.(namespaceHeld); ok {
+			n, err := held.namespaceHeld(ctx, r.actor(), ns)
+			if err != nil {
+				return n, stopIfPlan(r, err)
+			}
+			return n, nil
+		}
 	}
-	before, err := toUnstructured(ns, "v1", "Namespace")
-	if err != nil {
-		return 0, err
-	}
-	after := before.DeepCopy()
-	after.SetFinalizers(nil)
-	patch, err := guardedPatch(before, after)
-	if err != nil {
-		return 0, err
-	}
-	step := Step{Verb: "patch", Resource: "namespaces", Name: ns.Name, Objects: 1, Status: done(r, StepSent, StepPlanned)}
-	_, err = r.w.send(ctx, Write{Verb: "patch", Resource: namespacesGVR, Name: ns.Name, Patch: patch,
-		Play: func(_ *deletion.PlanOps, p *deletion.PlanNamespaces) { p.RemoveMetadataFinalizers() }})
-	if err != nil {
-		step.Status, step.Error = StepFailed, err.Error()
-		r.report.Steps = append(r.report.Steps, step)
-		r.fail(Failure{Verb: "patch", Resource: "namespaces", Name: ns.Name, Error: err.Error()})
-		return 0, stopIfPlan(r, fmt.Errorf("removing metadata.finalizers of namespace %s: %w", ns.Name, err))
-	}
-	r.report.Steps = append(r.report.Steps, step)
-	r.changed(Change{Kind: ChangeRemovedNamespaceFinalizers, Resource: "namespaces", Name: ns.Name, Finalizers: ns.Finalizers})
-	return 1, nil
-}
-
-// deleteNamespace sends the DELETE of an Active namespace
-// (--delete-namespace); the namespace itself is in the backup already.
-func (r *run) deleteNamespace(ctx context.Context, ns *v1.Namespace) error {
-	step := Step{Verb: "delete", Resource: "namespaces", Name: ns.Name, Objects: 1, Status: done(r, StepSent, StepPlanned)}
-	_, err := r.w.send(ctx, Write{Verb: "delete", Resource: namespacesGVR, Name: ns.Name})
-	if err != nil {
-		step.Status, step.Error = StepFailed, err.Error()
-		r.fail(Failure{Verb: "delete", Resource: "namespaces", Name: ns.Name, Error: err.Error()})
-	}
-	r.report.Steps = append(r.report.Steps, step)
-	if err != nil && r.w.real() {
-		return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
-	}
-	r.changed(Change{Kind: ChangeDeletedActiveNamespace, Resource: "namespaces", Name: ns.Name})
-	return nil
+	r.report.Finalize.Cause, r.report.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers
+	return 0, stopIfPlan(r, r.blocked())
 }

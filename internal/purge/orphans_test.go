@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
 
@@ -23,7 +24,7 @@ func leftovers() *kubetest.Cluster {
 // says a namespace is needed for the strips.
 func TestOrphansPlan(t *testing.T) {
 	c := leftovers()
-	r, err := purgerIn(c, "old", Options{Orphans: true, RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
+	r, err := purgerIn(c, "old", Options{Orphans: true, Escalations: Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestOrphansOfALiveNamespaceAreRefused(t *testing.T) {
 func TestOrphansRevivalOnlyForMatchingFinalizers(t *testing.T) {
 	c := leftovers()
 	opts := Options{Orphans: true, DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
-		RemoveFinalizers: []string{"other.io/*"}}
+		Escalations: Asked{diagnose.FlagRemoveFinalizers: {"other.io/*"}}}
 	r, err := purgerIn(c, "old", opts).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,7 +39,10 @@ func (r *run) passes(ctx context.Context) error {
 		var stop *stopError
 		switch {
 		case errors.Is(err, errGone):
-			r.report.Outcome = done(r, OutcomeGone, OutcomePlanned)
+			r.report.Outcome = OutcomePlanned
+			if r.w.real() {
+				r.report.Outcome = OutcomeGone
+			}
 			return nil
 		case !r.w.real():
 			r.report.Outcome = OutcomePlanned
@@ -56,7 +58,7 @@ func (r *run) passes(ctx context.Context) error {
 			return r.stopped(ctx, cutShort(ctx))
 		case err != nil && transient(err):
 			wait = backoff.Step()
-			r.warn(Warning{Kind: WarnServerRetried})
+			r.l.warn(Warning{Kind: WarnServerRetried})
 			r.emit(Event{Kind: EventRetrying, Err: err.Error(), Until: time.Now().Add(wait), For: WaitAPIServer})
 		case err != nil:
 			return r.stopped(ctx, err)
@@ -125,18 +127,14 @@ func transient(err error) bool {
 // escalations; it returns how long to wait before the next pass and how
 // many changes the escalations made.
 func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error) {
-	if pass > 1 && r.w.real() {
-		disc, err := r.rediscover()
-		if err != nil {
-			return 0, 0, err
-		}
-		r.disc = disc
+	disc, err := r.w.discovery(pass)
+	if err != nil {
+		return 0, 0, err
 	}
+	r.disc = disc
 	r.w.startPass()
 	r.rec.startPass(pass)
-	r.mu.Lock()
-	r.passFailures = nil
-	r.mu.Unlock()
+	r.l.startPass()
 	r.emit(Event{Kind: EventPass, Pass: pass, Types: len(r.disc.DeletableResources())})
 	res, err := r.deleter.Delete(ctx, r.ns())
 	if res.Stage == deletion.StageGone && err == nil {
@@ -163,7 +161,7 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 	r.recordPass(ctx, res, pass)
 	// What the pass left, before the escalations act on it: their
 	// refusals show in the next pass's line, and in the report.
-	r.emit(Event{Kind: EventPassEnded, Pass: pass, Remaining: r.report.Remaining, Failures: r.thisPassFailures(), Estimate: estimateOf(res),
+	r.emit(Event{Kind: EventPassEnded, Pass: pass, Remaining: r.report.Remaining, Failures: r.l.thisPass(), Estimate: estimateOf(res),
 		Deleted: deleted(r.rec.Steps(), r.report.Remaining)})
 	return r.afterPass(ctx, res, err)
 }
@@ -172,21 +170,22 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 // a plan, the last one of a force run), the deletions among the changes,
 // what remains, what was refused.
 func (r *run) recordPass(ctx context.Context, res deletion.Result, pass int) {
-	rep := r.report
 	steps := r.rec.Steps()
-	if r.w.real() {
-		rep.Steps = steps
-	} else {
-		rep.Steps = append(rep.Steps, steps...)
-	}
+	r.l.update(func(rep *Report) {
+		if r.w.real() {
+			rep.Steps = steps
+		} else {
+			rep.Steps = append(rep.Steps, steps...)
+		}
+	})
 	for _, f := range r.rec.failures() {
-		r.fail(f)
+		r.l.fail(f)
 	}
 	for _, st := range steps {
 		if st.Status == StepSent && st.Objects > 0 {
 			if !r.reported[st.Resource] {
 				r.reported[st.Resource] = true
-				r.changed(Change{Kind: ChangeDeletedContent, Verb: st.Verb, Resource: st.Resource, Objects: st.Objects})
+				r.l.changed(Change{Kind: ChangeDeletedContent, Verb: st.Verb, Resource: st.Resource, Objects: st.Objects})
 			}
 		}
 	}
@@ -197,13 +196,13 @@ func (r *run) recordPass(ctx context.Context, res deletion.Result, pass int) {
 	}
 	for _, gvr := range c.Failed {
 		if !r.rec.failed(gvr) {
-			r.fail(Failure{Verb: "pass", Resource: deletion.ResourceName(gvr), Error: c.FailedErrs[gvr].Error()})
+			r.l.fail(Failure{Verb: "pass", Resource: deletion.ResourceName(gvr), Error: c.FailedErrs[gvr].Error()})
 		}
 	}
 	if c.Err != nil && r.disc != nil && len(r.disc.Failed) > 0 {
 		obs := r.inspector().ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{}, r.disc, r.inspectOptions())
 		for gv, err := range r.disc.Failed {
-			r.fail(Failure{Verb: "discover", Resource: gv.String(), Error: err.Error(), Refusal: diagnose.DiscoveryRefusal(obs, gv, err)})
+			r.l.fail(Failure{Verb: "discover", Resource: gv.String(), Error: err.Error(), Refusal: diagnose.DiscoveryRefusal(obs, gv, err)})
 		}
 	}
 }
@@ -230,24 +229,6 @@ func deleted(steps []Step, remaining []Remaining) int {
 	return max(n, 0)
 }
 
-// thisPassFailures are the report's failures this pass met, with their
-// counts so far.
-func (r *run) thisPassFailures() []Failure {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []Failure
-	for _, f := range r.report.Failures {
-		if slices.ContainsFunc(r.passFailures, func(x Failure) bool { return sameRequest(x, f) }) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func sameRequest(a, b Failure) bool {
-	return a.Verb == b.Verb && a.Resource == b.Resource && a.Name == b.Name && a.Error == b.Error
-}
-
 // stalled tells whether this pass ended as the one before (the same
 // content left, the same refusals, no escalation acting), refused only in
 // ways that an outside action alone clears.
@@ -255,12 +236,11 @@ func (r *run) stalled(acted int) bool {
 	state := r.passState()
 	same := state == r.lastState
 	r.lastState = state
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !same || acted > 0 || len(r.passFailures) == 0 {
+	failures := r.l.passFailures()
+	if !same || acted > 0 || len(failures) == 0 {
 		return false
 	}
-	for _, f := range r.passFailures {
+	for _, f := range failures {
 		if f.Refusal == nil || !f.Refusal.Outside {
 			return false
 		}
@@ -275,11 +255,9 @@ func (r *run) passState() string {
 	for _, rem := range r.report.Remaining {
 		parts = append(parts, fmt.Sprintf("%s=%d%v", rem.Resource, rem.Count, rem.Finalizers))
 	}
-	r.mu.Lock()
-	for _, f := range r.passFailures {
+	for _, f := range r.l.passFailures() {
 		parts = append(parts, f.Verb+" "+f.Resource+"/"+f.Name+": "+f.Error)
 	}
-	r.mu.Unlock()
 	sort.Strings(parts)
 	return string(r.report.Finalize.Cause) + "|" + strings.Join(parts, "|")
 }
@@ -309,14 +287,14 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 	case deletion.StageFinalized:
 		if err != nil {
 			rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()}
-			r.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
+			r.l.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
 			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
 		}
 		r.finalized(res)
 		if kept := rep.Finalize.Kept; len(kept) > 0 {
 			// Only their owners remove the tokens other systems set.
 			rep.Finalize.Cause = FinalizeOtherTokens
-			r.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
+			r.l.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
 			return 0, 0, stopIfPlan(r, r.blocked())
 		}
 		// The finalize call changed the namespace: the next pass sees what
@@ -333,8 +311,10 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 			return 0, 0, err
 		}
 	}
-	for _, escalate := range r.afterPassEscalations() {
-		acted += escalate(ctx, res.Content)
+	for _, a := range r.actions {
+		if after, ok := a.(afterPass); ok {
+			acted += after.afterPass(ctx, r.actor(), res.Content)
+		}
 	}
 	r.acted += acted
 	if acted > 0 {
@@ -366,7 +346,7 @@ func (r *run) noteRecreated() []string {
 	chased := r.rc.endPass()
 	r.report.Recreated = r.rc.list()
 	for _, o := range r.report.Recreated {
-		r.warn(Warning{Kind: WarnRecreated, Resource: o.Resource, Name: o.Name})
+		r.l.warn(Warning{Kind: WarnRecreated, Resource: o.Resource, Name: o.Name})
 	}
 	return chased
 }

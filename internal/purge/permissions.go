@@ -10,11 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	authv1 "k8s.io/api/authorization/v1"
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
-	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
 // missingPermissions asks the API server about every permission the force
@@ -23,8 +19,8 @@ import (
 // it does not grant (it may be incomplete: webhook authorizers), and every
 // cluster-scoped permission, is asked one by one (SelfSubjectAccessReview,
 // 16 at a time): a 150-type namespace costs a few requests, not 300.
-func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) ([]Permission, error) {
-	namespaced := r.neededPermissions(ns, disc, snap)
+func (r *run) missingPermissions(ctx context.Context, s scope) ([]Permission, error) {
+	namespaced := r.neededPermissions(s)
 	var cluster []Permission
 	namespaced = slices.DeleteFunc(namespaced, func(p Permission) bool {
 		if p.Namespace == "" {
@@ -39,7 +35,7 @@ func (r *run) missingPermissions(ctx context.Context, ns *v1.Namespace, disc *ku
 	reviewed := make(chan struct{})
 	go func() {
 		defer close(reviewed)
-		rules, rulesErr = r.namespaceRules(ctx, ns.Name)
+		rules, rulesErr = r.namespaceRules(ctx, s.ns.Name)
 	}()
 	missing, err := r.ask(ctx, cluster)
 	<-reviewed
@@ -84,40 +80,20 @@ func (r *run) ask(ctx context.Context, perms []Permission) ([]Permission, error)
 	return missing, err
 }
 
-func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *deletion.Snapshot) []Permission {
+// neededPermissions are the pass's own (the finalize call, and per type
+// what the controller sends, each object read first for the backup) and
+// each escalation's, once each.
+func (r *run) neededPermissions(s scope) []Permission {
 	var out []Permission
-	switch {
-	case !r.Opts.Orphans:
+	if !r.Opts.Orphans {
 		out = append(out, Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
-	case r.Opts.strips():
-		// Strips over a former namespace go through one re-created.
-		out = append(out, Permission{Verb: "create", Resource: "namespaces"}, Permission{Verb: "delete", Resource: "namespaces"},
-			Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
 	}
-	if ns.DeletionTimestamp == nil {
-		out = append(out, Permission{Verb: "delete", Resource: "namespaces"})
-	}
-	if r.Opts.RemoveNamespaceFinalizers && len(ns.Finalizers) > 0 {
-		out = append(out, Permission{Verb: "patch", Resource: "namespaces"})
-	}
-	if r.Opts.ForceDeletePods {
-		out = append(out, Permission{Verb: "delete", Resource: "pods", Namespace: ns.Name})
-	}
-	for _, b := range r.report.Bypassed {
-		if b.Status != BypassPlanned {
-			continue
-		}
-		gvr := gvrOfKind(b.Kind)
-		out = append(out, Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource},
-			Permission{Verb: "get", Group: gvr.Group, Resource: gvr.Resource, Name: b.Name},
-			Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Name: b.Name})
-	}
-	for gvr, res := range disc.DeletableResources() {
+	for gvr, res := range s.disc.DeletableResources() {
 		verbs := map[string]bool{}
 		for _, v := range res.Verbs {
 			verbs[v] = true
 		}
-		base := Permission{Group: gvr.Group, Resource: gvr.Resource, Namespace: ns.Name}
+		base := Permission{Group: gvr.Group, Resource: gvr.Resource, Namespace: s.ns.Name}
 		if verbs["list"] {
 			out = append(out, with(base, "list"))
 		}
@@ -127,27 +103,25 @@ func (r *run) neededPermissions(ns *v1.Namespace, disc *kube.Discovery, snap *de
 			// Deleting item by item, each is read in full for the backup.
 			out = append(out, with(base, "delete"), with(base, "get"))
 		}
-		if r.Opts.strips() && hasFinalizers(snap, gvr) {
-			out = append(out, with(base, "get"), with(base, "patch"))
-		}
 	}
-	return out
+	for _, a := range r.actions {
+		out = append(out, a.needs(s)...)
+	}
+	return uniquePermissions(out)
+}
+
+func uniquePermissions(perms []Permission) []Permission {
+	seen := map[Permission]bool{}
+	return slices.DeleteFunc(perms, func(p Permission) bool {
+		dup := seen[p]
+		seen[p] = true
+		return dup
+	})
 }
 
 func with(p Permission, verb string) Permission {
 	p.Verb = verb
 	return p
-}
-
-func hasFinalizers(snap *deletion.Snapshot, gvr schemaGVR) bool {
-	if l := snap.Lists[gvr]; l != nil {
-		for _, item := range l.Items {
-			if len(item.Finalizers) > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // namespaceRules are the RBAC rules the user has in namespace, nil when

@@ -2,28 +2,62 @@ package purge
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
-// forceDeletePods deletes with grace period 0 the pods being deleted whose
-// grace period is over (--force-delete-pods): their kubelet never
-// confirmed (a lost node, a dead kubelet). Each is saved first. A plan
-// plays the pods whose grace period is not over yet too, saying when. It
-// returns how many it deleted (or would).
-func (r *run) forceDeletePods(ctx context.Context, content *deletion.ContentResult) int {
+// --force-delete-pods deletes with grace period 0 the pods being deleted
+// whose grace period is over: their kubelet never confirmed (a lost node,
+// a dead kubelet).
+var forceDeletePodsEscalation = Escalation{
+	Flag:    diagnose.FlagForceDeletePods,
+	Help:    "Escalation: delete with grace period 0 the namespace's pods whose grace period is over (their node is gone or its kubelet dead), as kubectl delete --force --grace-period=0 does",
+	Leak:    "a pod whose node still runs it keeps running there, unknown to the API server, until its kubelet returns",
+	Janitor: true,
+	consent: func([]string) []string {
+		return []string{"and force-delete (grace period 0) its pods whose grace period is over"}
+	},
+	answers: func(_ []string, a diagnose.Action) bool { return a.Flag == diagnose.FlagForceDeletePods },
+	start:   func([]string) action { return &podForcer{nodes: map[string]NodeState{}} },
+	changes: map[ChangeKind]func(Change, string) string{ChangeForceDeletedPod: func(c Change, _ string) string {
+		node := c.Node
+		if node == "" {
+			node = "(none)"
+		}
+		return fmt.Sprintf("force-deleted pod %s (grace period 0; node %s: %s), saved first", c.Name, node, c.NodeState)
+	}},
+}
+
+// ChangeForceDeletedPod: --force-delete-pods.
+const ChangeForceDeletedPod ChangeKind = "ForceDeletedPod"
+
+// podForcer force-deletes pods after each pass; it reads each pod's node
+// once.
+type podForcer struct {
+	nodes map[string]NodeState
+}
+
+func (f *podForcer) needs(s scope) []Permission {
+	return []Permission{{Verb: "delete", Resource: "pods", Namespace: s.ns.Name}}
+}
+
+// afterPass deletes the pods whose grace period is over, each saved first;
+// a plan plays those whose grace period is not over yet too, saying when.
+// It returns how many it deleted (or would).
+func (f *podForcer) afterPass(ctx context.Context, a *actor, content *deletion.ContentResult) int {
 	if content.Totals.GVRToNumRemaining[deletion.PodsGVR] == 0 {
 		return 0
 	}
-	pods, err := r.w.listPods(ctx, r.ns())
+	pods, err := a.listPods(ctx)
 	if err != nil {
-		r.fail(Failure{Verb: "list", Resource: "pods", Error: err.Error()})
+		a.l.fail(Failure{Verb: "list", Resource: "pods", Error: err.Error()})
 		return 0
 	}
 	deleted := 0
@@ -32,68 +66,69 @@ func (r *run) forceDeletePods(ctx context.Context, content *deletion.ContentResu
 		if pod.DeletionTimestamp == nil {
 			continue // not deleted yet
 		}
-		wait, now := r.w.until(pod.DeletionTimestamp.Time)
+		wait, now := a.until(pod.DeletionTimestamp.Time)
 		if !now {
 			continue // still within its grace period
 		}
-		fp := r.forcedPod(ctx, pod)
+		fp := f.describe(ctx, a, pod)
 		if wait > 0 {
 			fp.AfterSeconds = int64(wait.Round(time.Second).Seconds())
 		}
-		fp.Status, fp.Error = r.forceDelete(ctx, pod, &fp)
+		f.forceDelete(ctx, a, pod, &fp)
 		if fp.Status == ForceDeleted || fp.Status == ForcePlanned {
 			deleted++
 		}
-		r.report.ForcedPods = appendForced(r.report.ForcedPods, fp)
+		a.record(func(r *Report) { r.ForcedPods = appendForced(r.ForcedPods, fp) })
 	}
 	return deleted
 }
 
 // forceDelete sends one pod's DELETE with grace period 0 and its UID as a
 // precondition, the pod saved first.
-func (r *run) forceDelete(ctx context.Context, pod *v1.Pod, fp *ForcedPod) (ForceStatus, string) {
+func (f *podForcer) forceDelete(ctx context.Context, a *actor, pod *v1.Pod, fp *ForcedPod) {
 	saved, err := toUnstructured(pod, "v1", "Pod")
+	var sent Sent
 	if err == nil {
-		_, err = r.w.send(ctx, Write{Verb: "delete", Resource: deletion.PodsGVR, Namespace: r.ns(), Name: pod.Name, GracePeriod: ptr.To(int64(0)), UID: pod.UID,
-			Op: "DELETE", Save: saved, Play: func(p *deletion.PlanOps, _ *deletion.PlanNamespaces) { p.ForceDelete(deletion.PodsGVR, pod.Name) }})
+		sent, err = a.send(ctx, Write{Verb: "delete", Resource: deletion.PodsGVR, Namespace: a.namespace, Name: pod.Name, GracePeriod: ptr.To(int64(0)), UID: pod.UID,
+			Op: "DELETE", Save: saved, Play: func(p *planState) { p.ops.ForceDelete(deletion.PodsGVR, pod.Name) },
+			Change: &Change{Kind: ChangeForceDeletedPod, Resource: "pods", Name: pod.Name, Node: fp.Node, NodeState: fp.NodeState}})
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return ForceGone, ""
+		fp.Status = ForceGone
 	case err != nil:
-		fp.Refusal = r.whoRefused(ctx, deletion.PodsGVR, err)
-		r.fail(Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name, Error: err.Error(), Refusal: fp.Refusal})
-		return ForceFailed, err.Error()
+		fp.Status, fp.Error = ForceFailed, err.Error()
+		fp.Refusal = a.fail(ctx, deletion.PodsGVR, Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name}, err)
+	default:
+		fp.Status = pick(sent, ForceDeleted, ForcePlanned)
 	}
-	r.changed(Change{Kind: ChangeForceDeletedPod, Resource: "pods", Name: pod.Name, Node: fp.Node, NodeState: fp.NodeState})
-	return done(r, ForceDeleted, ForcePlanned), ""
 }
 
-// forcedPod describes a pod to force-delete: its node and how long it has
-// been terminating.
-func (r *run) forcedPod(ctx context.Context, pod *v1.Pod) ForcedPod {
-	fp := ForcedPod{Name: pod.Name, Node: pod.Spec.NodeName, NodeState: r.nodeState(ctx, pod.Spec.NodeName)}
+// describe is a pod to force-delete: its node and how long it has been
+// terminating.
+func (f *podForcer) describe(ctx context.Context, a *actor, pod *v1.Pod) ForcedPod {
+	fp := ForcedPod{Name: pod.Name, Node: pod.Spec.NodeName, NodeState: f.nodeState(ctx, a, pod.Spec.NodeName)}
 	if dt := pod.DeletionTimestamp; dt != nil {
 		started := dt.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second)
-		fp.TerminatingSeconds = int64(r.now().Sub(started).Round(time.Second).Seconds())
+		fp.TerminatingSeconds = int64(a.l.now().Sub(started).Round(time.Second).Seconds())
 	}
 	if fp.NodeState == NodeReady {
 		// kubectl's own warning for --force --grace-period=0.
-		r.warn(Warning{Kind: WarnNodeReady, Resource: "pods", Name: pod.Name, Node: fp.Node})
+		a.warn(Warning{Kind: WarnNodeReady, Resource: "pods", Name: pod.Name, Node: fp.Node})
 	}
 	return fp
 }
 
 // nodeState reads a pod's node once per run.
-func (r *run) nodeState(ctx context.Context, name string) NodeState {
+func (f *podForcer) nodeState(ctx context.Context, a *actor, name string) NodeState {
 	if name == "" {
 		return NodeUnscheduled
 	}
-	if s, ok := r.nodes[name]; ok {
+	if s, ok := f.nodes[name]; ok {
 		return s
 	}
 	state := NodeUnknown
-	node, err := r.Clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	node, err := a.node(ctx, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		state = NodeMissing
@@ -105,10 +140,7 @@ func (r *run) nodeState(ctx context.Context, name string) NodeState {
 			}
 		}
 	}
-	if r.nodes == nil {
-		r.nodes = map[string]NodeState{}
-	}
-	r.nodes[name] = state
+	f.nodes[name] = state
 	return state
 }
 

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -158,7 +159,7 @@ func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 		return r, ErrNotFound
 	case err != nil:
 		return r, fmt.Errorf("reading namespace %s: %w", name, err)
-	case ns.DeletionTimestamp == nil && !p.Opts.DeleteNamespace:
+	case ns.DeletionTimestamp == nil && !p.Opts.Escalations.Has(diagnose.FlagDeleteNamespace):
 		return r, ErrActive
 	}
 	run := newRun(p, r)

@@ -55,6 +55,14 @@ func purgerIn(c *kubetest.Cluster, name string, opts Options) testPurger {
 	return testPurger{Purger: &Purger{Clients: c.Clients(), Opts: opts}, name: name}
 }
 
+// askedIf asks for the escalation of flag when on.
+func askedIf(on bool, flag string) Asked {
+	if !on {
+		return nil
+	}
+	return Asked{flag: nil}
+}
+
 func hasFailure(r *Report, verb, resource, name string) bool {
 	return slices.ContainsFunc(r.Failures, func(f Failure) bool { return f.Verb == verb && f.Resource == resource && f.Name == name })
 }
@@ -111,7 +119,7 @@ func TestPlanPredictsThePassAndChangesNothing(t *testing.T) {
 // then a pass that finalizes.
 func TestPlanPlaysEscalationsToTheEnd(t *testing.T) {
 	c := stuck()
-	r, err := purger(c, Options{RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
+	r, err := purger(c, Options{Escalations: Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +151,7 @@ func TestServerDryRunReportsRefusals(t *testing.T) {
 		}
 		return nil
 	}
-	r, err := purger(c, Options{DryRun: DryRunServer, RemoveAllFinalizers: true}).Run(context.Background())
+	r, err := purger(c, Options{DryRun: DryRunServer, Escalations: Asked{diagnose.FlagRemoveAllFinalizers: nil}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +173,7 @@ func TestServerDryRunReportsRefusals(t *testing.T) {
 func TestForceStripsSavesAndFinishes(t *testing.T) {
 	c := stuck()
 	dir := filepath.Join(t.TempDir(), "backup")
-	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: dir, RemoveFinalizers: []string{"example.com/*"}}).Run(context.Background())
+	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: dir, Escalations: Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +260,7 @@ func TestDiscoveryFailureAndItsEscalation(t *testing.T) {
 		c.FailedGroups = map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("stale GroupVersion discovery: metrics.k8s.io/v1beta1")}
 		for _, mode := range []DryRun{DryRunClient, DryRunNone} {
 			r, err := purger(c, Options{DryRun: mode, BackupDir: t.TempDir(), Timeout: 300 * time.Millisecond,
-				FinalizeDespiteDiscoveryFailure: despite}).Run(context.Background())
+				Escalations: askedIf(despite, diagnose.FlagFinalizeDespiteDiscovery)}).Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +297,7 @@ func TestNamespaceFinalizers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := kubetest.New()
 			c.AddNamespace("ns", time.Minute, "kubernetes", "example.com/other")
-			r, err := purger(c, Options{DryRun: tc.mode, BackupDir: t.TempDir(), RemoveNamespaceFinalizers: tc.escalate}).Run(context.Background())
+			r, err := purger(c, Options{DryRun: tc.mode, BackupDir: t.TempDir(), Escalations: askedIf(tc.escalate, diagnose.FlagRemoveNamespaceFinalizers)}).Run(context.Background())
 			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err %v, want %q", err, tc.wantErr)
 			}
@@ -318,11 +326,11 @@ func TestActiveAndMissingNamespaces(t *testing.T) {
 	if _, err := purgerIn(c, "missing", Options{}).Run(context.Background()); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing: %v", err)
 	}
-	r, err := purger(c, Options{DeleteNamespace: true}).Run(context.Background())
+	r, err := purger(c, Options{Escalations: Asked{diagnose.FlagDeleteNamespace: nil}}).Run(context.Background())
 	if err != nil || r.Steps[0].Resource != "namespaces" || r.Steps[0].Status != StepPlanned || !r.Finalize.Would || c.Namespace("ns").DeletionTimestamp != nil {
 		t.Fatalf("plan of an active namespace: %v, steps %+v, finalize %+v", err, r.Steps, r.Finalize)
 	}
-	r, err = purger(c, Options{DryRun: DryRunNone, DeleteNamespace: true, BackupDir: t.TempDir()}).Run(context.Background())
+	r, err = purger(c, Options{DryRun: DryRunNone, Escalations: Asked{diagnose.FlagDeleteNamespace: nil}, BackupDir: t.TempDir()}).Run(context.Background())
 	if err != nil || r.Outcome != OutcomeGone || r.Changes[0].Kind != ChangeDeletedActiveNamespace {
 		t.Fatalf("force on an active namespace: %v, outcome %s, changes %v", err, r.Outcome, r.Changes)
 	}
@@ -381,13 +389,13 @@ func TestParseDryRun(t *testing.T) {
 
 func TestEscalationsMatch(t *testing.T) {
 	fins := []string{"example.com/a", "example.com/b", "other.io/c"}
-	if got := (Options{RemoveFinalizers: []string{"example.com/*"}}).match(fins); !reflect.DeepEqual(got, fins[:2]) {
+	if got := matchFinalizers([]string{"example.com/*"}, false, fins); !reflect.DeepEqual(got, fins[:2]) {
 		t.Errorf("glob: %v", got)
 	}
-	if got := (Options{RemoveAllFinalizers: true}).match(fins); !reflect.DeepEqual(got, fins) {
+	if got := matchFinalizers(nil, true, fins); !reflect.DeepEqual(got, fins) {
 		t.Errorf("all: %v", got)
 	}
-	if got := (Options{}).match(fins); len(got) != 0 {
+	if got := matchFinalizers(nil, false, fins); len(got) != 0 {
 		t.Errorf("none asked: %v", got)
 	}
 }

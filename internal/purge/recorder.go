@@ -79,7 +79,7 @@ func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns strin
 	if !r.w.reachedAfter() {
 		n = r.w.reached(gvr)
 	}
-	err := r.w.ops().DeleteCollection(ctx, gvr, ns)
+	err := r.w.operations().DeleteCollection(ctx, gvr, ns)
 	if r.w.reachedAfter() {
 		n = r.w.reached(gvr)
 	}
@@ -93,14 +93,14 @@ func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns strin
 
 // Delete records the deletion of one item.
 func (r *recorder) Delete(ctx context.Context, gvr schemaGVR, ns, name string) error {
-	err := r.w.ops().Delete(ctx, gvr, ns, name)
+	err := r.w.operations().Delete(ctx, gvr, ns, name)
 	r.record(ctx, "delete", gvr, name, 1, r.status(), err)
 	return err
 }
 
 // List keeps the finalizers of what the list found, and a failed list.
 func (r *recorder) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.PartialObjectMetadataList, error) {
-	list, err := r.w.ops().List(ctx, gvr, ns)
+	list, err := r.w.operations().List(ctx, gvr, ns)
 	var refusal *diagnose.Refusal
 	if err != nil {
 		refusal = r.whoRefused(ctx, gvr, err)

@@ -50,12 +50,12 @@ func TestRecreationsStopAfterThreePasses(t *testing.T) {
 }
 
 func TestPutBackOnlyWhatPurgeRemoved(t *testing.T) {
-	p := &run{stripped: map[string][]string{}}
+	p := newStripper(nil, true)
 	gadgets := schemaGVR{Group: "example.com", Version: "v1", Resource: "gadgets"}
 	if back := p.putBack(gadgets, "g1", []string{"a"}); len(back) != 0 {
 		t.Fatalf("nothing stripped yet, put back %v", back)
 	}
-	p.rememberStripped(gadgets, "g1", []string{"a"})
+	p.stripped["gadgets.example.com/g1"] = []string{"a"}
 	if back := p.putBack(gadgets, "g1", []string{"keep", "a"}); len(back) != 1 || back[0] != "a" {
 		t.Errorf("put back %v, want [a]", back)
 	}

@@ -59,6 +59,9 @@ type Report struct {
 	// Flags are this run's escalations, as purge actions: a next step's
 	// command line repeats them.
 	Flags []diagnose.Action
+	// Escalations are the escalations the run was asked for, as the
+	// confirmation told them.
+	Escalations []Used
 }
 
 // Hold is one blocker that holds the namespace at the end of a run, and
@@ -308,19 +311,14 @@ type Permission struct {
 // ChangeKind is a kind of change made to the cluster.
 type ChangeKind string
 
-// Changes.
+// Changes of the pass itself and of --orphans; each escalation's are in
+// its file, beside its words.
 const (
-	ChangeDeletedActiveNamespace     ChangeKind = "DeletedActiveNamespace"     // --delete-namespace
-	ChangeDeletedContent             ChangeKind = "DeletedContent"             // a pass's deletecollection, Objects saved first
-	ChangeStrippedFinalizers         ChangeKind = "StrippedFinalizers"         // --remove-finalizers
-	ChangeForceDeletedPod            ChangeKind = "ForceDeletedPod"            // --force-delete-pods
-	ChangeExcludedFromWebhook        ChangeKind = "ExcludedFromWebhook"        // --bypass-webhook
-	ChangeRestoredWebhook            ChangeKind = "RestoredWebhook"            // the bypass undone
-	ChangeFinalized                  ChangeKind = "Finalized"                  // the finalize call
-	ChangeNoLeftovers                ChangeKind = "NoLeftovers"                // --orphans: nothing left
-	ChangeRemovedNamespaceFinalizers ChangeKind = "RemovedNamespaceFinalizers" // --remove-namespace-finalizers
-	ChangeCreatedNamespace           ChangeKind = "CreatedNamespace"           // --orphans: re-created to strip
-	ChangeDeletedNamespaceAgain      ChangeKind = "DeletedNamespaceAgain"      // --orphans: and deleted at once
+	ChangeDeletedContent        ChangeKind = "DeletedContent"        // a pass's deletecollection, Objects saved first
+	ChangeFinalized             ChangeKind = "Finalized"             // the finalize call
+	ChangeNoLeftovers           ChangeKind = "NoLeftovers"           // --orphans: nothing left
+	ChangeCreatedNamespace      ChangeKind = "CreatedNamespace"      // --orphans: re-created to strip
+	ChangeDeletedNamespaceAgain ChangeKind = "DeletedNamespaceAgain" // --orphans: and deleted at once
 )
 
 // Change is one change made to the cluster: what, and to which object.

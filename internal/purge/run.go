@@ -3,17 +3,14 @@ package purge
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
@@ -23,16 +20,23 @@ import (
 
 type schemaGVR = schema.GroupVersionResource
 
-// run is one purge run's state: the report it fills, the writer every
-// write goes through, the controller's deleter it drives pass after pass
-// (built once), and what it remembers between passes.
+// A run is one namespace's purge, a pipeline: preflight (preflight.go:
+// the snapshot, the escalations' reads, the writer, the permission check
+// and the backup), the escalations that act before the passes, the passes
+// (passes.go: the controller's Delete, then the escalations that act on
+// what each left), and what holds the namespace when it stays
+// (holding.go). Everything the run reports goes through its ledger.
 type run struct {
 	*Purger
 	// insp is the Purger's Inspector, or the run's own.
-	insp   *inspect.Inspector
+	insp *inspect.Inspector
+	l    *ledger
+	// report is the ledger's; read it only where no pass runs.
 	report *Report
 	w      writer
 	rec    *recorder
+	// actions are the escalations asked for, at work in this run.
+	actions []action
 	// deleter is upstream's, built once per run.
 	deleter *deletion.NamespacedResourcesDeleter
 	disc    *kube.Discovery
@@ -42,24 +46,14 @@ type run struct {
 	reported map[string]bool
 	// rc notices content created anew while purge deletes it.
 	rc *recreations
-	// stripped remembers the finalizers purge removed per object, so one
-	// a live controller puts back is reported, not removed again.
-	stripped map[string][]string
 	// revived: a former namespace was re-created (and deleted again) so
 	// its leftovers' finalizers could be removed.
 	revived bool
 	// acted counts the escalations' changes so far.
 	acted int
-	// nodes caches the state of the pods' nodes.
-	nodes map[string]NodeState
-	// mu guards the report's warnings, changes and failures: the API
-	// server's warnings arrive from client-go's goroutines.
-	mu sync.Mutex
-	// passFailures are this pass's refused requests; lastState is what
-	// the pass before left (what remains, what was refused), to tell a
-	// pass that changed nothing.
-	passFailures []Failure
-	lastState    string
+	// lastState is what the pass before left (what remains, what was
+	// refused), to tell a pass that changed nothing.
+	lastState string
 	// lastNS is the namespace as the last pass read it, lastContent what
 	// its content pass found.
 	lastNS      *v1.Namespace
@@ -72,13 +66,13 @@ func newRun(p *Purger, r *Report) *run {
 	if insp == nil {
 		insp = inspect.New(p.Clients, inspect.Config{Compact: true})
 	}
-	return &run{Purger: p, insp: insp, report: r, reported: map[string]bool{}, rc: newRecreations(), stripped: map[string][]string{}, started: time.Now()}
+	return &run{Purger: p, insp: insp, l: newLedger(r, p.now), report: r, reported: map[string]bool{}, rc: newRecreations(),
+		actions: startActions(p.Opts.Escalations), started: time.Now()}
 }
 
 func (r *run) ns() string { return r.report.Namespace }
 
-// do runs purge on ns: the reads and checks before anything is changed,
-// the bypasses, the namespace's own DELETE when asked, then the passes.
+// do runs the pipeline on ns.
 func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 	deleted := ns
 	if ns.DeletionTimestamp == nil {
@@ -87,18 +81,14 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		now := metav1.NewTime(r.now())
 		deleted.DeletionTimestamp = &now
 	}
-	if err := r.prepare(ctx, ns, deleted); err != nil {
-		return err
-	}
-	restore, err := r.applyBypass(ctx)
+	s, err := r.preflight(ctx, ns, deleted)
 	if err != nil {
 		return err
 	}
-	defer restore()
-	if ns.DeletionTimestamp == nil {
-		if err := r.deleteNamespace(ctx, ns); err != nil {
-			return err
-		}
+	undo, err := r.beforePasses(ctx, s)
+	defer undo()
+	if err != nil {
+		return err
 	}
 	if r.Opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -106,136 +96,42 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		defer cancel()
 	}
 	r.deleter = r.newDeleter()
-	r.report.Flags = r.Opts.escalations(r.ns())
+	r.report.Flags = r.Opts.flags(r.ns())
+	r.report.Escalations = r.Opts.Escalations.Used()
 	err = r.passes(ctx)
 	r.holding(context.WithoutCancel(ctx))
 	return err
 }
 
-// prepare is everything before the first change: it undoes (or, in a
-// plan, notes) what a run killed while it bypassed a webhook left behind,
-// reads what the run needs, builds the writer, and for real checks every
-// permission the run needs and opens the backup.
-func (r *run) prepare(ctx context.Context, ns, deleted *v1.Namespace) error {
-	if r.Opts.DryRun != DryRunNone || r.needsSnapshot() {
-		if err := r.leftovers(ctx); err != nil {
-			return err
+// beforePasses runs the escalations that act once, before the first pass;
+// the undo returned undoes what they asked to undo, in reverse order.
+func (r *run) beforePasses(ctx context.Context, s scope) (func(), error) {
+	var undos []func()
+	undo := func() {
+		for _, u := range slices.Backward(undos) {
+			u()
 		}
-		obs, err := r.snapshot(ctx, deleted)
+	}
+	for _, a := range r.actions {
+		b, ok := a.(beforePasses)
+		if !ok {
+			continue
+		}
+		u, err := b.before(ctx, r.actor(), s)
 		if err != nil {
-			return err
+			return undo, err
 		}
-		r.obs = &obs
-		if err := r.resolveBypass(ctx, obs); err != nil {
-			return err
-		}
-	} else if err := r.discoverWithLeftovers(ctx); err != nil {
-		return err
+		undos = append(undos, u)
 	}
-	if r.Opts.DryRun != DryRunNone {
-		r.w = r.planWriter(deleted)
-		return nil
-	}
-	snap := &deletion.Snapshot{}
-	if r.obs != nil {
-		snap = r.obs.Snapshot
-	}
-	missing, err := r.missingPermissions(ctx, ns, r.disc, snap)
-	if err != nil {
-		return err
-	}
-	if r.report.MissingPermissions = missing; len(missing) > 0 {
-		r.report.Outcome = OutcomeRefused
-		return ErrMissingPermissions
-	}
-	return r.openBackup(ns)
+	return undo, nil
 }
 
-// planWriter plays the run over the snapshot: predicted (client) or with
-// every write sent as a dry run first (server).
-func (r *run) planWriter(ns *v1.Namespace) *planWriter {
-	w := &planWriter{plan: deletion.NewPlanOps(r.obs.Snapshot), ns: deletion.NewPlanNamespaces(ns), exists: !r.Opts.Orphans,
-		bypassed: r.unlessBypassed, clients: r.Clients, now: r.now}
-	if r.Opts.DryRun == DryRunServer {
-		w.server = r.Clients
-		return w
-	}
-	w.rejections = diagnose.PredictRejections(*r.obs, r.bypassedNames())
-	w.plan.DeleteErrs, w.ns.FinalizeErr = w.rejections.Delete, w.rejections.Finalize
-	return w
-}
-
-// openBackup saves the namespace, then builds the writer that saves
-// everything else before changing it.
-func (r *run) openBackup(ns *v1.Namespace) error {
-	dir := r.Opts.BackupDir
-	if dir == "" {
-		var err error
-		if dir, err = backup.DefaultDir(ns.Name, r.now()); err != nil {
-			return err
-		}
-	}
-	bk, err := backup.New(dir)
-	if err != nil {
-		return err
-	}
-	u, err := toUnstructured(savedNamespace(ns, r.Opts.Orphans), "v1", "Namespace")
-	if err != nil {
-		return err
-	}
-	if err := bk.SaveNamespace(u); err != nil {
-		return err
-	}
-	var former *deletion.PlanNamespaces
-	if r.Opts.Orphans {
-		former = deletion.NewPlanNamespaces(ns)
-	}
-	r.w = newRealWriter(r.Clients, bk, r.rc, former, r.now)
-	r.report.BackupDir = bk.Dir
-	r.emit(Event{Kind: EventBackup, Dir: bk.Dir})
-	return nil
-}
-
-// needsSnapshot tells whether a force run needs the snapshot before its
-// first pass: the strips' permission check and the bypass read it. Else
-// the first pass's own lists are the only reads, as for the controller.
-func (r *run) needsSnapshot() bool {
-	return r.Opts.strips() || len(r.Opts.BypassWebhook) > 0
-}
-
-// snapshot discovers the API and reads what the namespace holds, the same
-// way explain does (shared discovery, metadata sweep, webhooks, backends).
-func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
-	in := r.inspector()
-	obs, err := in.Observe(ctx, ns, r.inspectOptions())
-	if err != nil {
-		return obs, err
-	}
-	r.disc = in.Discovery()
-	r.discoveries.seed(r.disc)
-	// explain reads pods as metadata only; purge reads them as the
-	// controller does (spec and status, never printed), so a plan knows
-	// which pods a kubelet holds and which go at once.
-	if in.Census().Skips(ns.Name, deletion.PodsGVR) {
-		obs.Snapshot.PodSpecsUnknown = false
-	} else if pods, err := (kube.PodLister{Client: r.Clients.Kube}).ListPods(ctx, ns.Name); err == nil {
-		obs.Snapshot.Pods, obs.Snapshot.PodSpecsUnknown = pods, false
-	}
-	return obs, nil
-}
-
-// discoverWithLeftovers is the first read of a force run that needs no
-// snapshot: discovery, with the undoing of a killed run's bypasses at
-// once (over a slow link each round trip counts; neither needs the other).
-func (r *run) discoverWithLeftovers(ctx context.Context) error {
-	restored := make(chan error, 1)
-	go func() { restored <- r.leftovers(ctx) }()
-	disc, err := r.inspector().Discover(ctx)
-	if err == nil {
-		r.disc = disc
-		r.discoveries.seed(disc)
-	}
-	return errors.Join(<-restored, err)
+// actor is what the escalations act through.
+func (r *run) actor() *actor {
+	return &actor{namespace: r.ns(), w: r.w, l: r.l, refused: r.whoRefused,
+		node: func(ctx context.Context, name string) (*v1.Node, error) {
+			return r.Clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		}}
 }
 
 // inspector is the run's reader, shared with the other namespaces' runs
@@ -259,14 +155,18 @@ func (r *run) newDeleter() *deletion.NamespacedResourcesDeleter {
 		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns()}
 		ops, pods = c, c
 	}
-	return &deletion.NamespacedResourcesDeleter{
+	d := &deletion.NamespacedResourcesDeleter{
 		NsClient: r.w.namespaces(), Ops: ops, Pods: pods,
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
 		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.OrderedDeletion.Ordered,
 		Workers: r.Opts.Workers, Now: r.now,
-		FinalizeDespiteDiscoveryFailure: r.Opts.FinalizeDespiteDiscoveryFailure,
-		RemoveNamespaceFinalizers:       r.Opts.RemoveNamespaceFinalizers,
 	}
+	for _, a := range r.actions {
+		if o, ok := a.(deleterOption); ok {
+			o.configure(d)
+		}
+	}
+	return d
 }
 
 // rediscover is a later pass's discovery: afresh, as the controller does,
@@ -281,19 +181,21 @@ func (r *run) rediscover() (*kube.Discovery, error) {
 // recordContent fills the report's remaining content and conditions from
 // one content pass.
 func (r *run) recordContent(content *deletion.ContentResult, first bool) {
-	r.report.Remaining = []Remaining{}
-	if content == nil {
-		return
-	}
-	for gvr, n := range content.Totals.GVRToNumRemaining {
-		r.report.Remaining = append(r.report.Remaining, Remaining{Resource: deletion.ResourceName(gvr), Count: n, Finalizers: r.rec.finalizersOf(gvr)})
-	}
-	sort.Slice(r.report.Remaining, func(i, j int) bool { return r.report.Remaining[i].Resource < r.report.Remaining[j].Resource })
-	// A plan's later passes are what purge would do: the controller writes
-	// the first one's conditions now.
-	if first || r.w.real() {
-		r.report.Conditions = conditionsOf(content.Conditions)
-	}
+	r.l.update(func(rep *Report) {
+		rep.Remaining = []Remaining{}
+		if content == nil {
+			return
+		}
+		for gvr, n := range content.Totals.GVRToNumRemaining {
+			rep.Remaining = append(rep.Remaining, Remaining{Resource: deletion.ResourceName(gvr), Count: n, Finalizers: r.rec.finalizersOf(gvr)})
+		}
+		sort.Slice(rep.Remaining, func(i, j int) bool { return rep.Remaining[i].Resource < rep.Remaining[j].Resource })
+		// A plan's later passes are what purge would do: the controller
+		// writes the first one's conditions now.
+		if first || r.w.real() {
+			rep.Conditions = conditionsOf(content.Conditions)
+		}
+	})
 }
 
 func conditionsOf(conds []v1.NamespaceCondition) []Condition {
@@ -325,28 +227,34 @@ func notFinalized(f *Finalize, res deletion.Result, err error) {
 
 // finalized records a pass that finalized the namespace (or would).
 func (r *run) finalized(res deletion.Result) {
-	f := &r.report.Finalize
-	f.Would, f.Done = true, r.w.real()
-	f.Remove = tokens(res.Dropped)
-	f.Kept = nil
-	for _, t := range res.Namespace.Spec.Finalizers {
-		if !slices.Contains(res.Dropped, t) {
-			f.Kept = append(f.Kept, string(t))
+	var f Finalize
+	r.l.update(func(rep *Report) {
+		rep.Finalize.Would, rep.Finalize.Done = true, r.w.real()
+		rep.Finalize.Remove = tokens(res.Dropped)
+		rep.Finalize.Kept = nil
+		for _, t := range res.Namespace.Spec.Finalizers {
+			if !slices.Contains(res.Dropped, t) {
+				rep.Finalize.Kept = append(rep.Finalize.Kept, string(t))
+			}
 		}
-	}
-	switch {
-	case res.Content != nil && res.Content.Err != nil:
-		f.Cause = FinalizeDespiteDiscovery
-	case r.acted > 0:
-		f.Cause = FinalizeAfterEscalations
-	default:
-		f.Cause = FinalizeNothingRemains
+		switch {
+		case res.Content != nil && res.Content.Err != nil:
+			rep.Finalize.Cause = FinalizeDespiteDiscovery
+		case r.acted > 0:
+			rep.Finalize.Cause = FinalizeAfterEscalations
+		default:
+			rep.Finalize.Cause = FinalizeNothingRemains
+		}
+		f = rep.Finalize
+	})
+	if !r.w.real() {
+		return // a plan changes nothing
 	}
 	switch {
 	case r.Opts.Orphans:
-		r.changed(Change{Kind: ChangeNoLeftovers, Name: r.ns()})
+		r.l.changed(Change{Kind: ChangeNoLeftovers, Name: r.ns()})
 	case len(f.Remove) > 0:
-		r.changed(Change{Kind: ChangeFinalized, Name: r.ns(), Finalizers: f.Remove})
+		r.l.changed(Change{Kind: ChangeFinalized, Name: r.ns(), Finalizers: f.Remove})
 	}
 }
 
@@ -368,60 +276,12 @@ func without(list, drop []string) []string {
 	return out
 }
 
-// done is a status for what was sent for real, or would be (a plan).
-func done[T any](r *run, real, planned T) T {
-	if r.w.real() {
-		return real
-	}
-	return planned
-}
-
-// changed records a change made to the cluster; a plan makes none. Before
-// the run has its writer, only a force run's undoing of a killed run's
-// bypass changes anything.
-func (r *run) changed(c Change) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.w == nil || r.w.real() {
-		r.report.Changes = append(r.report.Changes, c)
-	}
-}
-
-// warn records a warning once; it tells whether it was new.
-func (r *run) warn(w Warning) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if slices.ContainsFunc(r.report.Warnings, func(x Warning) bool { return reflect.DeepEqual(x, w) }) {
-		return false
-	}
-	r.report.Warnings = append(r.report.Warnings, w)
-	return true
-}
-
 // serverWarning is a warning the API server sent in answer to a write
 // (an admission webhook's, or its own): kept once, and shown as it comes.
 func (r *run) serverWarning(text string) {
-	if r.warn(Warning{Kind: WarnAPIServer, Text: text}) {
+	if r.l.warn(Warning{Kind: WarnAPIServer, Text: text}) {
 		r.emit(Event{Kind: EventWarning, Err: text})
 	}
-}
-
-// fail records a refused request; the same answer to the same request is
-// one failure, counted, with when it came first and last.
-func (r *run) fail(f Failure) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	r.passFailures = append(r.passFailures, f)
-	for i := range r.report.Failures {
-		x := &r.report.Failures[i]
-		if x.Verb == f.Verb && x.Resource == f.Resource && x.Name == f.Name && x.Error == f.Error {
-			x.Count, x.Last = x.Count+1, now
-			return
-		}
-	}
-	f.Count, f.First, f.Last = 1, now, now
-	r.report.Failures = append(r.report.Failures, f)
 }
 
 // whoRefused says who refused a request, from what the run knows of the

@@ -2,39 +2,195 @@ package purge
 
 import (
 	"context"
+	"fmt"
+	"path"
 	"slices"
+	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 )
 
-// strip removes the asked-for finalizers (--remove-finalizers,
-// --remove-all-finalizers) from what a pass left, each object saved first.
-// It returns how many objects it changed (or would).
-func (r *run) strip(ctx context.Context, content *deletion.ContentResult) int {
+// --remove-finalizers and --remove-all-finalizers strip finalizers from
+// what a pass leaves, each object saved first.
+var (
+	removeFinalizersEscalation = Escalation{
+		Flag: diagnose.FlagRemoveFinalizers, Value: "PATTERNS", Example: "example.com/*",
+		Help:      "Escalation: strip these finalizers (globs, e.g. 'example.com/*') from objects the pass leaves",
+		Leak:      "whatever each finalizer's owner would have cleaned up (often outside the cluster) is left behind",
+		Janitor:   true,
+		Conflicts: []string{diagnose.FlagRemoveAllFinalizers},
+		check:     checkPatterns,
+		consent:   consentStrip,
+		answers: func(patterns []string, a diagnose.Action) bool {
+			if a.Flag != diagnose.FlagRemoveFinalizers {
+				return false
+			}
+			wanted := strings.Split(a.Value, ",")
+			return len(matchFinalizers(patterns, false, wanted)) == len(wanted)
+		},
+		complete: finalizerValues,
+		start:    func(patterns []string) action { return newStripper(patterns, false) },
+		snapshot: true,
+		changes:  map[ChangeKind]func(Change, string) string{ChangeStrippedFinalizers: strippedWords},
+	}
+	removeAllFinalizersEscalation = Escalation{
+		Flag:      diagnose.FlagRemoveAllFinalizers,
+		Help:      "Escalation: strip every finalizer from objects the pass leaves",
+		Leak:      "whatever every finalizer's owner would have cleaned up (often outside the cluster) is left behind",
+		Conflicts: []string{diagnose.FlagRemoveFinalizers},
+		consent:   func([]string) []string { return []string{"and strip every finalizer from what remains"} },
+		answers: func(_ []string, a diagnose.Action) bool {
+			return a.Flag == diagnose.FlagRemoveFinalizers || a.Flag == diagnose.FlagRemoveAllFinalizers
+		},
+		start:    func([]string) action { return newStripper(nil, true) },
+		snapshot: true,
+		changes:  map[ChangeKind]func(Change, string) string{ChangeStrippedFinalizers: strippedWords},
+	}
+)
+
+// ChangeStrippedFinalizers: --remove-finalizers, --remove-all-finalizers.
+const ChangeStrippedFinalizers ChangeKind = "StrippedFinalizers"
+
+func strippedWords(c Change, _ string) string {
+	return fmt.Sprintf("removed finalizers %v from %s/%s", c.Finalizers, c.Resource, c.Name)
+}
+
+func checkPatterns(patterns []string) error {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("invalid %s pattern %q: %v", diagnose.FlagRemoveFinalizers, p, err)
+		}
+	}
+	return nil
+}
+
+// consentStrip names the patterns, and what stripping each catalogued
+// finalizer they match leaks.
+func consentStrip(patterns []string) []string {
+	out := []string{fmt.Sprintf("and strip finalizers %s from what remains", strings.Join(patterns, ", "))}
+	all, _ := finalizers.Catalogue()
+	for _, e := range all {
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, e.Finalizer); ok || p == e.Finalizer {
+				out = append(out, fmt.Sprintf("  stripping %s (owner: %s) leaks: %s", e.Finalizer, e.Owner, e.Leak))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// finalizerValues are the finalizers on the namespace's objects, the most
+// common first, each with how many objects carry it.
+func finalizerValues(obs diagnose.Observation) []Value {
+	counts := map[string]int{}
+	for _, list := range obs.Snapshot.Lists {
+		if list == nil {
+			continue
+		}
+		for _, item := range list.Items {
+			for _, f := range item.Finalizers {
+				counts[f]++
+			}
+		}
+	}
+	out := make([]Value, 0, len(counts))
+	for f, n := range counts {
+		out = append(out, Value{f, fmt.Sprintf("on %d object%s", n, plural(n))})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if counts[out[i].Value] != counts[out[j].Value] {
+			return counts[out[i].Value] > counts[out[j].Value]
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// matchFinalizers returns the finalizers to strip: all of them, or those
+// matching a pattern (path.Match globs, e.g. "example.com/*").
+func matchFinalizers(patterns []string, all bool, fins []string) []string {
+	var out []string
+	for _, f := range fins {
+		if all || slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, f); return ok }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// stripper strips the asked-for finalizers from what each pass leaves. It
+// remembers what it removed per object, so a finalizer a live controller
+// puts back is reported, not removed again.
+type stripper struct {
+	patterns []string
+	all      bool
+	stripped map[string][]string
+}
+
+func newStripper(patterns []string, all bool) *stripper {
+	return &stripper{patterns: patterns, all: all, stripped: map[string][]string{}}
+}
+
+func (s *stripper) match(fins []string) []string { return matchFinalizers(s.patterns, s.all, fins) }
+
+// needs: get and patch of every type that holds finalizers; over a former
+// namespace, the namespace re-created to reach them (revive).
+func (s *stripper) needs(sc scope) []Permission {
+	var out []Permission
+	if sc.orphans {
+		out = append(out, Permission{Verb: "create", Resource: "namespaces"}, Permission{Verb: "delete", Resource: "namespaces"},
+			Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
+	}
+	for gvr := range sc.disc.DeletableResources() {
+		if hasFinalizers(sc.snap, gvr) {
+			base := Permission{Group: gvr.Group, Resource: gvr.Resource, Namespace: sc.ns.Name}
+			out = append(out, with(base, "get"), with(base, "patch"))
+		}
+	}
+	return out
+}
+
+// strips tells a former namespace's run that stripping needs it re-created.
+func (s *stripper) strips(held []string) bool { return len(s.match(held)) > 0 }
+
+// afterPass strips the finalizers from what the pass left; it returns how
+// many objects it changed (or would).
+func (s *stripper) afterPass(ctx context.Context, a *actor, content *deletion.ContentResult) int {
 	changed := 0
 	for _, gvr := range stripCandidates(content) { // none: nothing left to strip
-		list, err := r.w.list(ctx, gvr, r.ns())
+		list, err := a.list(ctx, gvr, a.namespace)
 		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
 			continue // its deletion failed already, and the pass says why
 		}
 		if err != nil {
-			r.fail(Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error()})
+			a.l.fail(Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error()})
 			continue
 		}
 		for _, item := range list.Items {
-			if len(r.Opts.match(item.Finalizers)) == 0 {
+			if len(s.match(item.Finalizers)) == 0 {
 				continue
 			}
-			if back := r.putBack(gvr, item.Name, item.Finalizers); len(back) > 0 {
-				r.leftAlone(gvr, item.Name, back)
+			if back := s.putBack(gvr, item.Name, item.Finalizers); len(back) > 0 {
+				s.leftAlone(a, gvr, item.Name, back)
 				continue
 			}
-			s := r.stripOne(ctx, gvr, item.Name)
-			r.report.Strips = appendStrip(r.report.Strips, s)
-			if s.Status == StripRemoved || s.Status == StripPlanned {
+			st := s.stripOne(ctx, a, gvr, item.Name)
+			a.record(func(r *Report) { r.Strips = appendStrip(r.Strips, st) })
+			if st.Status == StripRemoved || st.Status == StripPlanned {
 				changed++
 			}
 		}
@@ -44,48 +200,49 @@ func (r *run) strip(ctx context.Context, content *deletion.ContentResult) int {
 
 // stripOne reads the object, saves it, and patches its finalizers guarded
 // by its resourceVersion; after a concurrent change it reads again and
-// retries. What it removed is remembered: a finalizer put back later is
-// reported, not fought.
-func (r *run) stripOne(ctx context.Context, gvr schemaGVR, name string) Strip {
-	s := Strip{Resource: deletion.ResourceName(gvr), Name: name}
+// retries.
+func (s *stripper) stripOne(ctx context.Context, a *actor, gvr schemaGVR, name string) Strip {
+	st := Strip{Resource: deletion.ResourceName(gvr), Name: name}
+	var sent Sent
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := r.w.read(ctx, gvr, r.ns(), name)
+		obj, err := a.read(ctx, gvr, a.namespace, name)
 		if apierrors.IsNotFound(err) {
-			s.Status = StripGone
+			st.Status = StripGone
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		strip := r.Opts.match(obj.GetFinalizers())
+		strip := s.match(obj.GetFinalizers())
 		if len(strip) == 0 {
-			s.Status = StripNothingLeft
+			st.Status = StripNothingLeft
 			return nil
 		}
-		s.Finalizers = strip
+		st.Finalizers = strip
 		after := obj.DeepCopy()
 		after.SetFinalizers(without(obj.GetFinalizers(), strip))
 		patch, err := guardedPatch(obj, after)
 		if err != nil {
 			return err
 		}
-		_, err = r.w.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: r.ns(), Name: name, Patch: patch, Op: "UPDATE", Save: obj,
-			Play: func(p *deletion.PlanOps, _ *deletion.PlanNamespaces) { p.RemoveFinalizers(gvr, name, strip) }})
+		sent, err = a.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: a.namespace, Name: name, Patch: patch, Op: "UPDATE", Save: obj,
+			Play:   func(p *planState) { p.ops.RemoveFinalizers(gvr, name, strip) },
+			Change: &Change{Kind: ChangeStrippedFinalizers, Resource: st.Resource, Name: name, Finalizers: strip}})
 		if apierrors.IsConflict(err) {
-			r.warn(Warning{Kind: WarnConflict, Resource: s.Resource, Name: name})
+			a.warn(Warning{Kind: WarnConflict, Resource: st.Resource, Name: name})
 		}
 		return err
 	})
 	switch {
 	case err != nil:
-		s.Status, s.Error, s.Refusal = StripFailed, err.Error(), r.whoRefused(ctx, gvr, err)
-		r.fail(Failure{Verb: "strip", Resource: s.Resource, Name: name, Error: err.Error(), Refusal: s.Refusal})
-	case s.Status == "":
-		s.Status = done(r, StripRemoved, StripPlanned)
-		r.changed(Change{Kind: ChangeStrippedFinalizers, Resource: s.Resource, Name: name, Finalizers: s.Finalizers})
-		r.rememberStripped(gvr, name, s.Finalizers)
+		st.Status, st.Error = StripFailed, err.Error()
+		st.Refusal = a.fail(ctx, gvr, Failure{Verb: "strip", Resource: st.Resource, Name: name}, err)
+	case st.Status == "":
+		st.Status = pick(sent, StripRemoved, StripPlanned)
+		key := st.Resource + "/" + name
+		s.stripped[key] = append(s.stripped[key], st.Finalizers...)
 	}
-	return s
+	return st
 }
 
 // appendStrip adds s unless the same result for the same object is already
@@ -101,25 +258,36 @@ func appendStrip(list []Strip, s Strip) []Strip {
 
 // putBack returns the finalizers purge already removed from the object
 // that are there again: a live controller re-added them.
-func (r *run) putBack(gvr schemaGVR, name string, finalizers []string) []string {
+func (s *stripper) putBack(gvr schemaGVR, name string, fins []string) []string {
 	var out []string
-	for _, gone := range r.stripped[deletion.ResourceName(gvr)+"/"+name] {
-		if slices.Contains(finalizers, gone) {
+	for _, gone := range s.stripped[deletion.ResourceName(gvr)+"/"+name] {
+		if slices.Contains(fins, gone) {
 			out = append(out, gone)
 		}
 	}
 	return out
 }
 
-func (r *run) rememberStripped(gvr schemaGVR, name string, removed []string) {
-	key := deletion.ResourceName(gvr) + "/" + name
-	r.stripped[key] = append(r.stripped[key], removed...)
-}
-
 // leftAlone reports an object whose finalizer came back: removing it again
 // would fight the controller that owns it.
-func (r *run) leftAlone(gvr schemaGVR, name string, back []string) {
+func (s *stripper) leftAlone(a *actor, gvr schemaGVR, name string, back []string) {
 	res := deletion.ResourceName(gvr)
-	r.warn(Warning{Kind: WarnPutBack, Resource: res, Name: name, Finalizers: back})
-	r.report.Strips = appendStrip(r.report.Strips, Strip{Resource: res, Name: name, Finalizers: back, Status: StripLeftAlone})
+	a.warn(Warning{Kind: WarnPutBack, Resource: res, Name: name, Finalizers: back})
+	a.record(func(r *Report) {
+		r.Strips = appendStrip(r.Strips, Strip{Resource: res, Name: name, Finalizers: back, Status: StripLeftAlone})
+	})
+}
+
+func hasFinalizers(snap *deletion.Snapshot, gvr schemaGVR) bool {
+	if snap == nil {
+		return false
+	}
+	if l := snap.Lists[gvr]; l != nil {
+		for _, item := range l.Items {
+			if len(item.Finalizers) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

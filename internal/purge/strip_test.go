@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -43,7 +44,7 @@ func TestStripRetriesOnConflict(t *testing.T) {
 			run := newRun(p, &Report{Namespace: "ns", Mode: DryRunNone})
 			run.w = newRealWriter(p.Clients, bk, run.rc, nil, time.Now)
 			r := run.report
-			s := run.stripOne(context.Background(), widgets, "w1")
+			s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), run.actor(), widgets, "w1")
 			if s.Status != tc.status || len(r.Changes) != tc.changes {
 				t.Fatalf("status %q, changes %v, failures %v", s.Status, r.Changes, r.Failures)
 			}
@@ -83,6 +84,6 @@ func fakePurger(t *testing.T, conflicts int) (*Purger, *int) {
 		}
 		return false, nil, nil
 	})
-	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{RemoveFinalizers: []string{"example.com/*"}}}
+	p := &Purger{Clients: &kube.Clients{Dynamic: dyn, Metadata: meta}, Opts: Options{Escalations: Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}}}
 	return p, &patches
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
 
@@ -100,7 +101,7 @@ func TestForceDeletePods(t *testing.T) {
 	}
 	alive := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "alive"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
 	p := &Purger{Clients: c.Clients(alive), Opts: Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second,
-		ForceDeletePods: true}}
+		Escalations: Asked{diagnose.FlagForceDeletePods: nil}}}
 	r, err := p.Run(context.Background(), "ns")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestPlanForceDeletePods(t *testing.T) {
 	c := kubetest.New()
 	c.AddNamespace("ns", time.Minute)
 	c.Add(kubetest.Pods, kubetest.Pod("ns", "p", "gone", 45))
-	r, err := (&Purger{Clients: c.Clients(), Opts: Options{ForceDeletePods: true}}).Run(context.Background(), "ns")
+	r, err := (&Purger{Clients: c.Clients(), Opts: Options{Escalations: Asked{diagnose.FlagForceDeletePods: nil}}}).Run(context.Background(), "ns")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestPlanForceDeletePods(t *testing.T) {
 		}
 		return nil
 	}
-	r, _ = (&Purger{Clients: c.Clients(), Opts: Options{DryRun: DryRunServer, ForceDeletePods: true}}).Run(context.Background(), "ns")
+	r, _ = (&Purger{Clients: c.Clients(), Opts: Options{DryRun: DryRunServer, Escalations: Asked{diagnose.FlagForceDeletePods: nil}}}).Run(context.Background(), "ns")
 	if len(r.ForcedPods) != 1 || r.ForcedPods[0].Status != ForceFailed || r.Finalize.Would {
 		t.Fatalf("server dry run: forced %+v, finalize %+v", r.ForcedPods, r.Finalize)
 	}

@@ -3,6 +3,7 @@ package purge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 // only here, where a request is sent.
 
 // Write is one write of an escalation: the request, what to save before
-// it, and what it does to a plan.
+// it, what it does to a plan, and the change it makes.
 type Write struct {
 	// Verb is delete, patch or create.
 	Verb      string
@@ -47,15 +48,38 @@ type Write struct {
 	// Save is the object as it is, saved before the write.
 	Save *unstructured.Unstructured
 	// Play is what the write does to a plan once accepted.
-	Play func(*deletion.PlanOps, *deletion.PlanNamespaces)
+	Play func(*planState)
+	// Change is recorded once the write is made for real.
+	Change *Change
+	// Reshapes: the write changes what the API serves, so the next pass
+	// discovers afresh (a plan's Play changes its discovery).
+	Reshapes bool
 }
 
-// writer is the seam: the deletion pass's clients, the reads escalations
-// decide from, and Send.
+// Sent is how a write went: for real, or played in a plan (a server dry
+// run: sent as a dry run, then played). A real write that failed is still
+// for real.
+type Sent struct {
+	ForReal bool
+	// Saved is where a cluster-scoped object was saved first.
+	Saved string
+}
+
+// planState is what a plan plays its writes over: the snapshot's content,
+// the namespace, and the API's discovery.
+type planState struct {
+	ops  *deletion.PlanOps
+	ns   *deletion.PlanNamespaces
+	disc *kube.Discovery
+}
+
+// writer is the seam: the deletion pass's clients, what escalations act
+// through (channel), and what the passes ask of the mode.
 type writer interface {
-	// ops, pods and namespaces are the deleter's (upstream's metadata
-	// client, pod lister and namespace client).
-	ops() deletion.Operations
+	channel
+	// operations, pods and namespaces are the deleter's (upstream's
+	// metadata client, pod lister and namespace client).
+	operations() deletion.Operations
 	pods() deletion.PodLister
 	namespaces() deletion.NamespaceClient
 	// reached is how many objects a pass's request for gvr reached;
@@ -65,22 +89,56 @@ type writer interface {
 	reachedAfter() bool
 	spared(gvr schema.GroupVersionResource) bool
 	startPass()
+	// seenPods are the pods as the last pass's estimate read them.
+	seenPods() []v1.Pod
+	// discovery is the API's discovery for a pass: for real, the one read
+	// before the first pass, then afresh for every later one and after a
+	// write that reshaped the API; a plan's own, as its writes played it.
+	discovery(pass int) (*kube.Discovery, error)
+	// real tells whether writes change the cluster.
+	real() bool
+	// backup is where real writes save (nil in plans).
+	backup() *backup.Writer
+}
+
+// channel is the part of the writer an escalation reaches, through its
+// actor: reads of what it decides from, and its writes.
+type channel interface {
 	// read reads an object an escalation is about to change; list and
 	// listPods what it may change.
 	read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 	list(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
 	listPods(ctx context.Context, namespace string) ([]v1.Pod, error)
-	// seenPods are the pods as the last pass's estimate read them.
-	seenPods() []v1.Pod
-	// send sends a write; it returns where the object was saved first.
-	send(ctx context.Context, w Write) (saved string, err error)
+	// send sends a write.
+	send(ctx context.Context, w Write) (Sent, error)
 	// until says how long until t, and whether to act now: a plan plays
 	// what purge would do once a wait is over.
 	until(t time.Time) (time.Duration, bool)
-	// real tells whether writes change the cluster.
-	real() bool
-	// backup is where real writes save (nil in plans).
-	backup() *backup.Writer
+}
+
+// clusterReader is the channel of the escalations' reads before the run
+// has a writer (resolve): straight from the cluster, and no writes.
+type clusterReader struct{ clients *kube.Clients }
+
+func (c clusterReader) read(ctx context.Context, gvr schemaGVR, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.clients.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c clusterReader) list(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
+	return kube.ListMetadata(ctx, c.clients.SweepMetadata(), gvr, namespace)
+}
+
+func (c clusterReader) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
+	return kube.PodLister{Client: c.clients.Kube}.ListPods(ctx, namespace)
+}
+
+func (c clusterReader) send(context.Context, Write) (Sent, error) {
+	return Sent{}, errors.New("no write before preflight ends")
+}
+
+func (c clusterReader) until(t time.Time) (time.Duration, bool) {
+	wait := time.Until(t)
+	return wait, wait <= 0
 }
 
 // guardedPatch is the merge patch from before to after, carrying before's
@@ -154,8 +212,15 @@ func (s sender) send(ctx context.Context, w Write) error {
 			opts.Preconditions = &metav1.Preconditions{UID: &w.UID}
 		}
 		return s.clients.Kube.CoreV1().Pods(w.Namespace).Delete(ctx, w.Name, opts)
+	case w.Namespace == "" && w.Verb == "delete":
+		// Cluster-scoped configuration (webhooks, APIServices), read and
+		// written in full.
+		opts := metav1.DeleteOptions{DryRun: dry}
+		if w.UID != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &w.UID}
+		}
+		return s.clients.Dynamic.Resource(w.Resource).Delete(ctx, w.Name, opts)
 	case w.Namespace == "":
-		// Cluster-scoped configuration (webhooks), read and written in full.
 		_, err := s.clients.Dynamic.Resource(w.Resource).Patch(ctx, w.Name, types.MergePatchType, w.Patch, metav1.PatchOptions{DryRun: dry})
 		return err
 	case w.Verb == "delete":
@@ -175,6 +240,11 @@ type realWriter struct {
 	// run over it until purge re-creates it to strip finalizers.
 	former *deletion.PlanNamespaces
 	now    func() time.Time
+	// disc is the discovery read before the first pass; stale once a write
+	// reshaped the API; rediscover reads it afresh.
+	disc       *kube.Discovery
+	stale      bool
+	rediscover func() (*kube.Discovery, error)
 }
 
 func newRealWriter(clients *kube.Clients, bk *backup.Writer, rc *recreations, former *deletion.PlanNamespaces, now func() time.Time) *realWriter {
@@ -182,14 +252,25 @@ func newRealWriter(clients *kube.Clients, bk *backup.Writer, rc *recreations, fo
 		content: &backupOps{inner: kube.NewMetadataOps(clients, false), bk: bk, dyn: clients, counts: newCounts(), rc: rc}}
 }
 
-func (w *realWriter) ops() deletion.Operations  { return w.content }
-func (w *realWriter) pods() deletion.PodLister  { return w.content }
-func (w *realWriter) real() bool                { return true }
-func (w *realWriter) backup() *backup.Writer    { return w.bk }
-func (w *realWriter) reachedAfter() bool        { return true }
-func (w *realWriter) startPass()                { w.content.counts = newCounts() }
-func (w *realWriter) reached(gvr schemaGVR) int { return w.content.counts.get(gvr) }
-func (w *realWriter) spared(gvr schemaGVR) bool { return w.content.counts.state(gvr) == skipped }
+func (w *realWriter) discovery(pass int) (*kube.Discovery, error) {
+	if pass > 1 || w.stale {
+		disc, err := w.rediscover()
+		if err != nil {
+			return nil, err
+		}
+		w.disc, w.stale = disc, false
+	}
+	return w.disc, nil
+}
+
+func (w *realWriter) operations() deletion.Operations { return w.content }
+func (w *realWriter) pods() deletion.PodLister        { return w.content }
+func (w *realWriter) real() bool                      { return true }
+func (w *realWriter) backup() *backup.Writer          { return w.bk }
+func (w *realWriter) reachedAfter() bool              { return true }
+func (w *realWriter) startPass()                      { w.content.counts = newCounts() }
+func (w *realWriter) reached(gvr schemaGVR) int       { return w.content.counts.get(gvr) }
+func (w *realWriter) spared(gvr schemaGVR) bool       { return w.content.counts.state(gvr) == skipped }
 
 func (w *realWriter) namespaces() deletion.NamespaceClient {
 	api := w.clients.Kube.CoreV1().Namespaces()
@@ -225,20 +306,24 @@ func (w *realWriter) until(t time.Time) (time.Duration, bool) {
 // send saves the object first (cluster-scoped ones apart, and their path
 // is returned), then sends the request; nothing is changed that could not
 // be saved.
-func (w *realWriter) send(ctx context.Context, wr Write) (string, error) {
-	saved := ""
+func (w *realWriter) send(ctx context.Context, wr Write) (Sent, error) {
+	sent := Sent{ForReal: true}
 	if wr.Save != nil {
 		var err error
 		if wr.Namespace == "" {
-			saved, err = w.bk.SaveCluster(wr.Resource, wr.Save)
+			sent.Saved, err = w.bk.SaveCluster(wr.Resource, wr.Save)
 		} else {
 			err = w.bk.Save(wr.Resource, wr.Save)
 		}
 		if err != nil {
-			return "", fmt.Errorf("saving %s/%s first: %w", deletion.ResourceName(wr.Resource), wr.Name, err)
+			return sent, fmt.Errorf("saving %s/%s first: %w", deletion.ResourceName(wr.Resource), wr.Name, err)
 		}
 	}
-	return saved, sender{clients: w.clients}.send(ctx, wr)
+	if err := (sender{clients: w.clients}).send(ctx, wr); err != nil {
+		return sent, err
+	}
+	w.stale = w.stale || wr.Reshapes
+	return sent, nil
 }
 
 // formerNamespaces is the view of a namespace that no longer exists: the
@@ -268,8 +353,7 @@ func (f *formerNamespaces) Finalize(ctx context.Context, ns *v1.Namespace, opts 
 // (server set) sends each write with dryRun=All first, so webhooks and RBAC
 // answer, and plays what they accept.
 type planWriter struct {
-	plan *deletion.PlanOps
-	ns   *deletion.PlanNamespaces
+	planState
 	// rejections are a client plan's predicted answers.
 	rejections diagnose.Rejections
 	// server sends the dry runs; nil for a client plan.
@@ -284,21 +368,23 @@ type planWriter struct {
 	now      func() time.Time
 }
 
-func (w *planWriter) pods() deletion.PodLister                { return w.plan }
+func (w *planWriter) pods() deletion.PodLister                { return w.ops }
 func (w *planWriter) real() bool                              { return false }
 func (w *planWriter) backup() *backup.Writer                  { return nil }
 func (w *planWriter) reachedAfter() bool                      { return false }
 func (w *planWriter) startPass()                              {}
-func (w *planWriter) reached(gvr schemaGVR) int               { return w.plan.Count(gvr) }
+func (w *planWriter) reached(gvr schemaGVR) int               { return w.ops.Count(gvr) }
 func (w *planWriter) spared(schemaGVR) bool                   { return false }
 func (w *planWriter) until(t time.Time) (time.Duration, bool) { return t.Sub(w.now()), true }
 
-func (w *planWriter) ops() deletion.Operations {
+func (w *planWriter) operations() deletion.Operations {
 	if w.server == nil {
-		return w.plan
+		return w.ops
 	}
-	return &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: kube.NewMetadataOps(w.server, true), filter: w.bypassed}, Plan: w.plan}
+	return &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: kube.NewMetadataOps(w.server, true), filter: w.bypassed}, Plan: w.ops}
 }
+
+func (w *planWriter) discovery(int) (*kube.Discovery, error) { return w.disc, nil }
 
 func (w *planWriter) namespaces() deletion.NamespaceClient {
 	if w.server == nil || !w.exists {
@@ -313,7 +399,7 @@ func (w *planWriter) read(ctx context.Context, gvr schemaGVR, namespace, name st
 	if namespace == "" {
 		return w.clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 	}
-	item, err := w.plan.Get(gvr, name)
+	item, err := w.ops.Get(gvr, name)
 	if err != nil {
 		return nil, err
 	}
@@ -321,27 +407,25 @@ func (w *planWriter) read(ctx context.Context, gvr schemaGVR, namespace, name st
 }
 
 func (w *planWriter) list(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
-	return w.plan.List(ctx, gvr, namespace)
+	return w.ops.List(ctx, gvr, namespace)
 }
 
 func (w *planWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
-	return w.plan.ListPods(ctx, namespace)
+	return w.ops.ListPods(ctx, namespace)
 }
 
 func (w *planWriter) seenPods() []v1.Pod {
-	pods, _ := w.plan.ListPods(context.Background(), "")
+	pods, _ := w.ops.ListPods(context.Background(), "")
 	return pods
 }
 
 // send predicts the answer (client) or asks the server (server), and plays
-// the write when it is accepted. Configuration changes (a bypass) are only
-// played: they would change it.
-func (w *planWriter) send(ctx context.Context, wr Write) (string, error) {
+// the write when it is accepted.
+func (w *planWriter) send(ctx context.Context, wr Write) (Sent, error) {
 	var err error
 	switch {
 	case w.server == nil:
 		err = w.predicted(wr)
-	case wr.Namespace == "" && wr.Resource != namespacesGVR:
 	case wr.Namespace != "" && !w.exists:
 		// No namespace to send to yet: purge --force re-creates it first.
 		err = w.predicted(wr)
@@ -349,9 +433,9 @@ func (w *planWriter) send(ctx context.Context, wr Write) (string, error) {
 		err = w.bypassed(sender{clients: w.server, dryRun: true}.send(ctx, wr), wr.Verb+" "+deletion.ResourceName(wr.Resource)+"/"+wr.Name)
 	}
 	if err == nil && wr.Play != nil {
-		wr.Play(w.plan, w.ns)
+		wr.Play(&w.planState)
 	}
-	return "", err
+	return Sent{}, err
 }
 
 func (w *planWriter) predicted(wr Write) error {

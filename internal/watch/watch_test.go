@@ -158,7 +158,7 @@ func TestJanitorChoosesOnlyItsNamespaces(t *testing.T) {
 	selector, _ := labels.Parse("ci=true")
 	w, rec := testWatcher(t, c, Options{After: 0, Resync: time.Minute, Janitor: &JanitorOptions{
 		Selector: selector, After: 5 * time.Minute,
-		Purge: purge.Options{DryRun: purge.DryRunServer, RemoveFinalizers: []string{"example.com/*"}, Timeout: time.Minute, Workers: 4},
+		Purge: purge.Options{DryRun: purge.DryRunServer, Escalations: purge.Asked{diagnose.FlagRemoveFinalizers: {"example.com/*"}}, Timeout: time.Minute, Workers: 4},
 	}})
 	ctx := context.Background()
 	for _, name := range []string{"stuck", "kube-system", "ci-1", "ci-1"} {

@@ -1,0 +1,163 @@
+package purge
+
+import (
+	"context"
+	"errors"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+// preflight is everything before the first change: it undoes (or, in a
+// plan, notes) what a run killed while it bypassed a webhook left behind,
+// reads what the run needs, lets the escalations read what they act on
+// (bad input only the cluster shows stops the run here), builds the
+// writer, and for real checks every permission the run needs and opens
+// the backup. It returns what the run knows before its first change.
+func (r *run) preflight(ctx context.Context, ns, deleted *v1.Namespace) (scope, error) {
+	s := scope{ns: ns, orphans: r.Opts.Orphans}
+	if r.Opts.DryRun != DryRunNone || r.needsSnapshot() {
+		if err := r.leftovers(ctx); err != nil {
+			return s, err
+		}
+		obs, err := r.snapshot(ctx, deleted)
+		if err != nil {
+			return s, err
+		}
+		r.obs = &obs
+		s.obs, s.snap = r.obs, obs.Snapshot
+	} else if err := r.discoverWithLeftovers(ctx); err != nil {
+		return s, err
+	}
+	s.disc = r.disc
+	if err := r.resolve(ctx, s); err != nil {
+		return s, err
+	}
+	if r.Opts.DryRun != DryRunNone {
+		r.w = r.planWriter(deleted)
+		return s, nil
+	}
+	if s.snap == nil {
+		s.snap = &deletion.Snapshot{}
+	}
+	missing, err := r.missingPermissions(ctx, s)
+	if err != nil {
+		return s, err
+	}
+	if len(missing) > 0 {
+		r.l.update(func(rep *Report) { rep.MissingPermissions, rep.Outcome = missing, OutcomeRefused })
+		return s, ErrMissingPermissions
+	}
+	return s, r.openBackup(ns)
+}
+
+// resolve lets each escalation read what it will act on, before the
+// writer exists: its reads go straight to the cluster.
+func (r *run) resolve(ctx context.Context, s scope) error {
+	a := r.actor()
+	a.w = clusterReader{clients: r.Clients}
+	for _, act := range r.actions {
+		if res, ok := act.(resolver); ok {
+			if err := res.resolve(ctx, a, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// needsSnapshot tells whether a force run needs the snapshot before its
+// first pass: an escalation's permission check or its reads need what the
+// namespace holds. Else the first pass's own lists are the only reads, as
+// for the controller.
+func (r *run) needsSnapshot() bool {
+	needs := false
+	r.Opts.Escalations.each(func(e *Escalation, _ []string) { needs = needs || e.snapshot })
+	return needs
+}
+
+// planWriter plays the run over the snapshot: predicted (client) or with
+// every write sent as a dry run first (server).
+func (r *run) planWriter(ns *v1.Namespace) *planWriter {
+	w := &planWriter{planState: planState{ops: deletion.NewPlanOps(r.obs.Snapshot), ns: deletion.NewPlanNamespaces(ns), disc: r.disc},
+		exists: !r.Opts.Orphans, bypassed: r.unlessBypassed, clients: r.Clients, now: r.now}
+	if r.Opts.DryRun == DryRunServer {
+		w.server = r.Clients
+		return w
+	}
+	w.rejections = diagnose.PredictRejections(*r.obs, r.bypassedNames())
+	w.ops.DeleteErrs, w.ns.FinalizeErr = w.rejections.Delete, w.rejections.Finalize
+	return w
+}
+
+// openBackup saves the namespace, then builds the writer that saves
+// everything else before changing it.
+func (r *run) openBackup(ns *v1.Namespace) error {
+	dir := r.Opts.BackupDir
+	if dir == "" {
+		var err error
+		if dir, err = backup.DefaultDir(ns.Name, r.now()); err != nil {
+			return err
+		}
+	}
+	bk, err := backup.New(dir)
+	if err != nil {
+		return err
+	}
+	u, err := toUnstructured(savedNamespace(ns, r.Opts.Orphans), "v1", "Namespace")
+	if err != nil {
+		return err
+	}
+	if err := bk.SaveNamespace(u); err != nil {
+		return err
+	}
+	var former *deletion.PlanNamespaces
+	if r.Opts.Orphans {
+		former = deletion.NewPlanNamespaces(ns)
+	}
+	w := newRealWriter(r.Clients, bk, r.rc, former, r.now)
+	w.disc, w.rediscover = r.disc, r.rediscover
+	r.w = w
+	r.l.update(func(rep *Report) { rep.BackupDir = bk.Dir })
+	r.emit(Event{Kind: EventBackup, Dir: bk.Dir})
+	return nil
+}
+
+// snapshot discovers the API and reads what the namespace holds, the same
+// way explain does (shared discovery, metadata sweep, webhooks, backends).
+func (r *run) snapshot(ctx context.Context, ns *v1.Namespace) (diagnose.Observation, error) {
+	in := r.inspector()
+	obs, err := in.Observe(ctx, ns, r.inspectOptions())
+	if err != nil {
+		return obs, err
+	}
+	r.disc = in.Discovery()
+	r.discoveries.seed(r.disc)
+	// explain reads pods as metadata only; purge reads them as the
+	// controller does (spec and status, never printed), so a plan knows
+	// which pods a kubelet holds and which go at once.
+	if in.Census().Skips(ns.Name, deletion.PodsGVR) {
+		obs.Snapshot.PodSpecsUnknown = false
+	} else if pods, err := (kube.PodLister{Client: r.Clients.Kube}).ListPods(ctx, ns.Name); err == nil {
+		obs.Snapshot.Pods, obs.Snapshot.PodSpecsUnknown = pods, false
+	}
+	return obs, nil
+}
+
+// discoverWithLeftovers is the first read of a force run that needs no
+// snapshot: discovery, with the undoing of a killed run's bypasses at
+// once (over a slow link each round trip counts; neither needs the other).
+func (r *run) discoverWithLeftovers(ctx context.Context) error {
+	restored := make(chan error, 1)
+	go func() { restored <- r.leftovers(ctx) }()
+	disc, err := r.inspector().Discover(ctx)
+	if err == nil {
+		r.disc = disc
+		r.discoveries.seed(disc)
+	}
+	return errors.Join(<-restored, err)
+}
