@@ -343,7 +343,7 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "  # the backend is being deleted with the namespace anyway"
 	case first.Kind == diagnose.ActionGetAPIService:
 		return ActionWords(first) + "  # the aggregated API behind " + first.Of
-	case first.Kind == diagnose.ActionRestoreService && at(1).Kind == diagnose.ActionDeleteAPIService:
+	case first.Kind == diagnose.ActionRestoreService && strings.HasPrefix(first.Of, "apiservice/") && len(a) > 1:
 		return fmt.Sprintf("restore the service %s behind %s, or if that API is gone for good: %s", first.Target, first.Of, ActionWords(at(1)))
 	case first.Kind == diagnose.ActionCheckAPIServer, first.Kind == diagnose.ActionCheckAccess, first.Kind == diagnose.ActionGetResource,
 		first.Kind == diagnose.ActionExplainOrphans:
