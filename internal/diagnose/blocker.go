@@ -240,6 +240,7 @@ const (
 	FlagRemoveFinalizers          = "--remove-finalizers"
 	FlagRemoveAllFinalizers       = "--remove-all-finalizers"
 	FlagDeleteNamespace           = "--delete-namespace"
+	FlagDeleteAPIService          = "--delete-apiservice"
 	FlagRemoveNamespaceFinalizers = "--remove-namespace-finalizers"
 	FlagForceDeletePods           = "--force-delete-pods"
 	FlagBypassWebhook             = "--bypass-webhook"

@@ -37,7 +37,7 @@ func apiServiceBlockers(r Report) []Blocker {
 			facts.ReadOnly = readOnlyGroups[groupOf(f.GroupVersion)]
 			b.Actions = []Action{
 				{Kind: ActionRestoreService, Namespace: ns, Target: s.Service, Of: "apiservice/" + s.Name},
-				{Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name},
+				PurgeAction(ns, FlagDeleteAPIService, s.Name),
 			}
 			if s.Backend != nil && !s.Backend.Down() {
 				// Its Service is there and answers: the backend behind it
@@ -49,7 +49,7 @@ func apiServiceBlockers(r Report) []Blocker {
 			}
 			if s.SelfHosted {
 				b.Kind = BlockerSelfHostedAPIService
-				b.Actions = []Action{{Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name}}
+				b.Actions = []Action{PurgeAction(ns, FlagDeleteAPIService, s.Name)}
 			}
 		}
 		out = append(out, b)

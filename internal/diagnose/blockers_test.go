@@ -108,7 +108,7 @@ func TestBlockers(t *testing.T) {
 				return obs
 			},
 			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
-			evidence: "service kube-system/metrics-server: not found", next: "kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+			evidence: "service kube-system/metrics-server: not found", next: "kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
 		},
 		{
 			name: "aggregated API whose running backend fails discovery",
@@ -119,7 +119,7 @@ func TestBlockers(t *testing.T) {
 				return obs
 			},
 			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
-			evidence: "service kube-system/metrics-server", next: "check the backend of apiservice/v1beta1.metrics.k8s.io (service kube-system/metrics-server, its pods and logs); if that API is gone for good: kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+			evidence: "service kube-system/metrics-server", next: "check the backend of apiservice/v1beta1.metrics.k8s.io (service kube-system/metrics-server, its pods and logs); if that API is gone for good: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
 		},
 		{
 			name: "aggregated API served from the namespace itself",
@@ -130,7 +130,7 @@ func TestBlockers(t *testing.T) {
 				return obs
 			},
 			kind: BlockerSelfHostedAPIService, summary: "served from this very namespace",
-			evidence: "Available=False reason=MissingEndpoints", next: "kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+			evidence: "Available=False reason=MissingEndpoints", next: "kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
 		},
 		{
 			name: "finalizer of a gone operator",

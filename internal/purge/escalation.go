@@ -60,6 +60,7 @@ type Escalation struct {
 var escalations = []*Escalation{
 	&bypassWebhookEscalation,
 	&deleteNamespaceEscalation,
+	&deleteAPIServiceEscalation,
 	&removeFinalizersEscalation,
 	&removeAllFinalizersEscalation,
 	&forceDeletePodsEscalation,

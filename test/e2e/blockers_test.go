@@ -137,7 +137,7 @@ func TestBlockerSelfHostedAPIService(t *testing.T) {
 	waitCondition(t, name, v1.NamespaceDeletionDiscoveryFailure, v1.ConditionTrue)
 
 	e := explain(t, cp.Kubeconfig, name)
-	e.blocker(t, diagnose.BlockerSelfHostedAPIService, "reason=ServiceNotFound", "kubectl delete apiservice "+svc)
+	e.blocker(t, diagnose.BlockerSelfHostedAPIService, "reason=ServiceNotFound", "--delete-apiservice="+svc)
 	e.agrees(t)
 }
 

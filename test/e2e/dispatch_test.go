@@ -66,7 +66,7 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 	if r.Code != 3 {
 		t.Fatalf("explain exit code %d, want 3 (stuck); stderr %q\n%s", r.Code, r.Stderr, r.Stdout)
 	}
-	for _, s := range []string{"STUCK", "APIServiceUnavailable", "v1beta1." + group, "ServiceNotFound", "kubectl delete apiservice",
+	for _, s := range []string{"STUCK", "APIServiceUnavailable", "v1beta1." + group, "ServiceNotFound", "--delete-apiservice=v1beta1." + group,
 		"FinalizersRemaining", "example.com/cleanup", "widgets.example.com", "stuck-widget"} {
 		if !strings.Contains(r.Stdout, s) {
 			t.Errorf("explain output lacks %q:\n%s", s, r.Stdout)
@@ -82,7 +82,7 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 		t.Errorf("report header: %s %s %s", report.APIVersion, report.Kind, report.Verdict.State)
 	}
 	if len(report.Blockers) != 2 || report.Blockers[0].Kind != diagnose.BlockerAPIServiceUnavailable || report.Blockers[1].Kind != diagnose.BlockerFinalizers ||
-		!strings.Contains(report.Blockers[0].NextStep, "kubectl delete apiservice v1beta1."+group) {
+		!strings.Contains(report.Blockers[0].NextStep, "--delete-apiservice=v1beta1."+group) {
 		t.Errorf("blockers: %+v", report.Blockers)
 	}
 	for _, c := range report.Conditions {

@@ -47,7 +47,7 @@ func TestExplainOracleEmptyNamespaceWithDiscoveryFailure(t *testing.T) {
 
 	e := explain(t, cp.Kubeconfig, name)
 	e.agrees(t)
-	e.blocker(t, diagnose.BlockerAPIServiceUnavailable, "service kube-system/gone: not found", "kubectl delete apiservice "+svc)
+	e.blocker(t, diagnose.BlockerAPIServiceUnavailable, "service kube-system/gone: not found", "--delete-apiservice="+svc)
 	if len(e.report.Content) != 0 {
 		t.Errorf("empty namespace reported content: %+v", e.report.Content)
 	}

@@ -196,7 +196,7 @@ func TestConversionDownNamesTheCRDAndStopsEarly(t *testing.T) {
 
 // An APIService whose Service is gone fails discovery: the controller
 // never finalizes then. purge stops as soon as a pass changes nothing and
-// names the APIService to delete; once deleted, purge finishes.
+// names the escalation that deletes it; the printed line finishes.
 func TestUnavailableAPIServiceStopsEarly(t *testing.T) {
 	ctx := context.Background()
 	name := plugintest.UniqueName(t)
@@ -211,13 +211,12 @@ func TestUnavailableAPIServiceStopsEarly(t *testing.T) {
 	if r.Code != 5 || rep.Stop == nil || rep.Stop.Reason != purge.StopBlocked {
 		t.Fatalf("force: exit %d, stop %+v\n%s", r.Code, rep.Stop, r.Stderr)
 	}
-	fix := holdStep(t, rep, diagnose.BlockerAPIServiceUnavailable, "")
-	if !strings.Contains(fix, "kubectl delete apiservice "+svc) {
-		t.Fatalf("the outside fix %q does not name the APIService", fix)
+	step := holdStep(t, rep, diagnose.BlockerAPIServiceUnavailable, diagnose.FlagDeleteAPIService)
+	if !strings.Contains(step, "--delete-apiservice="+svc) {
+		t.Fatalf("the step %q does not name the APIService", step)
 	}
-	plugintest.Must(t, cluster.DeleteAPIService(ctx, svc))
-	if done, r := purgeJSON(t, name, "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=2m"); done.Outcome != purge.OutcomeGone {
-		t.Fatalf("after deleting the APIService: exit %d, outcome %s\n%s", r.Code, done.Outcome, r.Stderr)
+	if done := followStep(t, step); done.Outcome != purge.OutcomeGone {
+		t.Fatalf("the printed step %q does not finish the namespace: %+v", step, done.Outcome)
 	}
 }
 
