@@ -19,6 +19,6 @@ var (
 const testVersion = "v0.0.0-e2e"
 
 func TestMain(m *testing.M) {
-	setup := plugintest.Setup{Name: "e2e", LDFlags: "-X github.com/ns-doctor/ns-doctor/internal/version.version=" + testVersion}
+	setup := plugintest.Setup{Name: "e2e", Race: true, LDFlags: "-X github.com/ns-doctor/ns-doctor/internal/version.version=" + testVersion}
 	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

@@ -17,6 +17,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	setup := plugintest.Setup{Name: "purge", ControlPlane: controlplane.Options{WithoutControllerManager: true}}
+	setup := plugintest.Setup{Name: "purge", Race: true, ControlPlane: controlplane.Options{WithoutControllerManager: true}}
 	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

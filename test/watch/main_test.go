@@ -38,7 +38,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	plugintest.Main(m, plugintest.Setup{Name: "watch"}, func(b plugintest.Bed) {
+	plugintest.Main(m, plugintest.Setup{Name: "watch", Race: true}, func(b plugintest.Bed) {
 		cp, cluster, binary = b.CP, b.Cluster, filepath.Join(b.Plugin.Dir, "kubectl-ns_doctor")
 	})
 }

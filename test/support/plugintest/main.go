@@ -23,6 +23,10 @@ type Setup struct {
 	Name string
 	// LDFlags are the plugin's extra ldflags (e.g. a version).
 	LDFlags string
+	// Race builds the plugin with the race detector (cgo: gcc): the
+	// packages whose tests run its concurrent paths (many namespaces at
+	// once, the watch's workers) set it.
+	Race bool
 	// ControlPlane are the control plane's options.
 	ControlPlane controlplane.Options
 	// Prepare, if set, adds to the plugin's folder before the tests.
@@ -44,7 +48,7 @@ func run(m *testing.M, s Setup, use func(Bed)) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if err := Build(dir, s.LDFlags); err != nil {
+	if err := Build(dir, s.LDFlags, s.Race); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -16,9 +16,15 @@ import (
 )
 
 // Build compiles kubectl-ns_doctor into dir, under the name kubectl looks
-// for, with extra ldflags (e.g. a version).
-func Build(dir, ldflags string) error {
-	cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", filepath.Join(dir, "kubectl-ns_doctor"), "github.com/ns-doctor/ns-doctor/cmd/kubectl-ns_doctor")
+// for, with extra ldflags (e.g. a version); race builds it with the race
+// detector, so that a race in a real run ends it with exit code 66 (and
+// the report on stderr), failing the test that ran it.
+func Build(dir, ldflags string, race bool) error {
+	args := []string{"build", "-ldflags", ldflags, "-o", filepath.Join(dir, "kubectl-ns_doctor")}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "github.com/ns-doctor/ns-doctor/cmd/kubectl-ns_doctor")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the plugin: %v\n%s", err, out)
 	}
