@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
 // missingPermissions asks the API server about every permission the force
@@ -20,7 +22,16 @@ import (
 // cluster-scoped permission, is asked one by one (SelfSubjectAccessReview,
 // 16 at a time): a 150-type namespace costs a few requests, not 300.
 func (r *run) missingPermissions(ctx context.Context, s scope) ([]Permission, error) {
-	namespaced := r.neededPermissions(s)
+	return access{r.Clients}.missing(ctx, s.ns.Name, r.neededPermissions(s))
+}
+
+// access asks the API server what the user may do.
+type access struct{ clients *kube.Clients }
+
+// missing returns the permissions of needed the user lacks; namespace is
+// where the namespaced ones apply.
+func (c access) missing(ctx context.Context, namespace string, needed []Permission) ([]Permission, error) {
+	namespaced := needed
 	var cluster []Permission
 	namespaced = slices.DeleteFunc(namespaced, func(p Permission) bool {
 		if p.Namespace == "" {
@@ -35,14 +46,14 @@ func (r *run) missingPermissions(ctx context.Context, s scope) ([]Permission, er
 	reviewed := make(chan struct{})
 	go func() {
 		defer close(reviewed)
-		rules, rulesErr = r.namespaceRules(ctx, s.ns.Name)
+		rules, rulesErr = c.namespaceRules(ctx, namespace)
 	}()
-	missing, err := r.ask(ctx, cluster)
+	missing, err := c.ask(ctx, cluster)
 	<-reviewed
 	if rulesErr == nil {
 		namespaced = slices.DeleteFunc(namespaced, func(p Permission) bool { return grants(rules, p) })
 	}
-	more, err2 := r.ask(ctx, namespaced)
+	more, err2 := c.ask(ctx, namespaced)
 	missing = append(missing, more...)
 	sort.Slice(missing, func(i, j int) bool { return permissionKey(missing[i]) < permissionKey(missing[j]) })
 	return missing, cmp.Or(err, err2)
@@ -55,7 +66,7 @@ func permissionKey(p Permission) string {
 
 // ask puts each permission to a SelfSubjectAccessReview, 16 at a time,
 // and returns those denied.
-func (r *run) ask(ctx context.Context, perms []Permission) ([]Permission, error) {
+func (c access) ask(ctx context.Context, perms []Permission) ([]Permission, error) {
 	var (
 		mu      sync.Mutex
 		missing []Permission
@@ -64,7 +75,7 @@ func (r *run) ask(ctx context.Context, perms []Permission) ([]Permission, error)
 	g.SetLimit(16)
 	for _, perm := range perms {
 		g.Go(func() error {
-			allowed, err := r.allowed(ctx, perm)
+			allowed, err := c.allowed(ctx, perm)
 			if err != nil {
 				return fmt.Errorf("checking permissions (SelfSubjectAccessReview): %w", err)
 			}
@@ -126,9 +137,9 @@ func with(p Permission, verb string) Permission {
 
 // namespaceRules are the RBAC rules the user has in namespace, nil when
 // the review says it is incomplete.
-func (r *run) namespaceRules(ctx context.Context, namespace string) ([]authv1.ResourceRule, error) {
+func (c access) namespaceRules(ctx context.Context, namespace string) ([]authv1.ResourceRule, error) {
 	review := &authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
-	res, err := r.Clients.Kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
+	res, err := c.clients.Kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +169,11 @@ func hasOrStar(list []string, v string) bool {
 	return slices.Contains(list, "*") || slices.Contains(list, v)
 }
 
-func (r *run) allowed(ctx context.Context, perm Permission) (bool, error) {
+func (c access) allowed(ctx context.Context, perm Permission) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
 		Namespace: perm.Namespace, Verb: perm.Verb, Group: perm.Group, Resource: perm.Resource, Subresource: perm.Subresource, Name: perm.Name,
 	}}}
-	res, err := r.Clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	res, err := c.clients.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 	if err != nil {
 		return false, err
 	}
