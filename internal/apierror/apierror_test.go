@@ -454,3 +454,35 @@ func throttled(t *testing.T) error {
 	}
 	return err
 }
+
+// Any text, a webhook author's or a hostile cluster's: read without
+// panicking, always a kind, the same whether it comes as an error or as
+// text, and no more denials than it quotes.
+func FuzzClassifyMessage(f *testing.F) {
+	for _, seed := range []string{
+		`Internal error occurred: failed calling webhook "a": failed to call webhook: Post "https://a.b.svc:443/?timeout=10s": service "a" not found`,
+		`admission webhook "a\"b" denied the request: x, admission webhook "c" denied the request`,
+		`pods "p" is forbidden: User "system:serviceaccount:a:b" cannot delete resource "pods/eviction" in API group "" in the namespace "n"`,
+		`conversion webhook for example.com/v2, Kind=Widget failed: x`, `unable to transform key "/registry/k": x`, "x509: certificate", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		e := ClassifyMessage(msg)
+		if (msg == "") != (e.Kind == "") {
+			t.Fatalf("%q: kind %q", msg, e.Kind)
+		}
+		if msg != "" && !reflect.DeepEqual(Classify(errors.New(msg)), e) {
+			t.Fatalf("%q: as an error %+v, as text %+v", msg, Classify(errors.New(msg)), e)
+		}
+		denials := Denials(msg)
+		if len(denials) > strings.Count(msg, " denied the request") {
+			t.Fatalf("%q: %d denials", msg, len(denials))
+		}
+		for _, d := range denials {
+			if d.Kind != WebhookDenied {
+				t.Fatalf("%q: %+v", msg, d)
+			}
+		}
+	})
+}

@@ -35,13 +35,6 @@ func fromTransport(err error) (Error, bool) {
 		}
 		return Error{Kind: Unreachable, Cause: CauseNetwork}, true
 	}
-	// client-go's rate limiter refuses to wait past the context's deadline
-	// (client-go rest/request.go tryThrottleWithInfo wraps
-	// golang.org/x/time/rate's untyped "rate: Wait(n=%d) would exceed
-	// context deadline"): the request was never sent, for lack of time.
-	if strings.Contains(err.Error(), "would exceed context deadline") {
-		return Error{Kind: Timeout}, true
-	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
 		// url.Error is one: any failure of the request on its way.
@@ -73,6 +66,10 @@ func transportWords(msg string) (Error, bool) {
 	case strings.Contains(msg, "x509: "), strings.Contains(msg, "tls: "):
 		return Error{Kind: Unreachable, Cause: CauseTLS}, true
 	case containsAny(msg, []string{"Client.Timeout exceeded", "deadline exceeded", "would exceed context deadline", "i/o timeout", "TLS handshake timeout"}):
+		// "would exceed context deadline": client-go's rate limiter
+		// refuses to wait past the deadline (rest/request.go
+		// tryThrottleWithInfo wraps golang.org/x/time/rate's untyped
+		// error): the request was never sent, for lack of time.
 		return Error{Kind: Timeout}, true
 	case strings.Contains(msg, "connection refused"):
 		return Error{Kind: Unreachable, Cause: CauseRefused}, true
