@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDiscover$$' -fuzztime $(FUZZTIME) ./internal/kube
 	$(GO) test -run '^$$' -fuzz '^FuzzMatchRules$$' -fuzztime $(FUZZTIME) ./internal/diagnose
 	$(GO) test -run '^$$' -fuzz '^FuzzHumanPrinter$$' -fuzztime $(FUZZTIME) ./internal/printer
+	$(GO) test -run '^$$' -fuzz '^FuzzClassifyMessage$$' -fuzztime $(FUZZTIME) ./internal/apierror
 
 # Benchmarks on the local control plane (about 45 min on 2 cores, the 1,000-namespace
 # phases purge-1000 and watch included); writes

@@ -1,17 +1,17 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
-	"os"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
@@ -79,13 +79,16 @@ func explainAPIError(err error, server string) string {
 		return "no cluster configured: set --kubeconfig, KUBECONFIG or --server"
 	case clientcmd.IsConfigurationInvalid(err) || strings.HasPrefix(err.Error(), "error loading config file"):
 		return fmt.Sprintf("invalid kubeconfig: %v (check --kubeconfig, KUBECONFIG and --context)", err)
-	case apierrors.IsUnauthorized(err):
+	}
+	e := apierror.Classify(err)
+	switch {
+	case e.Kind == apierror.Unauthorized:
 		return fmt.Sprintf("the API server at %s rejected the credentials (401 Unauthorized): log in again or check --token/--user", server)
-	case apierrors.IsForbidden(err):
+	case e.Kind == apierror.Forbidden:
 		return fmt.Sprintf("%v (see docs/rbac.md for the permissions ns-doctor needs)", apiMessage(err))
-	case isTimeout(err):
+	case e.Kind == apierror.Timeout, e.Kind == apierror.Transient && (e.Reason == metav1.StatusReasonTimeout || e.Code == http.StatusGatewayTimeout):
 		return fmt.Sprintf("the API server at %s did not answer in time: check that it is up, or raise --request-timeout", server)
-	case isConnRefused(err):
+	case e.Kind == apierror.Unreachable && e.Cause == apierror.CauseRefused:
 		return fmt.Sprintf("cannot reach the API server at %s: connection refused; check --kubeconfig/--context and that the cluster is running", server)
 	}
 	var uerr *url.Error
@@ -102,13 +105,6 @@ func apiMessage(err error) string {
 	}
 	return err.Error()
 }
-
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		utilnet.IsTimeout(err) || apierrors.IsTimeout(err) || strings.Contains(err.Error(), "Client.Timeout exceeded")
-}
-
-func isConnRefused(err error) bool { return utilnet.IsConnectionRefused(err) }
 
 // oneLine is a message as the one stderr line users see: on one line,
 // escaped (an API error quotes webhook authors' text), and bounded.

@@ -1,11 +1,11 @@
 package diagnose
 
 import (
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
@@ -13,17 +13,6 @@ import (
 // the API server refuses for as long as the namespace terminates, so
 // waiting never helps. The holders say so in their own status, in the
 // words of the refusal they got.
-
-// terminatingRefusal ends the NamespaceLifecycle admission plugin's
-// refusal of any create in a terminating namespace: "unable to create new
-// content in namespace %s because it is being terminated"
-// (plugin/pkg/admission/namespace/lifecycle).
-const terminatingRefusal = "because it is being terminated"
-
-// forbiddenUser reads the authorizer's refusal: `... is forbidden: User
-// "system:serviceaccount:ns:sa" cannot create resource "jobs" in API group
-// "batch" in the namespace "team-a"`.
-var forbiddenUser = regexp.MustCompile(`is forbidden: User "([^"]+)" cannot ([a-z]+) resource "([^"]+)"`)
 
 // CannotFinishCause is why an owner's cleanup is refused.
 type CannotFinishCause string
@@ -119,13 +108,15 @@ func heldFinalizers(snap *deletion.Snapshot, gvr schema.GroupVersionResource) ma
 	return out
 }
 
-// refusal reads a message for a refusal an owner cannot get past.
+// refusal reads a message for a refusal an owner cannot get past: a
+// create in the terminating namespace, or its service account refused.
 func refusal(message string) (CannotFinish, bool) {
-	if strings.Contains(message, terminatingRefusal) {
+	e := apierror.ClassifyMessage(message)
+	switch {
+	case e.Kind == apierror.NamespaceTerminating:
 		return CannotFinish{Cause: CauseNamespaceTerminating, Message: message}, true
-	}
-	if m := forbiddenUser.FindStringSubmatch(message); m != nil && strings.HasPrefix(m[1], "system:serviceaccount:") {
-		return CannotFinish{Cause: CauseForbidden, Message: message, User: m[1], Verb: m[2], Resource: m[3]}, true
+	case e.Kind == apierror.Forbidden && strings.HasPrefix(e.User, "system:serviceaccount:"):
+		return CannotFinish{Cause: CauseForbidden, Message: message, User: e.User, Verb: e.Verb, Resource: e.QualifiedResource()}, true
 	}
 	return CannotFinish{}, false
 }

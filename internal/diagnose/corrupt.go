@@ -1,13 +1,12 @@
 package diagnose
 
 import (
-	"errors"
 	"path"
-	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 )
 
 // Objects the API server cannot read from storage: their data cannot be
@@ -31,14 +30,6 @@ type Corrupt struct {
 	Path string
 }
 
-// unreadable are the words of a list that met objects it could not read
-// with the gate off: a value transformer's failure (etcd3 store), or the
-// gate's own message.
-var unreadable = []string{"unable to transform key", "failed to read one or more", "unable to transform or decode"}
-
-// notStorage are the words of a 500 that is not about what storage holds.
-var notStorage = []string{"etcdserver", "timeout", "timed out", "deadline", "connection refused", "webhook"}
-
 // corruptOf reads a list error for objects that cannot be read, nil if
 // that is not its cause. served says the API server serves the type from
 // its own storage (no aggregated API, no conversion webhook): a 500 from
@@ -49,34 +40,20 @@ func corruptOf(err error, gvr schema.GroupVersionResource, namespace string, ser
 		return nil
 	}
 	c := &Corrupt{Path: apiPath(gvr, namespace)}
-	var status apierrors.APIStatus
-	if apierrors.ReasonForError(err) == metav1.StatusReasonStoreReadError && errors.As(err, &status) && status.Status().Details != nil {
-		for _, cause := range status.Status().Details.Causes {
-			if cause.Field != "" {
-				c.Names = append(c.Names, path.Base(cause.Field))
-			}
+	e := apierror.Classify(err)
+	switch {
+	case e.Kind == apierror.StoreReadError && e.Reason == metav1.StatusReasonStoreReadError:
+		// With the gate on, the server names each object: the unsafe
+		// DELETE needs that gate, so only then are the objects named.
+		for _, key := range e.Keys {
+			c.Names = append(c.Names, path.Base(key))
 		}
 		c.Names, c.More = firstN(c.Names, MaxExamples)
 		return c
-	}
-	for _, words := range unreadable {
-		if strings.Contains(err.Error(), words) {
-			return c
-		}
-	}
-	if served && apierrors.IsInternalError(err) && !containsAny(err.Error(), notStorage) {
+	case e.Kind == apierror.StoreReadError, served && e.Kind == apierror.ServerError:
 		return c
 	}
 	return nil
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // apiPath is where a type's objects in a namespace are served.

@@ -1,9 +1,10 @@
 package diagnose
 
 import (
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 )
 
 // denialBlockers names each webhook the namespace controller says denied
@@ -27,34 +28,24 @@ func denialBlockers(obs Observation, r Report) []Blocker {
 	return out
 }
 
-// denials reads every webhook denial a message quotes, as pairs of
-// webhook and words. The controller joins its errors with ", ": a
-// denial's words end where the next denial starts.
+// denials are every webhook denial a message quotes, as pairs of webhook
+// and words.
 func denials(text string) [][2]string {
-	idx := deniedAt.FindAllStringSubmatchIndex(text, -1)
 	var out [][2]string
-	for i, m := range idx {
-		end := len(text)
-		if i+1 < len(idx) {
-			end = idx[i+1][0]
-		}
-		words := strings.TrimSuffix(strings.TrimSpace(text[m[1]:end]), ",")
-		out = append(out, [2]string{text[m[2]:m[3]], strings.TrimPrefix(words, ": ")})
+	for _, d := range apierror.Denials(text) {
+		out = append(out, [2]string{d.Webhook, d.Denial})
 	}
 	return out
 }
 
-// deniedAt finds where each denial starts.
-var deniedAt = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
-
 // DenialOf reads a webhook's denial out of an API error's text: the
 // webhook's name and its message; ok false when it is no denial.
 func DenialOf(text string) (webhook, message string, ok bool) {
-	d := denials(text)
-	if len(d) == 0 {
+	e := apierror.ClassifyMessage(text)
+	if e.Kind != apierror.WebhookDenied {
 		return "", "", false
 	}
-	return d[0][0], d[0][1], true
+	return e.Webhook, e.Denial, true
 }
 
 // DenialBlocker is a WebhookDenies blocker for webhook, whose words were
@@ -63,7 +54,7 @@ func DenialBlocker(obs Observation, webhook, message string, source DenialSource
 	f := &DenialFacts{Webhook: webhook, Message: strings.TrimSpace(message), Source: source}
 	for _, wh := range obs.Webhooks {
 		if wh.Name == webhook {
-			f.Configuration, f.ConfigurationKind = wh.Configuration, strings.ToLower(wh.Type)+"webhookconfiguration"
+			f.Configuration, f.ConfigurationKind = wh.Configuration, configurationKind(wh)
 			break
 		}
 	}

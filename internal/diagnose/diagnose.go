@@ -7,11 +7,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 )
@@ -293,7 +293,7 @@ func verdictOf(r Report) Verdict {
 	return Verdict{State: StateStuck}
 }
 
-func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+func isForbidden(err error) bool { return apierror.Classify(err).Kind == apierror.Forbidden }
 
 // finalizersOf lists the finalizers holding content, with their catalogue
 // entries and their owners' state.

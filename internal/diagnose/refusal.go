@@ -2,12 +2,13 @@ package diagnose
 
 import (
 	"errors"
-	"regexp"
-	"strings"
+	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 )
 
 // RefusedBy says what refused a request.
@@ -52,42 +53,34 @@ type Refusal struct {
 	Outside bool `json:"outside"`
 }
 
-var (
-	failedCalling = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
-	deniedBy      = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
-	forbiddenBy   = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource "([^"]*)"`)
-)
-
 // WhoRefused says who refused a request for gvr that the API server
 // answered with err, from what obs knows of the cluster's webhooks, CRDs,
-// APIServices and their backends; nil when the answer does not tell.
+// APIServices and their backends; nil when the answer does not tell. A
+// plan's predicted rejection says it itself.
 func WhoRefused(obs Observation, gvr schema.GroupVersionResource, err error) *Refusal {
 	if err == nil {
 		return nil
 	}
-	text := err.Error()
-	if m := failedCalling.FindStringSubmatch(text); m != nil {
-		return webhookRefusal(obs, m[1], false)
+	var predicted *PredictedRejection
+	if errors.As(err, &predicted) {
+		return predicted.refusal()
 	}
-	if m := deniedBy.FindStringSubmatch(text); m != nil {
-		return webhookRefusal(obs, m[1], true)
-	}
-	if strings.Contains(text, "conversion webhook for") {
+	e := apierror.Classify(err)
+	switch e.Kind {
+	case apierror.WebhookFailed, apierror.WebhookDenied:
+		if e.Webhook != "" {
+			return webhookRefusal(obs, e.Webhook, e.Kind == apierror.WebhookDenied)
+		}
+	case apierror.ConversionFailed:
 		if crd := findCRD(obs.CRDs, gvr); crd != nil && crd.ConversionService != nil {
 			r := &Refusal{By: RefusedByConversion, CRD: crd.Name, Service: crd.ConversionService.Key()}
 			r.withService(obs)
 			return r
 		}
+	case apierror.Forbidden, apierror.NamespaceTerminating:
+		return &Refusal{By: RefusedByRBAC, Outside: true, User: e.User, Verb: e.Verb, Resource: e.QualifiedResource()}
 	}
-	if apierrors.IsForbidden(err) {
-		r := &Refusal{By: RefusedByRBAC, Outside: true}
-		if m := forbiddenBy.FindStringSubmatch(text); m != nil {
-			r.User, r.Verb, r.Resource = m[1], m[2], m[3]
-		}
-		return r
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && (apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)) {
+	if proxied(e) {
 		if svc := findAPIService(obs.APIServices, gvr.GroupVersion()); svc != nil && svc.Spec.Service != nil {
 			r := &Refusal{By: RefusedByAPI, APIService: svc.Name, Service: svc.Spec.Service.Namespace + "/" + svc.Spec.Service.Name}
 			r.withService(obs)
@@ -95,6 +88,19 @@ func WhoRefused(obs Observation, gvr schema.GroupVersionResource, err error) *Re
 		}
 	}
 	return nil
+}
+
+// proxied tells an answer an aggregated API's backend gives through
+// kube-aggregator: a 503 when it is gone, a 500 when it fails (a Status
+// without a reason, by its code).
+func proxied(e apierror.Error) bool {
+	switch e.Reason {
+	case metav1.StatusReasonServiceUnavailable, metav1.StatusReasonInternalError:
+		return true
+	case "":
+		return e.Code == http.StatusServiceUnavailable || e.Code == http.StatusInternalServerError
+	}
+	return false
 }
 
 // DiscoveryRefusal says what keeps a group-version from being discovered
@@ -123,7 +129,7 @@ func webhookRefusal(obs Observation, name string, denied bool) *Refusal {
 		if wh.Name != name {
 			continue
 		}
-		r.Configuration, r.ConfigurationKind = wh.Configuration, strings.ToLower(wh.Type)+"webhookconfiguration"
+		r.Configuration, r.ConfigurationKind = wh.Configuration, configurationKind(wh)
 		if wh.Service != nil && !denied {
 			r.Service = wh.Service.Key()
 			r.withService(obs)

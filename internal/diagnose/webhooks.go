@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -9,11 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 )
 
-// Rejections are the API server's answers, predicted in kube-apiserver's
-// words, to the writes a deletion pass and purge's escalations send, from
-// fail-closed webhooks whose backend is down.
+// Rejections are the API server's answers, predicted (each a
+// *PredictedRejection), to the writes a deletion pass and purge's
+// escalations send, from fail-closed webhooks whose backend is down.
 type Rejections struct {
 	// Delete: a DELETE of content (deletecollection, delete, a pod's
 	// force-delete).
@@ -50,12 +53,12 @@ func PredictRejections(obs Observation, bypassed map[string]bool) Rejections {
 			for _, op := range matchingOperations(wh.Rules, gvr) {
 				verdicts := map[string]map[schema.GroupVersionResource]error{"DELETE": out.Delete, "UPDATE": out.Update}[op]
 				if _, done := verdicts[gvr]; !done && catchesItem(wh, op, list.Items) {
-					verdicts[gvr] = webhookCallError(wh, state)
+					verdicts[gvr] = &PredictedRejection{Webhook: wh, Backend: state}
 				}
 			}
 		}
 		if out.Finalize == nil && catchesFinalize(wh, obs.Namespace.Labels) {
-			out.Finalize = webhookCallError(wh, state)
+			out.Finalize = &PredictedRejection{Webhook: wh, Backend: state}
 		}
 	}
 	return out
@@ -119,19 +122,58 @@ func catchesFinalize(wh Webhook, nsLabels map[string]string) bool {
 	return false
 }
 
-func webhookCallError(wh Webhook, state ServiceState) error {
-	svc := wh.Service
-	reason := fmt.Sprintf("service %q not found", svc.Name)
-	if state.Exists {
-		reason = fmt.Sprintf("no endpoints available for service %q", svc.Name)
+// PredictedRejection is a plan's predicted answer to a write a
+// fail-closed webhook catches while its backend is down: who refuses, and
+// the state of its backend, typed. Its text is kube-apiserver's answer
+// word for word (apierror builds it as kube-apiserver does), so the
+// predicted conditions read as the controller's; nothing reads it back:
+// apierror.Classify and WhoRefused ask the value.
+type PredictedRejection struct {
+	Webhook Webhook
+	Backend ServiceState
+}
+
+func (p *PredictedRejection) Error() string { return p.answer().Error() }
+
+// Unwrap is the Status kube-apiserver answers, so whoever reads a Status
+// (apierrors.IsInternalError) reads the prediction as the real answer.
+func (p *PredictedRejection) Unwrap() error { return p.answer() }
+
+// APIError is the prediction, classified.
+func (p *PredictedRejection) APIError() apierror.Error {
+	return apierror.Error{Kind: apierror.WebhookFailed, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError, Webhook: p.Webhook.Name}
+}
+
+// answer is the failed call: a POST to the webhook's Service, which does
+// not exist or has no ready endpoint.
+func (p *PredictedRejection) answer() error {
+	svc := p.Webhook.Service
+	if svc == nil {
+		svc = &ServiceRef{} // PredictRejections predicts only for a Service backend
 	}
 	path := svc.Path
 	if path == "" {
 		path = "/"
 	}
-	//nolint:staticcheck // ST1005: kube-apiserver's own wording, capital included
-	return fmt.Errorf(`Internal error occurred: failed calling webhook %q: failed to call webhook: Post "https://%s.%s.svc:%d%s?timeout=%ds": %s`,
-		wh.Name, svc.Name, svc.Namespace, svc.Port, path, wh.TimeoutSeconds, reason)
+	target := fmt.Sprintf("https://%s.%s.svc:%d%s?timeout=%ds", svc.Name, svc.Namespace, svc.Port, path, p.Webhook.TimeoutSeconds)
+	return apierror.WebhookCallFailure(p.Webhook.Name, apierror.ServiceCallError(target, svc.Name, p.Backend.Exists))
+}
+
+// refusal is who refuses: the webhook, its configuration and its
+// backend, which is down.
+func (p *PredictedRejection) refusal() *Refusal {
+	backend := p.Backend
+	r := &Refusal{By: RefusedByWebhook, Webhook: p.Webhook.Name, Configuration: p.Webhook.Configuration, ConfigurationKind: configurationKind(p.Webhook),
+		ServiceState: &backend, Outside: backend.Down()}
+	if p.Webhook.Service != nil {
+		r.Service = p.Webhook.Service.Key()
+	}
+	return r
+}
+
+// configurationKind is the resource of a webhook's configuration.
+func configurationKind(wh Webhook) string {
+	return strings.ToLower(wh.Type) + "webhookconfiguration"
 }
 
 // webhookBlockers finds fail-closed webhooks whose backend is down and whose
@@ -161,7 +203,7 @@ func webhookBlockers(obs Observation, r Report) []Blocker {
 }
 
 func webhookBlocker(wh Webhook, state ServiceState, caught []Caught, namespace string) Blocker {
-	target := strings.ToLower(wh.Type) + "webhookconfiguration/" + wh.Configuration
+	target := configurationKind(wh) + "/" + wh.Configuration
 	b := Blocker{
 		Kind: BlockerWebhook, Subject: wh.Configuration,
 		Facts: &WebhookFacts{Webhook: wh, Service: state, Caught: caught},

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -86,12 +86,13 @@ func Read(ctx context.Context, contexts []Context, read func(context.Context, Co
 
 // ReachOf says whether a cluster could be read, from the error reading it.
 func ReachOf(err error) Reach {
-	switch {
-	case err == nil:
+	if err == nil {
 		return Reachable
-	case apierrors.IsForbidden(err):
+	}
+	switch apierror.Classify(err).Kind {
+	case apierror.Forbidden, apierror.NamespaceTerminating:
 		return Forbidden
-	case apierrors.IsUnauthorized(err):
+	case apierror.Unauthorized:
 		return Unauthorized
 	}
 	return Unreachable

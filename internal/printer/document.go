@@ -3,6 +3,7 @@ package printer
 import (
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
@@ -224,6 +225,12 @@ type PurgeDocument struct {
 	Changes            []string            `json:"changes"`
 	Warnings           []string            `json:"warnings"`
 	Errors             []string            `json:"errors"`
+	// ChangeDetails, WarningDetails and ErrorDetails are changes,
+	// warnings and errors typed, in the same order, each with its kind
+	// and the same words as its message.
+	ChangeDetails  []ChangeDetail  `json:"changeDetails"`
+	WarningDetails []WarningDetail `json:"warningDetails"`
+	ErrorDetails   []ErrorDetail   `json:"errorDetails"`
 	// Failures are the refused requests, typed: who refused each, how
 	// often, when first and last.
 	Failures []FailureDocument `json:"failures,omitempty"`
@@ -284,6 +291,98 @@ type FinalizeDocument struct {
 	Reason string `json:"reason"`
 }
 
+// ChangeDetail is one change made to the cluster: its kind, its words
+// (the same as in changes) and what it changed.
+type ChangeDetail struct {
+	Kind    purge.ChangeKind `json:"kind"`
+	Message string           `json:"message"`
+	// Verb is a deletion's request (deletecollection, delete).
+	Verb     string `json:"verb,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	Name     string `json:"name,omitempty"`
+	// Objects is how many objects a deletion reached.
+	Objects int `json:"objects,omitempty"`
+	// Finalizers are the finalizers or tokens removed.
+	Finalizers []string `json:"finalizers,omitempty"`
+	// Node and NodeState: a force-deleted pod's node.
+	Node      string          `json:"node,omitempty"`
+	NodeState purge.NodeState `json:"nodeState,omitempty"`
+}
+
+// WarningDetail is one warning: its kind, its words (the same as in
+// warnings) and what it is about.
+type WarningDetail struct {
+	Kind       purge.WarningKind `json:"kind"`
+	Message    string            `json:"message"`
+	Resource   string            `json:"resource,omitempty"`
+	Name       string            `json:"name,omitempty"`
+	Finalizers []string          `json:"finalizers,omitempty"`
+	Node       string            `json:"node,omitempty"`
+	// Request is the request a refusal was about (BypassedRefusal).
+	Request  string `json:"request,omitempty"`
+	Restored bool   `json:"restored,omitempty"`
+	// Text is the API server's own words (APIServer, BypassedRefusal),
+	// and APIError what a refusal among them says (BypassedRefusal).
+	Text     string          `json:"text,omitempty"`
+	APIError *apierror.Error `json:"apiError,omitempty"`
+}
+
+// ErrorDetail is one refused request: the kind of the API server's
+// answer, its words (the same as in errors), the request, who refused it
+// and what the answer says.
+type ErrorDetail struct {
+	Kind     apierror.Kind `json:"kind"`
+	Message  string        `json:"message"`
+	Verb     string        `json:"verb"`
+	Resource string        `json:"resource,omitempty"`
+	Name     string        `json:"name,omitempty"`
+	// Error is the API server's answer, APIError what it says.
+	Error    string            `json:"error"`
+	APIError apierror.Error    `json:"apiError"`
+	Refusal  *diagnose.Refusal `json:"refusal,omitempty"`
+	Count    int               `json:"count"`
+	First    time.Time         `json:"first"`
+	Last     time.Time         `json:"last"`
+	// BackupPath is the saved copy to restore by hand (a bypass that
+	// could not be undone).
+	BackupPath string `json:"backupPath,omitempty"`
+}
+
+func changeDetails(r *purge.Report) []ChangeDetail {
+	out := make([]ChangeDetail, 0, len(r.Changes))
+	for _, c := range r.Changes {
+		out = append(out, ChangeDetail{Kind: c.Kind, Message: ChangeWords(c, r.Namespace), Verb: c.Verb, Resource: c.Resource, Name: c.Name,
+			Objects: c.Objects, Finalizers: c.Finalizers, Node: c.Node, NodeState: c.NodeState})
+	}
+	return out
+}
+
+func warningDetails(r *purge.Report) []WarningDetail {
+	out := make([]WarningDetail, 0, len(r.Warnings))
+	for _, w := range r.Warnings {
+		d := WarningDetail{Kind: w.Kind, Message: WarningWords(w, r), Resource: w.Resource, Name: w.Name, Finalizers: w.Finalizers,
+			Node: w.Node, Request: w.Request, Restored: w.Restored, Text: w.Text}
+		if w.Kind == purge.WarnBypassedRefusal {
+			e := apierror.ClassifyMessage(w.Text)
+			d.APIError = &e
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// errorDetails read each failure's answer from its text: the report keeps
+// the API server's words, not its Status.
+func errorDetails(r *purge.Report) []ErrorDetail {
+	out := make([]ErrorDetail, 0, len(r.Failures))
+	for _, f := range r.Failures {
+		e := apierror.ClassifyMessage(f.Error)
+		out = append(out, ErrorDetail{Kind: e.Kind, Message: FailureWords(f, r), Verb: f.Verb, Resource: f.Resource, Name: f.Name,
+			Error: f.Error, APIError: e, Refusal: f.Refusal, Count: f.Count, First: f.First.UTC(), Last: f.Last.UTC(), BackupPath: f.Path})
+	}
+	return out
+}
+
 // PurgeListDocument is purge's answer for several namespaces.
 type PurgeListDocument struct {
 	APIVersion string          `json:"apiVersion"`
@@ -300,6 +399,7 @@ func Purge(r *purge.Report) PurgeDocument {
 		Remaining: nonNil(r.Remaining), Conditions: nonNil(r.Conditions), Finalize: FinalizeDocument{Finalize: r.Finalize, Reason: FinalizeReason(r.Finalize)},
 		MissingPermissions: PermissionsWords(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),
 		Changes: changesWords(r), Warnings: warningsWords(r), Errors: failuresWords(r),
+		ChangeDetails: changeDetails(r), WarningDetails: warningDetails(r), ErrorDetails: errorDetails(r),
 	}
 	if len(d.MissingPermissions) == 0 {
 		d.MissingPermissions = nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/version"
@@ -476,18 +477,21 @@ func (h Human) Fleet(w io.Writer, results []fleet.Result) error {
 // has the whole error.
 func ReachWords(err error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, "x509:"); i >= 0 {
-		return "TLS: " + msg[i:]
-	}
-	for _, c := range []struct{ in, words string }{
-		{"Client.Timeout", "no answer within --request-timeout"},
-		{"deadline exceeded", "no answer within --request-timeout"},
-		{"connection refused", "connection refused"},
-		{"no such host", "unknown host"},
-	} {
-		if strings.Contains(msg, c.in) {
-			return c.words
+	e := apierror.Classify(err)
+	switch {
+	case e.Cause == apierror.CauseTLS:
+		for _, at := range []string{"x509: ", "tls: "} {
+			if i := strings.Index(msg, at); i >= 0 {
+				return "TLS: " + msg[i:]
+			}
 		}
+		return "TLS: " + msg
+	case e.Kind == apierror.Timeout:
+		return "no answer within --request-timeout"
+	case e.Cause == apierror.CauseRefused:
+		return "connection refused"
+	case e.Cause == apierror.CauseUnknownHost:
+		return "unknown host"
 	}
 	return msg
 }

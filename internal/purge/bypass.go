@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -181,17 +182,13 @@ func (r *run) bypassedNames() map[string]bool {
 // bypassed configuration: a server dry run cannot bypass (that would
 // change the configuration), so it reports those as bypassed instead.
 func (r *run) bypassedError(err error) bool {
-	if err == nil {
+	by := apierror.Classify(err).Webhook // set only for a webhook's failure, denial or dry-run refusal
+	if by == "" {
 		return false
 	}
 	for _, b := range r.report.Bypassed {
-		if b.Status != BypassPlanned {
-			continue
-		}
-		for _, wh := range b.Webhooks {
-			if strings.Contains(err.Error(), fmt.Sprintf("failed calling webhook %q", wh)) || strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied", wh)) {
-				return true
-			}
+		if b.Status == BypassPlanned && slices.Contains(b.Webhooks, by) {
+			return true
 		}
 	}
 	return false

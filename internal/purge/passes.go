@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"sort"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -114,12 +113,9 @@ func cutShort(ctx context.Context) error {
 }
 
 // transient tells errors worth retrying: the server is restarting,
-// overloaded, or the connection broke.
+// overloaded, or the connection broke (apierror says which).
 func transient(err error) bool {
-	var netErr net.Error
-	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || utilnet.IsConnectionRefused(err) ||
-		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || errors.As(err, &netErr)
+	return apierror.Classify(err).Transient()
 }
 
 // onePass discovers the API afresh (the first pass reuses the snapshot's;

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -124,6 +125,17 @@ func TestClusterTextNeverDrivesTheTerminal(t *testing.T) {
 		if mode == "--dry-run=server" && !strings.Contains(unwrap(r.Stdout+r.Stderr), shown) {
 			t.Errorf("%s: the webhook's rejection is not shown escaped:\n%s\n%s", mode, r.Stdout, r.Stderr)
 		}
+	}
+	// -o json reads the denial, typed: the webhook, and its words exactly.
+	s := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run=server", "--remove-finalizers=example.com/*", "-o", "json")
+	var plan printer.PurgeDocument
+	plugintest.Must(t, json.Unmarshal([]byte(s.Stdout), &plan))
+	denied := 0
+	for _, e := range plan.ErrorDetails {
+		denied += b2i(e.Kind == apierror.WebhookDenied && e.APIError.Webhook == "deny.tenant-guard-"+name+".example.com" && e.APIError.Denial == payload)
+	}
+	if denied == 0 {
+		t.Errorf("server dry run: no typed denial with the webhook's words: %+v", plan.ErrorDetails)
 	}
 	f := human(t, "purge", name, "--force", "--yes", "--remove-finalizers=example.com/*", "--backup-dir", t.TempDir(), "--timeout=2m")
 	if f.Code != 5 || !strings.Contains(unwrap(f.Stdout), shown) || !strings.Contains(f.Stderr, "denied by webhook") {

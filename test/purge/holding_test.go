@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
@@ -113,6 +114,8 @@ func TestWebhookRefusalNamesWhoAndStopsEarly(t *testing.T) {
 		if errs := strings.Join(rep.Errors, "\n"); !strings.Contains(errs, who) {
 			t.Errorf("%s: errors do not name the webhook and its configuration:\n%s", mode, errs)
 		}
+		// Typed too: a plan's predicted refusal and the server's alike.
+		typedErrors(t, mode, rep, apierror.WebhookFailed, func(e printer.ErrorDetail) bool { return e.APIError.Webhook == webhook })
 		step := holdStep(t, rep, diagnose.BlockerWebhook, diagnose.FlagBypassWebhook)
 		if !strings.Contains(step, "--remove-finalizers='example.com/*'") || !strings.Contains(step, "--bypass-webhook="+cfg) {
 			t.Errorf("%s: step %q", mode, step)
@@ -138,13 +141,41 @@ func TestWebhookRefusalNamesWhoAndStopsEarly(t *testing.T) {
 	if len(rep.Errors) != len(rep.Failures) || len(rep.Failures) == 0 {
 		t.Errorf("errors %q: each refusal once", rep.Errors)
 	}
+	typedErrors(t, "--force", rep, apierror.WebhookFailed, func(e printer.ErrorDetail) bool {
+		return e.APIError.Webhook == webhook && e.Refusal != nil && e.Refusal.Configuration == cfg && e.Count >= 2
+	})
 	obj, err := cluster.Dynamic.Resource(gvr).Namespace(name).Get(ctx, "g1", metav1.GetOptions{})
 	if err != nil || len(obj.GetFinalizers()) != 1 {
 		t.Fatalf("the refused strip changed the object: %v, %v", obj, err)
 	}
 	step := holdStep(t, rep, diagnose.BlockerWebhook, diagnose.FlagBypassWebhook)
-	if done := followStep(t, step); done.Outcome != purge.OutcomeGone || len(done.Bypassed) != 1 || done.Bypassed[0].Status != purge.BypassRestored {
+	done := followStep(t, step)
+	if done.Outcome != purge.OutcomeGone || len(done.Bypassed) != 1 || done.Bypassed[0].Status != purge.BypassRestored {
 		t.Fatalf("the printed step %q: outcome %s, bypassed %+v", step, done.Outcome, done.Bypassed)
+	}
+	kinds := map[purge.ChangeKind]bool{}
+	for i, c := range done.ChangeDetails {
+		kinds[c.Kind] = true
+		if c.Message != done.Changes[i] {
+			t.Errorf("change %d: %q, in words %q", i, c.Message, done.Changes[i])
+		}
+	}
+	if len(done.ChangeDetails) != len(done.Changes) || !kinds[purge.ChangeExcludedFromWebhook] || !kinds[purge.ChangeRestoredWebhook] || !kinds[purge.ChangeStrippedFinalizers] {
+		t.Errorf("changes, typed: %+v", done.ChangeDetails)
+	}
+}
+
+// typedErrors checks a report's errors typed: one per entry, the same
+// words, each of kind and as ok says.
+func typedErrors(t *testing.T, mode string, rep printer.PurgeDocument, kind apierror.Kind, ok func(printer.ErrorDetail) bool) {
+	t.Helper()
+	if len(rep.ErrorDetails) != len(rep.Errors) || len(rep.Errors) == 0 {
+		t.Fatalf("%s: %d errors, %d typed", mode, len(rep.Errors), len(rep.ErrorDetails))
+	}
+	for i, e := range rep.ErrorDetails {
+		if e.Message != rep.Errors[i] || e.Kind != kind || e.APIError.Kind != kind || !ok(e) {
+			t.Errorf("%s: error %d, typed: %+v", mode, i, e)
+		}
 	}
 }
 
@@ -180,6 +211,9 @@ func TestConversionDownNamesTheCRDAndStopsEarly(t *testing.T) {
 	if !strings.Contains(strings.Join(rep.Errors, "\n"), "the conversion webhook of CRD "+crd+" cannot be called") {
 		t.Errorf("errors do not name the CRD: %q", rep.Errors)
 	}
+	typedErrors(t, "--force", rep, apierror.ConversionFailed, func(e printer.ErrorDetail) bool {
+		return e.Refusal != nil && e.Refusal.CRD == crd && e.APIError.Group == group && e.APIError.ObjectKind == "Conv"
+	})
 	fix = holdStep(t, rep, diagnose.BlockerConversionWebhook, "")
 	_, patch, ok := strings.Cut(fix, "; or: ")
 	if !ok {
