@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
@@ -39,6 +40,7 @@ type WatchOptions struct {
 	LeaderElect          bool
 	Leader               watch.LeaderElection
 	Janitor              janitorFlags
+	Guard                guardFlags
 
 	factory Factory
 	flags   *genericclioptions.ConfigFlags
@@ -107,6 +109,8 @@ Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics address in us
 	}
 	o.Ordering.addFlag(cmd)
 	o.addFlags(cmd.Flags())
+	o.Guard.addFlags(cmd.Flags())
+	registerGuardCompletions(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -167,6 +171,9 @@ func (o *WatchOptions) Validate(fs *pflag.FlagSet) error {
 	if err := o.Ordering.validate(); err != nil {
 		return err
 	}
+	if err := o.Guard.validate(fs); err != nil {
+		return err
+	}
 	return o.validateJanitor(fs)
 }
 
@@ -214,9 +221,16 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 		return err
 	}
 	metrics := watch.NewMetrics()
+	var checks []watch.HealthCheck
+	if o.LeaderElect {
+		// kube-controller-manager's tolerance: a leader that has not
+		// renewed its Lease for 20s past its expiry is not healthy.
+		o.Leader.WatchDog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+		checks = append(checks, o.Leader.WatchDog)
+	}
 	var srv *watch.Server
 	if o.MetricsAddr != "0" {
-		if srv, err = watch.Listen(o.MetricsAddr, metrics); err != nil {
+		if srv, err = watch.Listen(o.MetricsAddr, metrics, checks...); err != nil {
 			return fmt.Errorf("%w: choose a free address with --metrics-addr (0 serves none)", err)
 		}
 	}
@@ -230,7 +244,27 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := o.watcher(ctx, clients, metrics)
+	opts := inspect.Options{Grace: o.Grace, Ordering: o.Ordering.resolve(clients)}
+	var guarding *runningGuard
+	if o.Guard.on() {
+		if guarding, err = o.startGuard(ctx, clients, metrics, opts); err != nil {
+			return err
+		}
+		defer guarding.undo()
+	}
+	guardServed := make(chan error, 1)
+	if guarding != nil {
+		// A guard that stops serving ends the watch: its webhook would
+		// fail open from then on, unnoticed.
+		go func() {
+			err := guarding.serve(ctx)
+			if err != nil {
+				cancel()
+			}
+			guardServed <- err
+		}()
+	}
+	w := o.watcher(ctx, clients, metrics, opts)
 	serveErr := make(chan error, 1)
 	if srv != nil {
 		go func() { serveErr <- srv.Serve(ctx) }()
@@ -241,7 +275,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	if srv != nil {
 		srv.Ready()
 	}
-	o.notice("%s", o.startWords(srv))
+	o.notice("%s", o.startWords(srv, guarding))
 	err = o.work(ctx, clients, w, metrics)
 	cancel()
 	if srv != nil {
@@ -249,19 +283,22 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 			err = serr
 		}
 	}
+	if guarding != nil {
+		if gerr := <-guardServed; err == nil {
+			err = gerr
+		}
+	}
 	return err
 }
 
 // watcher builds the controller and where its findings go.
-func (o *WatchOptions) watcher(ctx context.Context, clients *kube.Clients, metrics *watch.Metrics) *watch.Watcher {
+func (o *WatchOptions) watcher(ctx context.Context, clients *kube.Clients, metrics *watch.Metrics, inspectOpts inspect.Options) *watch.Watcher {
 	recorder, _ := watch.NewRecorder(ctx, clients.Kube.CoreV1(), metrics, func(err error) {
 		o.notice("warning: cannot record Events (%s); the diagnoses go on, in the metrics and here; grant create/patch on events (deploy/10-rbac.yaml)", oneLine(firstLine(err.Error())))
 	})
-	ordering := o.Ordering.resolve(clients)
-	opts := watch.Options{After: o.After, Resync: o.Resync, Workers: o.Workers,
-		Inspect: inspect.Options{Grace: o.Grace, Ordering: ordering}, Janitor: o.janitor}
+	opts := watch.Options{After: o.After, Resync: o.Resync, Workers: o.Workers, Inspect: inspectOpts, Janitor: o.janitor}
 	if o.janitor != nil {
-		o.janitor.Purge.OrderedDeletion = ordering
+		o.janitor.Purge.OrderedDeletion = inspectOpts.Ordering
 		o.janitor.Purge.Context, o.janitor.Purge.Cluster = target(o.factory, o.flags)
 	}
 	return &watch.Watcher{Clients: clients, Opts: opts, Words: printer.WatchWords{}, Metrics: metrics, Recorder: recorder, OnChange: o.print}
@@ -337,10 +374,13 @@ func (o *WatchOptions) notice(format string, args ...any) {
 	_, _ = fmt.Fprintf(o.ErrOut, format+"\n", args...)
 }
 
-func (o *WatchOptions) startWords(srv *watch.Server) string {
+func (o *WatchOptions) startWords(srv *watch.Server, guarding *runningGuard) string {
 	words := fmt.Sprintf("watching namespaces: diagnosing those terminating for %s, again every %s", o.After, o.Resync)
 	if srv != nil {
 		words += "; metrics on http://" + srv.Addr() + "/metrics"
+	}
+	if guarding != nil {
+		words += fmt.Sprintf("; guard (%s, budget %s) serving at %s, webhook configuration %s", o.Guard.Mode, o.Guard.Timeout, guarding.where, o.Guard.Configuration)
 	}
 	if o.janitor != nil {
 		words += "; " + o.janitor.String()
