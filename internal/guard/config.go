@@ -104,21 +104,22 @@ func Register(ctx context.Context, c admissionregclient.ValidatingWebhookConfigu
 		Webhooks: []admissionregv1.ValidatingWebhook{Webhook(admissionregv1.WebhookClientConfig{URL: &url, CABundle: caBundle}, budget)},
 	}
 	api := c.ValidatingWebhookConfigurations()
+	made, err := api.Create(ctx, cfg, metav1.CreateOptions{FieldManager: fieldManager})
+	switch {
+	case err == nil:
+		return Registration{Name: name, UID: made.UID}, nil
+	case !apierrors.IsAlreadyExists(err):
+		return Registration{}, &RegistrationError{Verb: "create", Name: name, Err: err}
+	}
 	old, err := api.Get(ctx, name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
-		made, err := api.Create(ctx, cfg, metav1.CreateOptions{FieldManager: fieldManager})
-		if err != nil {
-			return Registration{}, &RegistrationError{Verb: "create", Name: name, Err: err}
-		}
-		return Registration{Name: name, UID: made.UID}, nil
 	case err != nil:
 		return Registration{}, &RegistrationError{Verb: "get", Name: name, Err: err}
 	case old.Labels[OutOfClusterLabel] != outOfClusterValue:
 		return Registration{}, &RegistrationError{Verb: "update", Name: name, Err: errNotOurs}
 	}
 	cfg.ResourceVersion = old.ResourceVersion
-	made, err := api.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
+	made, err = api.Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
 	if err != nil {
 		return Registration{}, &RegistrationError{Verb: "update", Name: name, Err: err}
 	}

@@ -17,14 +17,14 @@ import (
 // line, escaped (kube-apiserver drops a warning with a control character,
 // and a terminal must never obey what the cluster wrote) and cut at
 // MaxGuardWarning characters; at most MaxGuardWarnings are given. Both
-// bounds keep under what kube-apiserver passes on (2,880 of its 4,096
+// bounds keep under what kube-apiserver passes on (3,200 of its 4,096
 // characters in all, past which it would cut every warning to 256).
 type GuardWords struct{}
 
 // Bounds of the guard's warnings.
 const (
-	MaxGuardWarning  = 320
-	MaxGuardWarnings = 9
+	MaxGuardWarning  = 400
+	MaxGuardWarnings = 8
 	maxGuardDenial   = 1000
 	guardPrefix      = "ns-doctor: "
 )
@@ -177,8 +177,8 @@ func findingWords(v guard.Verdict, f guard.Finding) string {
 		return finalizerGuardWords(b, facts)
 	case *diagnose.WebhookFacts:
 		wh := facts.Webhook
-		return fmt.Sprintf("webhook %s fails closed and its service %s is %s, so it refuses the namespace controller's deletes; restore that service first, or: kubectl delete %swebhookconfiguration %s",
-			wh.Name, wh.Service.Key(), serviceWords(facts.Service), strings.ToLower(wh.Type), wh.Configuration)
+		return fmt.Sprintf("webhook %s fails closed and its service %s is %s: it would refuse the namespace controller's deletes; restore the service first, or: kubectl delete %swebhookconfiguration %s",
+			name(wh.Name), name(wh.Service.Key()), serviceWords(facts.Service), strings.ToLower(wh.Type), name(wh.Configuration))
 	case *diagnose.ListFacts:
 		return listGuardWords(v, b, facts)
 	case *diagnose.PodFacts:
@@ -212,8 +212,8 @@ func apiServiceGuardWords(b diagnose.Blocker, f *diagnose.APIServiceFacts) strin
 	if s.Backend != nil && s.Backend.Down() {
 		state = serviceWords(*s.Backend)
 	}
-	return fmt.Sprintf("API %s is down (apiservice %s, service %s: %s) and no namespace finishes deleting meanwhile; restore the service first, or: kubectl delete apiservice %s",
-		gv, s.Name, s.Service, state, s.Name)
+	return fmt.Sprintf("API %s is down (apiservice %s, service %s: %s), and no namespace finishes deleting meanwhile; restore the service first, or: kubectl delete apiservice %s",
+		name(gv), name(s.Name), name(s.Service), state, name(s.Name))
 }
 
 func listGuardWords(v guard.Verdict, b diagnose.Blocker, f *diagnose.ListFacts) string {
@@ -247,7 +247,7 @@ func finalizerGuardWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) string 
 		if s.State == diagnose.OwnerRunningReady || s.State == diagnose.OwnerControlPlane {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%d %s%s wait for %s; %s", c.Finalizers[n], c.Name(), heldWords(f.Held), n, guardOwnerWords(n, s)))
+		parts = append(parts, fmt.Sprintf("%d %s%s wait for %s; %s", c.Finalizers[n], name(c.Name()), heldWords(f.Held), name(n), guardOwnerWords(n, s)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -256,7 +256,11 @@ func heldWords(held []string) string {
 	if len(held) == 0 {
 		return ""
 	}
-	return " (" + strings.Join(held, ", ") + ")"
+	cut := make([]string, 0, len(held))
+	for _, h := range held {
+		cut = append(cut, name(h))
+	}
+	return " (" + strings.Join(cut, ", ") + ")"
 }
 
 // guardOwnerWords says a finalizer's owner (its project, from the
@@ -293,6 +297,10 @@ func apiServiceOf(groupVersion string) string {
 	}
 	return groupVersion
 }
+
+// name bounds a name from the cluster within a warning (a webhook's may
+// be 253 characters long), so that the step after it stays.
+func name(s string) string { return Cut(s, 80) }
 
 func moreWords(n int) string {
 	if n == 0 {

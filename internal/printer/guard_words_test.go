@@ -53,8 +53,8 @@ func TestGuardWarningsAreBoundedAndEscaped(t *testing.T) {
 				t.Errorf("warning %q does not say who warns", w)
 			}
 		}
-		if total > 2880 {
-			t.Errorf("%d characters of warnings, want at most 2880", total)
+		if total > 3200 {
+			t.Errorf("%d characters of warnings, want at most 3200", total)
 		}
 		denial := GuardWords{}.Denial(v)
 		if strings.ContainsFunc(denial, unicode.IsControl) || strings.ContainsFunc(denial, unsafeRune) || utf8.RuneCountInString(denial) > maxGuardDenial {
@@ -78,7 +78,7 @@ func TestGuardWordsSayWhatToDoFirst(t *testing.T) {
 			GroupVersion: "metrics.k8s.io/v1beta1", APIService: &diagnose.APIService{Name: "v1beta1.metrics.k8s.io", Service: "kube-system/metrics-server", Backend: &diagnose.ServiceState{}}}}}},
 	}}
 	w := GuardWords{}.Warnings(v)
-	want := "ns-doctor: namespace team-a would stick (APIServiceUnavailable): API metrics.k8s.io/v1beta1 is down (apiservice v1beta1.metrics.k8s.io, service kube-system/metrics-server: not found) and no namespace finishes deleting meanwhile; restore the service first, or: kubectl delete apiservice v1beta1.metrics.k8s.io"
+	want := "ns-doctor: namespace team-a would stick (APIServiceUnavailable): API metrics.k8s.io/v1beta1 is down (apiservice v1beta1.metrics.k8s.io, service kube-system/metrics-server: not found), and no namespace finishes deleting meanwhile; restore the service first, or: kubectl delete apiservice v1beta1.metrics.k8s.io"
 	if len(w) != 1 || w[0] != want {
 		t.Errorf("warnings %q\nwant %q", w, want)
 	}
