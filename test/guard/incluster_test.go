@@ -2,9 +2,9 @@ package guard
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/json"
-	"context"
 	"fmt"
 	"net"
 	"os"
