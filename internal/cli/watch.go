@@ -77,14 +77,24 @@ it changes and every --resync, and forgotten when it goes. Each stuck one gets a
 NamespaceStuck (filed in the namespace default, as for every cluster-scoped object) naming its
 blockers and the next step, kept up to date rather than repeated; /metrics exports
 nsdoctor_namespace_blocker and the others (deploy/README.md); -o json prints one JSON line per
-changed diagnosis. Read-only, unless the janitor is switched on.
+changed diagnosis. Read-only, unless the janitor or the guard is switched on (the guard writes
+only its own webhook configuration and, in the cluster, its Secret).
 
 The janitor (--purge-selector) runs purge on the terminating namespaces that match, once they have
 been terminating for --purge-after, with only the escalations given here (--remove-finalizers,
 --force-delete-pods, --bypass-webhook): server dry runs, recorded as NamespacePurgePlanned Events,
 unless --purge-force. System namespaces are never purged.
 
-Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics address in use, a Lease lost).`,
+The deletion guard (--guard=warn|deny) also serves an admission webhook for DELETE of namespaces and
+CRDs: at each kubectl delete it predicts, as explain --if-deleted does, whether the deletion would
+stick, within --guard-timeout; warn allows it with a warning per predicted blocker, deny refuses
+what it is sure of (unless the namespace carries ns-doctor.io/allow-stuck-deletion=true or the
+requester is in --guard-exempt-groups). It fails open, and is never asked about what the namespace
+controller sends. Out of the cluster --guard-addr registers it with its own CA; in the cluster
+deploy/guard runs it (docs/guard.md).
+
+Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics or guard address in use, a Lease
+lost, a guard not allowed to register).`,
 		Example: `  # Out of the cluster, with your kubeconfig: diagnose what has been terminating for 5 minutes
   kubectl ns-doctor watch --metrics-addr=127.0.0.1:8080
 
@@ -93,6 +103,9 @@ Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics address in us
 
   # In the cluster (deploy/): two replicas, one leader
   kubectl-ns_doctor watch --leader-elect --metrics-addr=:8080
+
+  # Tell whoever deletes a namespace that would stick, in their terminal (out of the cluster)
+  kubectl ns-doctor watch --guard=warn --guard-addr=127.0.0.1:8443
 
   # Janitor for CI namespaces, planning only (server dry runs) until --purge-force
   kubectl ns-doctor watch --purge-selector=ci=true --purge-after=30m --remove-finalizers='example.com/*'`,
