@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,4 +161,42 @@ func section(doc, heading string) string {
 		return rest[:j]
 	}
 	return rest
+}
+
+// Every flag of the deletion guard is documented in docs/guard.md's table
+// and offered by the shell completion, and --guard completes its modes.
+func TestEveryGuardFlagIsDocumentedAndCompleted(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "guard.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage, err := os.ReadFile(filepath.Join("..", "..", "docs", "usage.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed := completion(t, "watch", "--")
+	fs := pflag.NewFlagSet("guard", pflag.ContinueOnError)
+	(&guardFlags{}).addFlags(fs)
+	n := 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		n++
+		if !strings.Contains(string(doc), "| `--"+f.Name+"` |") {
+			t.Errorf("--%s is not in docs/guard.md's table of flags", f.Name)
+		}
+		if !strings.Contains(string(usage), "`--"+f.Name+"`") {
+			t.Errorf("--%s is not named in docs/usage.md's watch section", f.Name)
+		}
+		if !strings.Contains(completed, "--"+f.Name+"\t") && !strings.Contains(completed, "--"+f.Name+"\n") {
+			t.Errorf("completion of 'watch --' does not offer --%s", f.Name)
+		}
+		if f.Name != "guard" && !slices.Contains(guardOnlyFlags, f.Name) {
+			t.Errorf("--%s is not in guardOnlyFlags: without --guard it would be accepted and ignored", f.Name)
+		}
+	})
+	if n != len(guardOnlyFlags)+1 {
+		t.Errorf("%d guard flags, %d in guardOnlyFlags", n, len(guardOnlyFlags))
+	}
+	if modes := completion(t, "watch", "--guard", ""); !strings.Contains(modes, "warn\n") || !strings.Contains(modes, "deny\n") {
+		t.Errorf("completion of --guard: %q", modes)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
@@ -39,6 +40,7 @@ type WatchOptions struct {
 	LeaderElect          bool
 	Leader               watch.LeaderElection
 	Janitor              janitorFlags
+	Guard                guardFlags
 
 	factory Factory
 	flags   *genericclioptions.ConfigFlags
@@ -85,14 +87,24 @@ it changes and every --resync, and forgotten when it goes. Each stuck one gets a
 NamespaceStuck (filed in the namespace default, as for every cluster-scoped object) naming its
 blockers and the next step, kept up to date rather than repeated; /metrics exports
 nsdoctor_namespace_blocker and the others (deploy/README.md); -o json prints one JSON line per
-changed diagnosis. Read-only, unless the janitor is switched on.
+changed diagnosis. Read-only, unless the janitor or the guard is switched on (the guard writes
+only its own webhook configuration and, in the cluster, its Secret).
 
 The janitor (--purge-selector) runs purge on the terminating namespaces that match, once they have
 been terminating for --purge-after, with only the escalations given here (--remove-finalizers,
 --force-delete-pods, --bypass-webhook): server dry runs, recorded as NamespacePurgePlanned Events,
 unless --purge-force. System namespaces are never purged.
 
-Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics address in use, a Lease lost).`,
+The deletion guard (--guard=warn|deny) also serves an admission webhook for DELETE of namespaces and
+CRDs: at each kubectl delete it predicts, as explain --if-deleted does, whether the deletion would
+stick, within --guard-timeout; warn allows it with a warning per predicted blocker, deny refuses
+what it is sure of (unless the namespace carries ns-doctor.io/allow-stuck-deletion=true or the
+requester is in --guard-exempt-groups). It fails open, and is never asked about what the namespace
+controller sends. Out of the cluster --guard-addr registers it with its own CA; in the cluster
+deploy/guard runs it (docs/guard.md).
+
+Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics or guard address in use, a Lease
+lost, a guard not allowed to register).`,
 		Example: `  # Out of the cluster, with your kubeconfig: diagnose what has been terminating for 5 minutes
   kubectl ns-doctor watch --metrics-addr=127.0.0.1:8080
 
@@ -101,6 +113,9 @@ Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics address in us
 
   # In the cluster (deploy/): two replicas, one leader
   kubectl-ns_doctor watch --leader-elect --metrics-addr=:8080
+
+  # Tell whoever deletes a namespace that would stick, in their terminal (out of the cluster)
+  kubectl ns-doctor watch --guard=warn --guard-addr=127.0.0.1:8443
 
   # Janitor for CI namespaces, planning only (server dry runs) until --purge-force
   kubectl ns-doctor watch --purge-selector=ci=true --purge-after=30m --remove-finalizers='example.com/*'`,
@@ -117,6 +132,8 @@ Exit codes: 0 stopped by a signal, 2 bad usage, 1 error (a metrics address in us
 	}
 	o.Ordering.addFlag(cmd)
 	o.addFlags(cmd.Flags())
+	o.Guard.addFlags(cmd.Flags())
+	registerGuardCompletions(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -175,6 +192,9 @@ func (o *WatchOptions) Validate(fs *pflag.FlagSet) error {
 	if err := o.Ordering.validate(); err != nil {
 		return err
 	}
+	if err := o.Guard.validate(fs); err != nil {
+		return err
+	}
 	return o.validateJanitor(fs)
 }
 
@@ -222,9 +242,16 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 		return err
 	}
 	metrics := watch.NewMetrics()
+	var checks []watch.HealthCheck
+	if o.LeaderElect {
+		// kube-controller-manager's tolerance: a leader that has not
+		// renewed its Lease for 20s past its expiry is not healthy.
+		o.Leader.WatchDog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+		checks = append(checks, o.Leader.WatchDog)
+	}
 	var srv *watch.Server
 	if o.MetricsAddr != "0" {
-		if srv, err = watch.Listen(o.MetricsAddr, metrics); err != nil {
+		if srv, err = watch.Listen(o.MetricsAddr, metrics, checks...); err != nil {
 			return fmt.Errorf("%w: choose a free address with --metrics-addr (0 serves none)", err)
 		}
 	}
@@ -238,7 +265,27 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := o.watcher(ctx, clients, metrics)
+	opts := inspect.Options{Grace: o.Grace, Ordering: o.Ordering.resolve(clients)}
+	var guarding *runningGuard
+	if o.Guard.on() {
+		if guarding, err = o.startGuard(ctx, clients, metrics, opts); err != nil {
+			return err
+		}
+		defer guarding.undo()
+	}
+	guardServed := make(chan error, 1)
+	if guarding != nil {
+		// A guard that stops serving ends the watch: its webhook would
+		// fail open from then on, unnoticed.
+		go func() {
+			err := guarding.serve(ctx)
+			if err != nil {
+				cancel()
+			}
+			guardServed <- err
+		}()
+	}
+	w := o.watcher(ctx, clients, metrics, opts)
 	serveErr := make(chan error, 1)
 	if srv != nil {
 		go func() { serveErr <- srv.Serve(ctx) }()
@@ -249,7 +296,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	if srv != nil {
 		srv.Ready()
 	}
-	o.notice("%s", o.startWords(srv))
+	o.notice("%s", o.startWords(srv, guarding))
 	err = o.work(ctx, clients, w, metrics)
 	cancel()
 	if srv != nil {
@@ -257,19 +304,22 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 			err = serr
 		}
 	}
+	if guarding != nil {
+		if gerr := <-guardServed; err == nil {
+			err = gerr
+		}
+	}
 	return err
 }
 
 // watcher builds the controller and where its findings go.
-func (o *WatchOptions) watcher(ctx context.Context, clients *kube.Clients, metrics *watch.Metrics) *watch.Watcher {
+func (o *WatchOptions) watcher(ctx context.Context, clients *kube.Clients, metrics *watch.Metrics, inspectOpts inspect.Options) *watch.Watcher {
 	recorder, _ := watch.NewRecorder(ctx, clients.Kube.CoreV1(), metrics, func(err error) {
 		o.notice("warning: cannot record Events (%s); the diagnoses go on, in the metrics and here; grant create/patch on events (deploy/10-rbac.yaml)", oneLine(firstLine(err.Error())))
 	})
-	ordering := o.Ordering.resolve(clients)
-	opts := watch.Options{After: o.After, Resync: o.Resync, Workers: o.Workers,
-		Inspect: inspect.Options{Grace: o.Grace, Ordering: ordering}, Janitor: o.janitor}
+	opts := watch.Options{After: o.After, Resync: o.Resync, Workers: o.Workers, Inspect: inspectOpts, Janitor: o.janitor}
 	if o.janitor != nil {
-		o.janitor.Purge.OrderedDeletion = ordering
+		o.janitor.Purge.OrderedDeletion = inspectOpts.Ordering
 		o.janitor.Purge.Context, o.janitor.Purge.Cluster = target(o.factory, o.flags)
 	}
 	return &watch.Watcher{Clients: clients, Opts: opts, Words: printer.WatchWords{}, Metrics: metrics, Recorder: recorder, OnChange: o.print}
@@ -345,10 +395,13 @@ func (o *WatchOptions) notice(format string, args ...any) {
 	_, _ = fmt.Fprintf(o.ErrOut, format+"\n", args...)
 }
 
-func (o *WatchOptions) startWords(srv *watch.Server) string {
+func (o *WatchOptions) startWords(srv *watch.Server, guarding *runningGuard) string {
 	words := fmt.Sprintf("watching namespaces: diagnosing those terminating for %s, again every %s", o.After, o.Resync)
 	if srv != nil {
 		words += "; metrics on http://" + srv.Addr() + "/metrics"
+	}
+	if guarding != nil {
+		words += fmt.Sprintf("; guard (%s, budget %s) serving at %s, webhook configuration %s", o.Guard.Mode, o.Guard.Timeout, guarding.where, o.Guard.Configuration)
 	}
 	if o.janitor != nil {
 		words += "; " + o.janitor.String()

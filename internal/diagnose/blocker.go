@@ -114,6 +114,9 @@ type FinalizerFacts struct {
 	// GoneRefs are the objects of the namespace the holders' specs name
 	// that are gone (their credentials, often).
 	GoneRefs []GoneRef
+	// Held names the first objects carrying the finalizers
+	// (namespace/name for a CRD's instances across namespaces).
+	Held []string
 }
 
 // ForegroundWait is an owner waiting (foregroundDeletion) for a dependent.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -176,6 +177,7 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 	}
 	facts.CannotFinish = cannotFinishOf(obs, gvr)
 	facts.GoneRefs = goneRefsOf(holdersOf(obs), resourceName(gvr))
+	facts.Held = heldBy(obs.Snapshot.Lists[gvr])
 	subject := strings.Join(names, ",")
 	b := Blocker{Kind: BlockerFinalizers, Subject: subject, Facts: facts,
 		Actions: []Action{{Kind: ActionCheckOwner, Namespace: namespace, Target: subject},
@@ -187,6 +189,20 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 		b.Kind, b.Actions = BlockerOwnerCannotFinish, cannotFinishActions(namespace, subject, facts.CannotFinish)
 	}
 	return b
+}
+
+// heldBy names the first objects of a list that carry finalizers.
+func heldBy(list *metav1.PartialObjectMetadataList) []string {
+	var out []string
+	if list == nil {
+		return nil
+	}
+	for _, item := range list.Items {
+		if len(item.Finalizers) > 0 && len(out) < MaxExamples {
+			out = append(out, item.Name)
+		}
+	}
+	return out
 }
 
 // waitedLongEnough tells whether content waiting for finalizers has waited

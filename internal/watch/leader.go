@@ -18,6 +18,9 @@ type LeaderElection struct {
 	LeaseDuration             time.Duration
 	RenewDeadline             time.Duration
 	RetryPeriod               time.Duration
+	// WatchDog, when set, tells /healthz whether a leader still renews
+	// its Lease (leaderelection.NewLeaderHealthzAdaptor).
+	WatchDog *leaderelection.HealthzAdaptor
 }
 
 // Lead runs work while this replica holds the Lease, and returns when ctx
@@ -38,6 +41,7 @@ func (le LeaderElection) Lead(ctx context.Context, clients *kube.Clients, work f
 		RetryPeriod:     le.RetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            le.Name,
+		WatchDog:        le.WatchDog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				leading(true)

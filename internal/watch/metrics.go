@@ -38,8 +38,9 @@ var (
 		"1 per blocker of a terminating namespace: its kind and what it names (subject).", []string{"namespace", "kind", "subject"}, nil)
 )
 
-// NewMetrics registers watch's metrics, and the Go runtime's and the
-// process's, in a new registry.
+// NewMetrics registers watch's metrics, the Go runtime's and the
+// process's, and client-go's work queue and leader election metrics
+// (clientmetrics.go), in a new registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
@@ -62,6 +63,7 @@ func NewMetrics() *Metrics {
 	}
 	m.Registry.MustRegister(m.duration, m.errors, m.janitor, m.leader, m.eventErrors, m,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(sharedClientMetrics().collectors()...)
 	return m
 }
 

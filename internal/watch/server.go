@@ -19,9 +19,18 @@ type Server struct {
 	ready atomic.Bool
 }
 
+// HealthCheck is one check of /healthz, as k8s.io/apiserver's healthz
+// checkers are (client-go's leaderelection.HealthzAdaptor is one).
+type HealthCheck interface {
+	Name() string
+	Check(*http.Request) error
+}
+
 // Listen binds addr at once, so that an address in use is an error before
-// anything else starts.
-func Listen(addr string, m *Metrics) (*Server, error) {
+// anything else starts. /healthz fails while a check fails: the leader
+// election's, as kube-controller-manager's, says a leader that stopped
+// renewing its Lease is not healthy.
+func Listen(addr string, m *Metrics, checks ...HealthCheck) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, errors.Unwrap(err))
@@ -29,7 +38,15 @@ func Listen(addr string, m *Metrics) (*Server, error) {
 	s := &Server{ln: ln}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		for _, c := range checks {
+			if err := c.Check(r); err != nil {
+				http.Error(w, fmt.Sprintf("[-]%s failed: %v", c.Name(), err), http.StatusInternalServerError)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	// A standby is ready too: it serves its metrics, and a rolling update
 	// waits for every replica to be ready.
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

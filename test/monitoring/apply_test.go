@@ -17,7 +17,9 @@ const watchSA = "system:serviceaccount:ns-doctor:ns-doctor-watch"
 // schemas, strict field validation, Pod Security, RBAC escalation checks),
 // installs the read-only watch for real and checks what its
 // ServiceAccount may do, then switches the janitor on and off as
-// deploy/README.md says.
+// deploy/README.md says, and the deletion guard as docs/guard.md says.
+// cert-manager's CRDs come from its Go module (CertManagerVersion), for
+// deploy/guard/cert-manager/.
 func TestManifestsApply(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -30,6 +32,7 @@ func TestManifestsApply(t *testing.T) {
 	mustKubectl(t, "apply", "--server-side", "-f", crds.PrometheusRules, "-f", crds.ServiceMonitors)
 	mustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/servicemonitors.monitoring.coreos.com")
+	installCertManagerCRDs(t)
 
 	// A server dry run creates no namespace, and the namespaced objects
 	// need theirs: it alone is created for real first.
@@ -39,6 +42,9 @@ func TestManifestsApply(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/ns-doctor-watch", "deployment.apps/ns-doctor-watch",
 		"service/ns-doctor-watch-metrics", "prometheusrule.monitoring.coreos.com/ns-doctor",
 		"servicemonitor.monitoring.coreos.com/ns-doctor-watch", "clusterrole.rbac.authorization.k8s.io/ns-doctor-janitor",
+		"validatingwebhookconfiguration.admissionregistration.k8s.io/ns-doctor-guard", "service/ns-doctor-guard",
+		"role.rbac.authorization.k8s.io/ns-doctor-guard", "clusterrole.rbac.authorization.k8s.io/ns-doctor-guard",
+		"issuer.cert-manager.io/ns-doctor-guard", "certificate.cert-manager.io/ns-doctor-guard",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply --dry-run=server -f deploy/ -R did not apply %s:\n%s", want, out)
@@ -47,7 +53,7 @@ func TestManifestsApply(t *testing.T) {
 
 	// `kubectl apply -f deploy/`: the read-only watch, not the subfolders.
 	out = mustKubectl(t, "apply", "-f", "deploy/")
-	if strings.Contains(out, "janitor") || strings.Contains(out, "monitoring.coreos.com") {
+	if strings.Contains(out, "janitor") || strings.Contains(out, "monitoring.coreos.com") || strings.Contains(out, "guard") {
 		t.Errorf("kubectl apply -f deploy/ went into the subfolders:\n%s", out)
 	}
 	mustKubectl(t, "apply", "-f", "deploy/monitoring/")
@@ -94,6 +100,9 @@ func TestManifestsApply(t *testing.T) {
 		t.Errorf("after re-applying deploy/20-deployment.yaml, the watch keeps its volumes %q", volumes)
 	}
 	can(false, "delete", "namespaces")
+
+	// The guard on, and off again (docs/guard.md).
+	applyGuard(t, can)
 }
 
 func deploymentArgs(t *testing.T) []string {

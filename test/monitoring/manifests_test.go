@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -122,6 +123,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		"Service": func() any { return &corev1.Service{} }, "Deployment": func() any { return &appsv1.Deployment{} },
 		"ClusterRole": func() any { return &rbacv1.ClusterRole{} }, "ClusterRoleBinding": func() any { return &rbacv1.ClusterRoleBinding{} },
 		"Role": func() any { return &rbacv1.Role{} }, "RoleBinding": func() any { return &rbacv1.RoleBinding{} },
+		"ValidatingWebhookConfiguration": func() any { return &admissionregv1.ValidatingWebhookConfiguration{} },
 	}
 	var kinds []string
 	for _, file := range deployFiles(t) {
@@ -136,12 +138,17 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 				if !strings.HasPrefix(file, "deploy/monitoring/") {
 					t.Errorf("%s: %s %s belongs in deploy/monitoring/, which users without the Prometheus Operator skip", file, o.kind, o.name)
 				}
+			case o.kind == "Issuer" || o.kind == "Certificate":
+				if !strings.HasPrefix(file, "deploy/guard/cert-manager/") {
+					t.Errorf("%s: %s %s belongs in deploy/guard/cert-manager/, which users without cert-manager skip", file, o.kind, o.name)
+				}
 			default:
 				t.Errorf("%s: unexpected %s %q", file, o.kind, o.name)
 			}
 		}
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PrometheusRule", "ServiceMonitor"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "PrometheusRule", "ServiceMonitor",
+		"ValidatingWebhookConfiguration", "Issuer", "Certificate"} {
 		if !slices.Contains(kinds, k) {
 			t.Errorf("deploy/ has no %s", k)
 		}
@@ -193,6 +200,9 @@ func TestWatchDeployment(t *testing.T) {
 	}
 	if i := slices.IndexFunc(c.Args, isJanitorFlag); i >= 0 {
 		t.Errorf("the read-only watch has the janitor's flag %s", c.Args[i])
+	}
+	if i := slices.IndexFunc(c.Args, isGuardFlag); i >= 0 {
+		t.Errorf("the watch without the guard has the guard's flag %s", c.Args[i])
 	}
 	env := map[string]string{}
 	for _, e := range c.Env {

@@ -32,7 +32,7 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 	plugintest.Must(t, os.WriteFile(filepath.Join(dir, "rules_test.yaml"), tests, 0o644))
 
 	check := plugintest.Command(t, dir, 2*time.Minute, nil, bin, "check", "rules", "nsdoctor-rules.yaml")
-	if check.Code != 0 || !strings.Contains(check.Stdout, "SUCCESS: 2 rules found") {
+	if check.Code != 0 || !strings.Contains(check.Stdout, "SUCCESS: 3 rules found") {
 		t.Errorf("promtool check rules %s: exit %d\n%s%s", prometheusRule, check.Code, check.Stdout, check.Stderr)
 	}
 	unit := plugintest.Command(t, dir, 2*time.Minute, nil, bin, "test", "rules", "rules_test.yaml")

@@ -43,6 +43,18 @@ func TestWatchLeaderElection(t *testing.T) {
 		return len(first.series(t, "nsdoctor_leader", "nsdoctor_leader 1")) == 1 &&
 			len(first.series(t, "nsdoctor_namespace_blocker", label)) > 0, nil
 	})
+	// client-go's own metrics, on the watch's registry: leader election's
+	// (leaderelection.SetProvider) and the work queue's (workqueue.SetProvider);
+	// /healthz asks the leader election's HealthzAdaptor.
+	if got := first.series(t, "leader_election_master_status", `name="ns-doctor-watch"`); len(got) != 1 || !strings.HasSuffix(got[0], " 1") {
+		t.Errorf("the leader exports %v, want leader_election_master_status{name=\"ns-doctor-watch\"} 1", got)
+	}
+	if got := first.series(t, "workqueue_adds_total", `name="namespaces"`); len(got) != 1 || strings.HasSuffix(got[0], " 0") {
+		t.Errorf("the leader exports %v, want workqueue_adds_total{name=\"namespaces\"} above 0", got)
+	}
+	if code, body := first.get(t, "/healthz"); code != 200 || body != "ok" {
+		t.Errorf("the leader's /healthz: %d %q", code, body)
+	}
 	second := startWatch(t, kubeconfig, args...)
 	// The standby: ready, waiting, exporting no diagnosis while the first
 	// renews (three retry periods and more).
@@ -68,6 +80,9 @@ func TestWatchLeaderElection(t *testing.T) {
 		return len(second.series(t, "nsdoctor_leader", "nsdoctor_leader 1")) == 1 &&
 			len(second.series(t, "nsdoctor_namespace_blocker", label, `kind="FinalizersRemaining"`)) > 0, nil
 	})
+	if got := second.series(t, "leader_election_master_status", `name="ns-doctor-watch"`); len(got) != 1 || !strings.HasSuffix(got[0], " 1") {
+		t.Errorf("the new leader exports %v, want leader_election_master_status 1", got)
+	}
 	lease, err := cluster.Kube.CoordinationV1().Leases("ns-doctor").Get(ctx, "ns-doctor-watch", metav1.GetOptions{})
 	must(t, err)
 	m := identityLine.FindStringSubmatch(second.stderr.String())

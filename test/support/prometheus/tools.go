@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/ns-doctor/ns-doctor/test/support/gomod"
 )
 
 // Tools are the paths of the pinned Prometheus server and promtool.
@@ -77,27 +79,13 @@ type OperatorCRDs struct {
 
 // DownloadOperatorCRDs gets the Prometheus Operator module at
 // OperatorVersion through the Go module proxy (or the module cache) and
-// returns its CRD manifests. It runs `go mod download` in a throwaway
-// folder with no go.mod, so no go.mod or go.sum of the project changes.
+// returns its CRD manifests.
 func DownloadOperatorCRDs(ctx context.Context) (OperatorCRDs, error) {
-	tmp, err := os.MkdirTemp("", "ns-doctor-modcache-")
+	dir, err := gomod.Dir(ctx, "github.com/prometheus-operator/prometheus-operator@"+OperatorVersion)
 	if err != nil {
 		return OperatorCRDs{}, err
 	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	const module = "github.com/prometheus-operator/prometheus-operator@" + OperatorVersion
-	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	// -json reports a module's own error in the JSON, with exit status 1.
-	runErr := cmd.Run()
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out.Bytes(), &info); err != nil || info.Error != "" || info.Dir == "" {
-		return OperatorCRDs{}, fmt.Errorf("go mod download %s: %v %s%s", module, runErr, info.Error, errOut.String())
-	}
-	dir := filepath.Join(info.Dir, "example", "prometheus-operator-crd")
+	dir = filepath.Join(dir, "example", "prometheus-operator-crd")
 	crds := OperatorCRDs{
 		PrometheusRules: filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
 		ServiceMonitors: filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
