@@ -66,7 +66,9 @@ func TestWaitTimesOutWithTheReport(t *testing.T) {
 }
 
 // Released while explain waits, the namespace goes, and --wait returns 0
-// within a second of it going.
+// when it goes (its watch sees it), long before --wait's 3 minutes. How
+// soon exactly is not a test's business: under the race detector, on a
+// loaded machine, a second was once 1.3 s.
 func TestWaitReturnsWhenReleased(t *testing.T) {
 	ctx := context.Background()
 	name := heldNamespace(t)
@@ -91,7 +93,7 @@ func TestWaitReturnsWhenReleased(t *testing.T) {
 	}
 	select {
 	case ended := <-done:
-		if lag := ended.Sub(gone); lag > time.Second || cmd.ProcessState.ExitCode() != 0 {
+		if lag := ended.Sub(gone); lag > 15*time.Second || cmd.ProcessState.ExitCode() != 0 {
 			t.Errorf("explain --wait ended %s after the namespace went, exit %d", lag, cmd.ProcessState.ExitCode())
 		}
 	case <-time.After(30 * time.Second):
