@@ -92,10 +92,15 @@ cluster-down:
 
 # goreleaser v2 at the pinned version (hack/install-goreleaser.sh): the
 # config, then the six archives and checksums.txt in dist/ (`release
-# --snapshot` publishes nothing). test/distribution, part of `make test`,
-# does the same into a temp dir and installs the result the way krew does.
+# --snapshot` publishes nothing). Then test/distribution's snapshot test
+# over every platform (NSDOCTOR_RELEASE_MATRIX=all): each platform of the
+# krew manifest has its archive and checksum, krew-index's validator
+# installs them all, and the real krew installs each one. `make test` runs
+# that test on two platforms only: this machine's and windows.
 release-check:
 	@gr=$$(bash hack/install-goreleaser.sh) && $$gr check && $$gr release --snapshot --clean --skip=docker
+	@bin_dir=$$(bash hack/build-controlplane.sh) && bash hack/install-krew.sh >/dev/null && \
+	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir NSDOCTOR_RELEASE_MATRIX=all $(GO) test -count=1 -timeout 60m -run '^TestSnapshotInstallsLikeKrew$$' ./test/distribution
 
 clean:
 	rm -rf bin dist

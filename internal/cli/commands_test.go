@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,10 @@ type fakeFactory struct {
 }
 
 func (f fakeFactory) Clients() (*kube.Clients, error) { return f.cluster.Clients(), nil }
+
+func (fakeFactory) ClientsFor(*genericclioptions.ConfigFlags) (*kube.Clients, error) {
+	return nil, errors.New("one cluster only: use fleetFactory for --all-contexts and --contexts")
+}
 
 // runFake runs ns-doctor in-process against c.
 func runFake(t *testing.T, c *kubetest.Cluster, args ...string) (int, string, string) {

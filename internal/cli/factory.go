@@ -11,6 +11,10 @@ import (
 type Factory interface {
 	genericclioptions.RESTClientGetter
 	Clients() (*kube.Clients, error)
+	// ClientsFor builds the clients of one context of a fleet
+	// (--all-contexts, --contexts) from the connection flags the command
+	// made for it (contextFlags).
+	ClientsFor(flags *genericclioptions.ConfigFlags) (*kube.Clients, error)
 }
 
 // flagsFactory builds real clients from kubectl's connection flags.
@@ -19,6 +23,10 @@ type flagsFactory struct {
 }
 
 func (f flagsFactory) Clients() (*kube.Clients, error) { return kube.NewClients(f.ConfigFlags) }
+
+func (flagsFactory) ClientsFor(flags *genericclioptions.ConfigFlags) (*kube.Clients, error) {
+	return kube.NewClients(flags)
+}
 
 // target names the kubeconfig context and cluster a command talks to.
 func target(getter genericclioptions.RESTClientGetter, flags *genericclioptions.ConfigFlags) (string, string) {

@@ -36,8 +36,8 @@ func (f *fleetFlags) addFlags(fs interface {
 
 func (f *fleetFlags) on() bool { return f.all || len(f.patterns) > 0 }
 
-// validate refuses the connection flags that name one cluster: they would
-// apply to every context.
+// validate refuses the connection flags a fleet cannot apply to every
+// context (connectionFlags), naming the first given.
 func (f *fleetFlags) validate(flags *genericclioptions.ConfigFlags) error {
 	if !f.on() {
 		return nil
@@ -45,19 +45,18 @@ func (f *fleetFlags) validate(flags *genericclioptions.ConfigFlags) error {
 	if f.all && len(f.patterns) > 0 {
 		return usageErrorf("--all-contexts and --contexts: choose one")
 	}
-	for name, v := range map[string]*string{"--context": flags.Context, "--cluster": flags.ClusterName, "--user": flags.AuthInfoName,
-		"--server": flags.APIServer, "--token": flags.BearerToken, "--namespace": flags.Namespace} {
-		if v != nil && *v != "" {
-			return usageErrorf("%s names one cluster; with --all-contexts or --contexts each context gives its own", name)
+	for _, c := range connectionFlags {
+		if c.refused != "" && given(c.field(flags)) {
+			return usageErrorf("--%s with --all-contexts or --contexts: %s", c.name, c.refused)
 		}
 	}
 	return nil
 }
 
-// contexts are the chosen contexts; none matching is a usage error that
-// lists the kubeconfig's.
-func (f *fleetFlags) contexts(flags *genericclioptions.ConfigFlags) ([]fleet.Context, error) {
-	raw, err := flags.ToRawKubeConfigLoader().RawConfig()
+// contexts are the chosen contexts, from the kubeconfig the factory
+// reads; none matching is a usage error that lists the kubeconfig's.
+func (f *fleetFlags) contexts(getter genericclioptions.RESTClientGetter) ([]fleet.Context, error) {
+	raw, err := getter.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
 	}
@@ -76,13 +75,109 @@ func (f *fleetFlags) contexts(flags *genericclioptions.ConfigFlags) ([]fleet.Con
 	return chosen, nil
 }
 
-// contextFlags are the user's connection flags, for one context: the
-// kubeconfig, timeout and impersonation apply to every cluster.
+// connectionFlag is what a fleet does with one of kubectl's connection
+// flags (genericclioptions.ConfigFlags): apply it to every context, or
+// refuse it. TestEveryConnectionFlagIsAppliedOrRefused walks the flags
+// ConfigFlags.AddFlags registers, so one that a newer cli-runtime adds
+// cannot be dropped silently.
+type connectionFlag struct {
+	name string
+	// field is the address of the ConfigFlags field the flag sets.
+	field func(*genericclioptions.ConfigFlags) any
+	// refused says why the flag cannot go to every context and what to do
+	// instead; empty, the flag applies to each context.
+	refused string
+}
+
+// connectionFlags is the one decision per connection flag. What applies
+// is the same for every cluster: where the contexts come from, settings
+// of this client, and an identity each cluster's API server resolves on
+// its own. What is refused names one context, cluster, server or
+// namespace, or is one cluster's trust or credential: sent to every
+// cluster it would be wrong for all but one of them, and a credential
+// would be shown to servers it was never meant for. Each context's own
+// comes from the kubeconfig.
+var connectionFlags = []connectionFlag{
+	{name: "kubeconfig", field: func(f *genericclioptions.ConfigFlags) any { return &f.KubeConfig }},
+	// The discovery cache is kept per server inside it.
+	{name: "cache-dir", field: func(f *genericclioptions.ConfigFlags) any { return &f.CacheDir }},
+	// Per request, per cluster (fleetTimeout when not given).
+	{name: "request-timeout", field: func(f *genericclioptions.ConfigFlags) any { return &f.Timeout }},
+	{name: "disable-compression", field: func(f *genericclioptions.ConfigFlags) any { return &f.DisableCompression }},
+	// The user's explicit choice for this client, as kubectl applies it
+	// over any kubeconfig entry.
+	{name: "insecure-skip-tls-verify", field: func(f *genericclioptions.ConfigFlags) any { return &f.Insecure }},
+	// Impersonation names a user, groups and extras, not a credential:
+	// each cluster authorizes it (or answers Forbidden, in its own row).
+	{name: "as", field: func(f *genericclioptions.ConfigFlags) any { return &f.Impersonate }},
+	{name: "as-uid", field: func(f *genericclioptions.ConfigFlags) any { return &f.ImpersonateUID }},
+	{name: "as-group", field: func(f *genericclioptions.ConfigFlags) any { return &f.ImpersonateGroup }},
+	{name: "as-user-extra", field: func(f *genericclioptions.ConfigFlags) any { return &f.ImpersonateUserExtra }},
+
+	{name: "context", field: func(f *genericclioptions.ConfigFlags) any { return &f.Context },
+		refused: "it names one context, and they choose the contexts; drop --context, or give --contexts=NAME"},
+	{name: "cluster", field: func(f *genericclioptions.ConfigFlags) any { return &f.ClusterName },
+		refused: "it names one kubeconfig cluster, and each context names its own; drop it, or choose that cluster's contexts with --contexts"},
+	{name: "user", field: func(f *genericclioptions.ConfigFlags) any { return &f.AuthInfoName },
+		refused: "it names one kubeconfig user, and each context names its own; drop it, or set the user in the kubeconfig's contexts"},
+	{name: "server", field: func(f *genericclioptions.ConfigFlags) any { return &f.APIServer },
+		refused: "it is one API server, and each context's cluster gives its own; drop it"},
+	{name: "tls-server-name", field: func(f *genericclioptions.ConfigFlags) any { return &f.TLSServerName },
+		refused: "it is the name on one server's certificate; set tls-server-name on that cluster in the kubeconfig instead"},
+	{name: "certificate-authority", field: func(f *genericclioptions.ConfigFlags) any { return &f.CAFile },
+		refused: "a CA file belongs to one cluster; set certificate-authority on that cluster in the kubeconfig instead"},
+	{name: "client-certificate", field: func(f *genericclioptions.ConfigFlags) any { return &f.CertFile },
+		refused: "a client certificate belongs to one cluster; set client-certificate on that context's user in the kubeconfig instead"},
+	{name: "client-key", field: func(f *genericclioptions.ConfigFlags) any { return &f.KeyFile },
+		refused: "a client key belongs to one cluster; set client-key on that context's user in the kubeconfig instead"},
+	{name: "token", field: func(f *genericclioptions.ConfigFlags) any { return &f.BearerToken },
+		refused: "a token belongs to one cluster and would be sent to all; set token on that context's user in the kubeconfig instead"},
+	{name: "username", field: func(f *genericclioptions.ConfigFlags) any { return &f.Username },
+		refused: "basic authentication belongs to one cluster; set username on that context's user in the kubeconfig instead"},
+	{name: "password", field: func(f *genericclioptions.ConfigFlags) any { return &f.Password },
+		refused: "a password belongs to one cluster and would be sent to all; set it on that context's user in the kubeconfig instead"},
+	{name: "namespace", field: func(f *genericclioptions.ConfigFlags) any { return &f.Namespace },
+		refused: "it names one namespace; choose the namespaces of each cluster with -l SELECTOR"},
+}
+
+// given says whether a ConfigFlags field (the address field returns) holds
+// a value the user gave.
+func given(field any) bool {
+	switch p := field.(type) {
+	case **string:
+		return *p != nil && **p != ""
+	case **bool:
+		return *p != nil && **p
+	case **[]string:
+		return *p != nil && len(**p) > 0
+	}
+	return false
+}
+
+// copyField sets the ConfigFlags field dst to src's value (addresses as
+// field returns them); the values are shared, as they are only read.
+func copyField(dst, src any) {
+	switch d := dst.(type) {
+	case **string:
+		*d = *src.(**string)
+	case **bool:
+		*d = *src.(**bool)
+	case **[]string:
+		*d = *src.(**[]string)
+	}
+}
+
+// contextFlags are the connection flags of one context of a fleet: those
+// connectionFlags applies, copied, with the context named; the refused
+// ones never get here (validate).
 func contextFlags(flags *genericclioptions.ConfigFlags, name string) *genericclioptions.ConfigFlags {
 	out := genericclioptions.NewConfigFlags(false)
-	out.KubeConfig, out.CacheDir, out.Impersonate, out.ImpersonateUID = flags.KubeConfig, flags.CacheDir, flags.Impersonate, flags.ImpersonateUID
-	out.ImpersonateGroup, out.ImpersonateUserExtra, out.DisableCompression = flags.ImpersonateGroup, flags.ImpersonateUserExtra, flags.DisableCompression
-	out.Insecure, out.WrapConfigFn = flags.Insecure, flags.WrapConfigFn
+	for _, c := range connectionFlags {
+		if c.refused == "" {
+			copyField(c.field(out), c.field(flags))
+		}
+	}
+	out.WrapConfigFn = flags.WrapConfigFn
 	timeout := fleetTimeout
 	if flags.Timeout != nil && *flags.Timeout != "" && *flags.Timeout != "0" {
 		timeout = *flags.Timeout
@@ -94,12 +189,12 @@ func contextFlags(flags *genericclioptions.ConfigFlags, name string) *genericcli
 // runFleet explains every terminating namespace (or -l's) of each chosen
 // cluster, at once, and prints one list.
 func (o *ExplainOptions) runFleet(ctx context.Context) error {
-	chosen, err := o.Fleet.contexts(o.flags)
+	chosen, err := o.Fleet.contexts(o.factory)
 	if err != nil {
 		return err
 	}
 	results := fleet.Read(ctx, chosen, func(ctx context.Context, c fleet.Context) ([]diagnose.Report, error) {
-		clients, err := kube.NewClients(contextFlags(o.flags, c.Name))
+		clients, err := o.factory.ClientsFor(contextFlags(o.flags, c.Name))
 		if err != nil {
 			return nil, err
 		}

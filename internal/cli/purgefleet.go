@@ -30,7 +30,7 @@ type clusterPurge struct {
 // chosen cluster: every cluster is read first, one confirmation names
 // them all, then each cluster runs on its own, at once.
 func (o *PurgeOptions) runFleet(ctx context.Context) error {
-	chosen, err := o.Fleet.contexts(o.flags)
+	chosen, err := o.Fleet.contexts(o.factory)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (o *PurgeOptions) readFleet(ctx context.Context, chosen []fleet.Context) []
 		out[i] = &clusterPurge{Context: c}
 		g.Go(func() error {
 			cp := out[i]
-			if cp.clients, cp.err = kube.NewClients(contextFlags(o.flags, c.Name)); cp.err == nil {
+			if cp.clients, cp.err = o.factory.ClientsFor(contextFlags(o.flags, c.Name)); cp.err == nil {
 				cp.names, cp.err = o.chosen(ctx, cp.clients)
 			}
 			return nil

@@ -25,23 +25,29 @@ import (
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
-// TestSnapshotInstallsLikeKrew builds the release archives with the pinned
-// goreleaser, renders krew/.krew.yaml for them as krew-release-bot would,
-// serves them over HTTP as a release would, and has krew-index's own
-// validator install every platform through the real krew. Then the real
-// krew installs each archive (KREW_OS/KREW_ARCH for the other platforms)
-// with --manifest and --archive, and the one for this machine runs through
-// the real kubectl, with the shipped completion shim.
+// TestSnapshotInstallsLikeKrew builds release archives with the pinned
+// goreleaser from .goreleaser.yaml, for this machine's platform and one
+// other (snapshotPlatforms: every platform with NSDOCTOR_RELEASE_MATRIX=all,
+// as make release-check runs it), renders krew/.krew.yaml for them as
+// krew-release-bot would, serves them over HTTP as a release would, and has
+// krew-index's own validator install each platform built through the real
+// krew. Then the real krew installs each archive (KREW_OS/KREW_ARCH for the
+// other platform) with --manifest and --archive, choosing it among all the
+// manifest's platforms, and the one for this machine runs through the real
+// kubectl, with the shipped completion shim.
 func TestSnapshotInstallsLikeKrew(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds goreleaser and six release archives (minutes)")
+		t.Skip("builds goreleaser and release archives (minutes)")
 	}
 	krew := installKrew(t)
 	gr := installGoreleaser(t)
 	if r := command(t, 5*time.Minute, nil, gr, "check"); r.Code != 0 {
 		t.Fatalf("goreleaser check: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	dist := snapshot(t, gr)
+	cfg := goreleaserConfig(t)
+	matrix := releaseMatrix(t, cfg)
+	built := snapshotPlatforms(t, matrix)
+	dist := snapshot(t, gr, cfg, built, len(built) < len(matrix))
 
 	var meta struct{ Version, Commit string }
 	readJSON(t, filepath.Join(dist, "metadata.json"), &meta)
@@ -51,32 +57,64 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 	sums := checksums(t, dist)
 	archives := archiveArtifacts(t, dist)
 	slices.SortFunc(archives, func(a, b archiveArtifact) int { return strings.Compare(a.Name, b.Name) })
-	if len(archives) != 6 {
-		t.Fatalf("%d archives, want 6 (linux, darwin, windows on amd64 and arm64): %+v", len(archives), archives)
+	// goreleaser makes, for the platforms built, the very archive names
+	// TestReleaseMatrixMatchesKrewManifest expects for every platform.
+	names := map[string]platform{} // archive name -> platform, every one the config makes
+	for _, p := range matrix {
+		names[archiveName(t, cfg, p, meta.Version)] = p
+	}
+	got, want := map[string]platform{}, map[string]platform{}
+	for _, a := range archives {
+		got[a.Name] = platform{a.Goos, a.Goarch}
+	}
+	for name, p := range names {
+		if slices.Contains(built, p) {
+			want[name] = p
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("goreleaser made the archives %v, want %v (the platforms %v)", got, want, built)
 	}
 
 	// The bot renders from the release tag; each URL must name an archive
-	// goreleaser made, whose checksum the manifest then carries. The
-	// archives are served over HTTP, as GitHub serves a release's assets.
+	// the config makes, and for those built here one whose checksum the
+	// manifest then carries. They are served over HTTP, as GitHub serves a
+	// release's assets; the others keep their release URL and the
+	// placeholder sha256 of plugins/ns-doctor.yaml.
 	release := httptest.NewServer(http.FileServer(http.Dir(dist)))
 	t.Cleanup(release.Close)
 	tag := "v" + meta.Version
 	urls := map[string]string{} // archive name -> release URL
 	rendered := renderTemplate(t, tag, func(url string) (string, string, error) {
 		name := url[strings.LastIndex(url, "/")+1:]
-		sha, ok := sums[name]
-		if !ok {
-			return "", "", fmt.Errorf("the template's URL %s names no archive of the snapshot (checksums.txt: %v)", url, slices.Sorted(maps.Keys(sums)))
+		if _, ok := names[name]; !ok {
+			return "", "", fmt.Errorf("the template's URL %s names no archive .goreleaser.yaml makes (%v)", url, slices.Sorted(maps.Keys(names)))
 		}
 		urls[name] = url
+		if _, ok := want[name]; !ok {
+			return url, placeholderSHA256, nil
+		}
+		sha, ok := sums[name]
+		if !ok {
+			return "", "", fmt.Errorf("checksums.txt has no line for %s (it has %v)", name, slices.Sorted(maps.Keys(sums)))
+		}
 		return release.URL + "/" + name, sha, nil
 	})
 	manifestFile := filepath.Join(t.TempDir(), "ns-doctor.yaml")
 	plugintest.Must(t, os.WriteFile(manifestFile, rendered, 0o644))
-	if r := krew.validateManifest(t, manifestFile, true); r.Code != 0 {
-		t.Fatalf("validate-krew-manifest, installing every platform: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
 	m := readManifest(t, rendered)
+	installable := manifestFile
+	if len(built) < len(matrix) {
+		// The validator installs every platform of a manifest: here, one
+		// with the platforms built; the whole one is validated without.
+		if r := krew.validateManifest(t, manifestFile, false); r.Code != 0 {
+			t.Fatalf("validate-krew-manifest -skip-install: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		installable = writeManifest(t, withPlatforms(m, func(p map[string]any) bool { return strings.HasPrefix(fmt.Sprint(p["uri"]), release.URL+"/") }))
+	}
+	if r := krew.validateManifest(t, installable, true); r.Code != 0 {
+		t.Fatalf("validate-krew-manifest, installing every platform built: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
 	if got := m["spec"].(map[string]any)["version"]; got != tag {
 		t.Errorf("spec.version %v, want %s", got, tag)
 	}
@@ -89,15 +127,12 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 
 	for _, a := range archives {
 		t.Run(a.Goos+"-"+a.Goarch, func(t *testing.T) {
-			if want := "https://github.com/ns-doctor/ns-doctor/releases/download/" + tag + "/" + a.Name; urls[a.Name] != want {
+			if want := releaseURL(t, cfg, tag, a.Name); urls[a.Name] != want {
 				t.Errorf("release URL %q, want %q", urls[a.Name], want)
 			}
 			root := t.TempDir()
 			dir := krew.install(t, root, manifestFile, filepath.Join(dist, a.Name), a.Goos, a.Goarch, tag)
-			bin := "kubectl-ns_doctor"
-			if a.Goos == "windows" {
-				bin += ".exe"
-			}
+			bin := binaryName(t, cfg, a.Goos)
 			for _, f := range []string{"LICENSE", bin} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Errorf("krew did not install %s from the archive: %v", f, err)
@@ -114,6 +149,59 @@ func TestSnapshotInstallsLikeKrew(t *testing.T) {
 			}
 		})
 	}
+}
+
+// snapshotPlatforms are the platforms the snapshot builds. All six take
+// minutes each cold (11 in all on an idle 2-core machine), so make test
+// builds two: this machine's, which runs, and one krew must choose by
+// KREW_OS/KREW_ARCH among the manifest's platforms, windows (a zip and a
+// .exe: the archive least like this one). NSDOCTOR_RELEASE_MATRIX=all, as
+// make release-check sets it, builds every platform of the release.
+func snapshotPlatforms(t *testing.T, matrix []platform) []platform {
+	t.Helper()
+	switch v := os.Getenv("NSDOCTOR_RELEASE_MATRIX"); v {
+	case "all":
+		return matrix
+	case "":
+	default:
+		t.Fatalf("NSDOCTOR_RELEASE_MATRIX=%q: only \"all\" (every platform of .goreleaser.yaml) or unset (this machine's and one other)", v)
+	}
+	host := platform{runtime.GOOS, runtime.GOARCH}
+	other := platform{"windows", runtime.GOARCH}
+	if host.OS == "windows" {
+		other.OS = "linux"
+	}
+	for _, p := range []platform{host, other} {
+		if !slices.Contains(matrix, p) {
+			t.Fatalf("%s is not among the platforms of .goreleaser.yaml (%v): run with NSDOCTOR_RELEASE_MATRIX=all", p, matrix)
+		}
+	}
+	return []platform{host, other}
+}
+
+// withPlatforms is m with only the platforms keep keeps.
+func withPlatforms(m map[string]any, keep func(map[string]any) bool) map[string]any {
+	out := deepCopy(m)
+	spec := out["spec"].(map[string]any)
+	var kept []any
+	for _, p := range platforms(out) {
+		if keep(p.(map[string]any)) {
+			kept = append(kept, p)
+		}
+	}
+	spec["platforms"] = kept
+	return out
+}
+
+// writeManifest writes m where krew-index's validator wants it: a file
+// named after the plugin.
+func writeManifest(t *testing.T, m map[string]any) string {
+	t.Helper()
+	data, err := yaml.Marshal(m)
+	plugintest.Must(t, err)
+	file := filepath.Join(t.TempDir(), "ns-doctor.yaml")
+	plugintest.Must(t, os.WriteFile(file, data, 0o644))
+	return file
 }
 
 // archivedFile reads one file at the top of a release archive, and its
@@ -206,14 +294,17 @@ func installGoreleaser(t *testing.T) string {
 
 // snapshot runs `goreleaser release --snapshot` on a copy of the sources
 // (see sourceCopy), with a config that writes into a temporary dist (the
-// checkout's dist/ is not touched) and versions the snapshot like a
-// release (see releaseConfig).
-func snapshot(t *testing.T, gr string) string {
+// checkout's dist/ is not touched), versions the snapshot like a release
+// and, when narrow, builds the platforms given only (see releaseConfig).
+func snapshot(t *testing.T, gr string, cfg map[string]any, platforms []platform, narrow bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	dist := filepath.Join(dir, "dist")
 	config := filepath.Join(dir, "goreleaser.yaml")
-	plugintest.Must(t, os.WriteFile(config, releaseConfig(t, dist), 0o644))
+	if !narrow {
+		platforms = nil
+	}
+	plugintest.Must(t, os.WriteFile(config, releaseConfig(t, cfg, dist, platforms), 0o644))
 	src := sourceCopy(t)
 	start := time.Now()
 	// The watch's image needs docker buildx and a registry: the release
@@ -222,7 +313,11 @@ func snapshot(t *testing.T, gr string) string {
 	if r.Code != 0 {
 		t.Fatalf("goreleaser release --snapshot: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	t.Logf("goreleaser snapshot build: %s", time.Since(start).Round(time.Second))
+	what := "every platform"
+	if narrow {
+		what = fmt.Sprint(platforms)
+	}
+	t.Logf("goreleaser snapshot build of %s: %s", what, time.Since(start).Round(time.Second))
 	return dist
 }
 
@@ -263,16 +358,16 @@ func sourceCopy(t *testing.T) string {
 	return dst
 }
 
-// releaseConfig is .goreleaser.yaml with dist moved and the snapshot
-// version made release-shaped (0.0.1, not 0.0.1-next): krew-release-bot
-// skips pre-releases and takes .Version as the tag's dotted number, so
-// only such a version renders the template the way a release does.
-func releaseConfig(t *testing.T, dist string) []byte {
+// releaseConfig is .goreleaser.yaml (cfg) with dist moved and the
+// snapshot version made release-shaped (0.0.1, not 0.0.1-next):
+// krew-release-bot skips pre-releases and takes .Version as the tag's
+// dotted number, so only such a version renders the template the way a
+// release does. Given platforms, the build makes those only (goreleaser's
+// builds[].targets in place of goos and goarch): the release's config
+// stays the one source of everything else.
+func releaseConfig(t *testing.T, cfg map[string]any, dist string, only []platform) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, ".goreleaser.yaml"))
-	plugintest.Must(t, err)
-	var cfg map[string]any
-	plugintest.Must(t, yaml.Unmarshal(data, &cfg))
+	cfg = deepCopy(cfg)
 	cfg["dist"] = dist
 	snap, _ := cfg["snapshot"].(map[string]any)
 	if snap == nil {
@@ -280,6 +375,16 @@ func releaseConfig(t *testing.T, dist string) []byte {
 	}
 	snap["version_template"] = "{{ incpatch .Version }}"
 	cfg["snapshot"] = snap
+	if len(only) > 0 {
+		build := theBuild(t, cfg)
+		delete(build, "goos")
+		delete(build, "goarch")
+		targets := make([]any, 0, len(only))
+		for _, p := range only {
+			targets = append(targets, p.OS+"_"+p.Arch)
+		}
+		build["targets"] = targets
+	}
 	out, err := yaml.Marshal(cfg)
 	plugintest.Must(t, err)
 	return out

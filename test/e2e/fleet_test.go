@@ -25,7 +25,9 @@ import (
 // server accepts connections and never answers: explain over all of them
 // reports each cluster's namespaces with their context, the silent one as
 // unreachable within --request-timeout, and exits 1 for it; over the two
-// that answer, 3 for the stuck ones.
+// that answer, 3 for the stuck ones. Impersonation applies to each
+// context; a flag that belongs to one cluster (--context, a CA, a client
+// certificate) is a usage error.
 func TestExplainAcrossClusters(t *testing.T) {
 	ctx := context.Background()
 	west, err := controlplane.Start(ctx, controlplane.Options{})
@@ -72,10 +74,24 @@ func TestExplainAcrossClusters(t *testing.T) {
 		t.Errorf("a silent cluster: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
-	for _, args := range [][]string{{"--contexts=nowhere-*"}, {"--contexts=east", eastName}, {"--all-contexts", "--context=east"}, {"--all-contexts", "--contexts=east"}} {
+	// Impersonation goes to every context: each cluster answers for the
+	// user impersonated, and the group given with it.
+	r = run("--contexts=east,west", "--as=ns-doctor-nobody")
+	if want := "error: 2 of 2 clusters could not be read: east (forbidden), west (forbidden); the others' namespaces are above"; r.Code != 1 || strings.TrimSpace(r.Stderr) != want {
+		t.Errorf("--as=ns-doctor-nobody: exit %d, stderr %q, want %q", r.Code, r.Stderr, want)
+	}
+	if r := run("--contexts=east,west", "--as=ns-doctor-nobody", "--as-group=system:masters"); r.Code != 3 || !strings.Contains(lineWith(r.Stdout, westName), "west") {
+		t.Errorf("--as with --as-group=system:masters: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	for _, args := range [][]string{{"--contexts=nowhere-*"}, {"--contexts=east", eastName}, {"--all-contexts", "--context=east"}, {"--all-contexts", "--contexts=east"},
+		{"--all-contexts", "--certificate-authority=" + filepath.Join(t.TempDir(), "ca.crt")}, {"--contexts=east", "--client-certificate=" + filepath.Join(t.TempDir(), "tls.crt")}} {
 		if r := run(args...); r.Code != 2 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q", args, r.Code, r.Stderr)
 		}
+	}
+	if r := run("--all-contexts", "--certificate-authority=ca.crt"); !strings.Contains(r.Stderr, "set certificate-authority on that cluster in the kubeconfig instead") {
+		t.Errorf("a refused CA does not say what to do instead: %q", r.Stderr)
 	}
 	if r := run("--contexts=nowhere-*"); !strings.Contains(r.Stderr, "the contexts are: down, east, west") {
 		t.Errorf("no match does not list the contexts: %q", r.Stderr)
