@@ -22,13 +22,16 @@ const (
 	BlockerConversionWebhook     BlockerKind = "ConversionWebhookDown"
 	BlockerWebhookDenies         BlockerKind = "WebhookDenies"
 	BlockerOwnerCannotFinish     BlockerKind = "OwnerCannotFinish"
+	// BlockerOwnerDeleted: content waits for finalizers whose owner lived
+	// in the namespace, and went with it.
+	BlockerOwnerDeleted BlockerKind = "OwnerDeletedWithNamespace"
 )
 
 // BlockerKinds is every kind, in the order explain looks for them.
 func BlockerKinds() []BlockerKind {
 	return []BlockerKind{
 		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
-		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerFinalizers, BlockerCRDDeleting,
+		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerOwnerDeleted, BlockerFinalizers, BlockerCRDDeleting,
 		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerControllerNotRunning,
 	}
 }
@@ -63,6 +66,9 @@ type NamespaceFinalizerFacts struct {
 	Token    string
 	Spec     []string
 	Metadata []string
+	// Owners are the states of the finalizers' owners that were read (the
+	// token's, or each metadata finalizer's).
+	Owners map[string]OwnerState
 }
 
 // PodFacts: pods past their grace period.
@@ -114,6 +120,25 @@ type FinalizerFacts struct {
 	// GoneRefs are the objects of the namespace the holders' specs name
 	// that are gone (their credentials, often).
 	GoneRefs []GoneRef
+	// Waited is how long its oldest object has waited since it was marked
+	// for deletion (zero for a namespace only imagined deleted).
+	Waited time.Duration
+	// OwnersGone are the finalizers whose owner lived in the namespace
+	// and went with it (OwnerDeletedWithNamespace).
+	OwnersGone []string
+	// Said is what the holders of this type last said, latest first, when
+	// their owner runs and releases none of them: their conditions that
+	// carry an error, and the events about them.
+	Said []Saying
+}
+
+// Saying is one thing a holder said: a status condition, or an event.
+type Saying struct {
+	Object string // resource/name
+	// Source is "condition Type=Status (Reason)" or "event Reason".
+	Source  string
+	Message string
+	At      *time.Time
 }
 
 // ForegroundWait is an owner waiting (foregroundDeletion) for a dependent.
@@ -207,7 +232,8 @@ const (
 	// ActionPatchNamespaceFinalizers: empty the namespace's metadata.finalizers.
 	ActionPatchNamespaceFinalizers ActionKind = "PatchNamespaceFinalizers"
 	// ActionCheckOwner: check that Target (finalizers, a token) is still
-	// removed by a running owner.
+	// removed by a running owner: Of, when known (kind namespace/name),
+	// its workload, found not ready or not at all.
 	ActionCheckOwner ActionKind = "CheckOwner"
 	// ActionCheckNodes: the pods' nodes.
 	ActionCheckNodes ActionKind = "CheckNodes"
@@ -232,6 +258,9 @@ const (
 	// ActionGrantAccess: give user Target what it was refused, cluster-wide
 	// (a RoleBinding in a terminating namespace cannot be created).
 	ActionGrantAccess ActionKind = "GrantAccess"
+	// ActionOwnerLogs: read the log of the owner's workload Target
+	// (kind/name) in namespace Of: it runs, and does not release them.
+	ActionOwnerLogs ActionKind = "OwnerLogs"
 )
 
 // Purge flags a next step may name.

@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +17,7 @@ import (
 func findBlockers(obs Observation, r Report, result deletion.ContentResult) []Blocker {
 	var out []Blocker
 	out = append(out, apiServiceBlockers(r)...)
-	out = append(out, namespaceFinalizerBlockers(r.Namespace)...)
+	out = append(out, namespaceFinalizerBlockers(obs, r.Namespace)...)
 	out = append(out, podBlockers(obs, r)...)
 	out = append(out, contentBlockers(obs, r)...)
 	out = append(out, webhookBlockers(obs, r)...)
@@ -57,26 +59,90 @@ func apiServiceBlockers(r Report) []Blocker {
 	return out
 }
 
-func namespaceFinalizerBlockers(ns Namespace) []Blocker {
+func namespaceFinalizerBlockers(obs Observation, ns Namespace) []Blocker {
 	var out []Blocker
 	for _, f := range ns.SpecFinalizers {
 		if f == "kubernetes" {
 			continue
 		}
-		out = append(out, Blocker{
-			Kind: BlockerNamespaceFinalizer, Subject: f,
-			Facts: &NamespaceFinalizerFacts{Token: f, Spec: ns.SpecFinalizers},
-			Actions: []Action{{Kind: ActionCheckOwner, Namespace: ns.Name, Target: f},
-				PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")},
-		})
+		facts := &NamespaceFinalizerFacts{Token: f, Spec: ns.SpecFinalizers, Owners: ownersOf(obs.Evidence.NamespaceOwners, []string{f})}
+		purge := PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")
+		actions := []Action{checkOwner(ns.Name, f, facts.Owners), purge}
+		switch state := facts.Owners[f]; {
+		case state.State == OwnerDeletedWithNamespace:
+			actions = []Action{purge}
+		case state.State == OwnerRunningReady && state.Workload() != nil:
+			actions = []Action{ownerLogs(ns.Name, *state.Workload()), purge}
+		}
+		out = append(out, Blocker{Kind: BlockerNamespaceFinalizer, Subject: f, Facts: facts, Actions: actions})
 	}
 	if len(ns.MetadataFinalizers) > 0 {
-		out = append(out, Blocker{
-			Kind: BlockerNamespaceFinalizer, Subject: strings.Join(ns.MetadataFinalizers, ","),
-			Facts: &NamespaceFinalizerFacts{Metadata: ns.MetadataFinalizers},
-			Actions: []Action{{Kind: ActionPatchNamespaceFinalizers, Namespace: ns.Name, Target: ns.Name},
-				PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")},
-		})
+		facts := &NamespaceFinalizerFacts{Metadata: ns.MetadataFinalizers, Owners: ownersOf(obs.Evidence.NamespaceOwners, ns.MetadataFinalizers)}
+		actions := []Action{{Kind: ActionPatchNamespaceFinalizers, Namespace: ns.Name, Target: ns.Name},
+			PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")}
+		if w := runningOwner(facts.Owners, ns.MetadataFinalizers); w != nil {
+			actions = append([]Action{ownerLogs(ns.Name, *w)}, actions...)
+		}
+		out = append(out, Blocker{Kind: BlockerNamespaceFinalizer, Subject: strings.Join(ns.MetadataFinalizers, ","), Facts: facts, Actions: actions})
+	}
+	return out
+}
+
+// ownersOf are the owners' states read of the finalizers named.
+func ownersOf(states map[string]OwnerState, names []string) map[string]OwnerState {
+	out := map[string]OwnerState{}
+	for _, f := range names {
+		if s, ok := states[f]; ok {
+			out[f] = s
+		}
+	}
+	return out
+}
+
+// runningOwner is the workload of the finalizers' owner when every one of
+// them has an owner known to run: one that runs, yet has not removed them.
+func runningOwner(states map[string]OwnerState, names []string) *WorkloadState {
+	var w *WorkloadState
+	for _, f := range names {
+		s, ok := states[f]
+		if !ok || s.State != OwnerRunningReady || s.Workload() == nil {
+			return nil
+		}
+		if w == nil {
+			w = s.Workload()
+		}
+	}
+	return w
+}
+
+// ownerLogs is the step for an owner that runs and does not finish: its
+// log says why.
+func ownerLogs(namespace string, w WorkloadState) Action {
+	return Action{Kind: ActionOwnerLogs, Namespace: namespace, Target: strings.ToLower(w.Kind) + "/" + w.Name, Of: w.Namespace}
+}
+
+// checkOwner is the step for an owner not known to run: its workload when
+// one was found (not ready), else whoever removes them.
+func checkOwner(namespace, target string, states map[string]OwnerState) Action {
+	a := Action{Kind: ActionCheckOwner, Namespace: namespace, Target: target}
+	for _, f := range slices.Sorted(maps.Keys(states)) {
+		if s := states[f]; s.State == OwnerNotReady && s.Workload() != nil {
+			w := s.Workload()
+			a.Of = strings.ToLower(w.Kind) + " " + w.Namespace + "/" + w.Name
+			break
+		}
+	}
+	return a
+}
+
+// ownersGone are the finalizers of c whose owner was deleted with the
+// namespace.
+func ownersGone(obs Observation, c Content) []string {
+	var out []string
+	for _, f := range sortedKeys(c.Finalizers) {
+		if obs.Evidence.Owners[f].State == OwnerDeletedWithNamespace {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -125,11 +191,12 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 			})
 		case c.Error != "":
 			out = append(out, listFailedBlocker(obs, c, gvr, ns))
-		case len(c.Finalizers) > 0 && c.Resource != "pods" && (waitedLongEnough(obs, c) && !going(obs, c) || len(cannotFinishOf(obs, gvr)) > 0):
-			// An owner that cannot finish is named at once: waiting for
-			// the grace period would not change it. One whose objects go
-			// since an earlier read is making progress, whatever the
-			// grace.
+		case len(c.Finalizers) > 0 && c.Resource != "pods" &&
+			(waitedLongEnough(obs, c) && !going(obs, c) || len(cannotFinishOf(obs, gvr)) > 0 || len(ownersGone(obs, c)) > 0):
+			// An owner that cannot finish, or that went with the
+			// namespace, is named at once: waiting for the grace period
+			// would not change it. One whose objects go since an earlier
+			// read is making progress, whatever the grace.
 			out = append(out, finalizerBlocker(obs, c, gvr, ns))
 		}
 	}
@@ -176,17 +243,70 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 	}
 	facts.CannotFinish = cannotFinishOf(obs, gvr)
 	facts.GoneRefs = goneRefsOf(holdersOf(obs), resourceName(gvr))
+	facts.OwnersGone = ownersGone(obs, c)
+	if c.OldestDeletion != nil && !obs.IfDeleted {
+		facts.Waited = obs.Now.Sub(*c.OldestDeletion).Round(time.Second)
+	}
 	subject := strings.Join(names, ",")
 	b := Blocker{Kind: BlockerFinalizers, Subject: subject, Facts: facts,
-		Actions: []Action{{Kind: ActionCheckOwner, Namespace: namespace, Target: subject},
-			PurgeAction(namespace, FlagRemoveFinalizers, subject)}}
+		Actions: []Action{checkOwner(namespace, subject, facts.Owners), PurgeAction(namespace, FlagRemoveFinalizers, subject)}}
 	switch crd := findCRD(obs.CRDs, gvr); {
 	case crd != nil && crd.Deleting:
 		b.Kind, facts.DeletingCRD = BlockerCRDDeleting, crd.Name
 	case len(facts.CannotFinish) > 0:
 		b.Kind, b.Actions = BlockerOwnerCannotFinish, cannotFinishActions(namespace, subject, facts.CannotFinish)
+	case len(facts.OwnersGone) > 0:
+		// Nothing will remove them: stripping them is the step, and what
+		// their owner was to clean up is left to do by hand.
+		gone := strings.Join(facts.OwnersGone, ",")
+		b.Kind, b.Actions = BlockerOwnerDeleted, []Action{PurgeAction(namespace, FlagRemoveFinalizers, gone),
+			{Kind: ActionCleanUpByHand, Namespace: namespace, Target: gone}}
+	default:
+		if w := runningOwner(facts.Owners, names); w != nil {
+			// Known to run: "check that it runs" would send the reader
+			// to what is known. What the holders say, and its log, tell
+			// why it does not finish.
+			facts.Said = saidOf(obs, gvr)
+			b.Actions[0] = ownerLogs(namespace, *w)
+		}
 	}
 	return b
+}
+
+// maxSaid bounds what the holders said that a blocker repeats.
+const maxSaid = 3
+
+// saidOf is what the holders of a type last said: their conditions that
+// carry an error (notReady kept only those) and the events about them,
+// latest first.
+func saidOf(obs Observation, gvr schema.GroupVersionResource) []Saying {
+	res := resourceName(gvr)
+	var out []Saying
+	for _, h := range obs.Evidence.Holders {
+		if h.Resource != res {
+			continue
+		}
+		for _, c := range h.Conditions {
+			if c.Message == "" && c.Reason == "" {
+				continue
+			}
+			out = append(out, Saying{Object: res + "/" + h.Name, Source: "condition " + c.Type + "=" + c.Status + " (" + c.Reason + ")",
+				Message: c.Message, At: c.LastTransitionTime})
+		}
+	}
+	held := heldNames(obs.Snapshot, gvr)
+	for _, e := range obs.Evidence.Events {
+		if _, name, _ := strings.Cut(e.Object, "/"); held[name] {
+			at := e.Last
+			out = append(out, Saying{Object: res + "/" + name, Source: "event " + e.Reason, Message: e.Message, At: &at})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].At, out[j].At
+		return a != nil && (b == nil || a.After(*b))
+	})
+	out, _ = firstN(out, maxSaid)
+	return out
 }
 
 // waitedLongEnough tells whether content waiting for finalizers has waited

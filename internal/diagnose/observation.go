@@ -57,9 +57,13 @@ type CRD struct {
 // finalizers' owners, the holders' conditions, the namespace's events.
 type Evidence struct {
 	// Owners maps a finalizer to its owner's state.
-	Owners  map[string]OwnerState
-	Holders []Holder
-	Events  []Event
+	Owners map[string]OwnerState
+	// NamespaceOwners maps each of the namespace's own finalizers
+	// (spec.finalizers tokens but kubernetes, metadata.finalizers) to its
+	// owner's state.
+	NamespaceOwners map[string]OwnerState
+	Holders         []Holder
+	Events          []Event
 	// OwnerLogs are the recent log lines of running owners' pods that
 	// name the namespace.
 	OwnerLogs []OwnerLog

@@ -2,12 +2,14 @@ package printer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // The words of a diagnosis: everything explain says in English is said
@@ -145,18 +147,44 @@ func readOnlyWords(groupVersion string, readOnly bool) string {
 }
 
 func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerFacts) BlockerWords {
-	if f.Token != "" {
-		return BlockerWords{
-			Summary:  fmt.Sprintf("spec.finalizers holds %q, which only the system that added it removes", f.Token),
-			Evidence: []string{"spec.finalizers: " + strings.Join(f.Spec, ", ")},
-			NextStep: nextStep(b),
-		}
-	}
-	return BlockerWords{
-		Summary:  "metadata.finalizers of the namespace itself is not empty",
-		Evidence: []string{"metadata.finalizers: " + strings.Join(f.Metadata, ", ")},
+	w := BlockerWords{
+		Summary:  fmt.Sprintf("spec.finalizers holds %q, which only the system that added it removes", f.Token),
+		Evidence: []string{"spec.finalizers: " + strings.Join(f.Spec, ", ")},
 		NextStep: nextStep(b),
 	}
+	names := []string{f.Token}
+	if f.Token == "" {
+		w.Summary = "metadata.finalizers of the namespace itself is not empty"
+		w.Evidence = []string{"metadata.finalizers: " + strings.Join(f.Metadata, ", ")}
+		names = f.Metadata
+	}
+	gone := 0
+	for _, name := range names {
+		state, ok := f.Owners[name]
+		if !ok {
+			continue
+		}
+		w.Evidence = append(w.Evidence, fmt.Sprintf("%s: %s (%s); %s", name, ownerName(name, state), ownerWords(state), OwnerEvidence(state)))
+		if state.State == diagnose.OwnerDeletedWithNamespace {
+			gone++
+		}
+	}
+	if gone == len(names) {
+		w.Summary += ", and its owner lived in this namespace and was deleted with it: nothing will remove it"
+		if len(b.Actions) > 0 && b.Actions[0].Kind == diagnose.ActionPatchNamespaceFinalizers {
+			w.NextStep = ActionWords(b.Actions[0]) + "  # its owner went with the namespace; or: " + ActionWords(b.Actions[1])
+		}
+	}
+	return w
+}
+
+// saidWords say what the holders last said, each message cut.
+func saidWords(said []diagnose.Saying) []string {
+	out := make([]string, 0, len(said))
+	for _, s := range said {
+		out = append(out, fmt.Sprintf("%s %s: %s", s.Object, s.Source, Cut(s.Message, 300)))
+	}
+	return out
 }
 
 func podWords(b diagnose.Blocker, f *diagnose.PodFacts) BlockerWords {
@@ -214,7 +242,18 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		evidence = append(evidence, fmt.Sprintf("%s on %d of %d %s", name, c.Finalizers[name], c.Count, res))
 		e := finalizers.Lookup(name)
 		if e == nil {
-			removers = append(removers, "unknown owner of "+name)
+			state, read := f.Owners[name]
+			remover := ownerName(name, state)
+			if read && state.Inferred != nil {
+				if state.Inferred.Confidence != owners.None {
+					remover += " (" + ownerWords(state) + ", inferred: " + strings.ToLower(string(state.Inferred.Confidence)) + ")"
+				}
+				evidence = append(evidence, fmt.Sprintf("%s: %s", name, OwnerEvidence(state)))
+			}
+			removers = append(removers, remover)
+			if slices.Contains(f.OwnersGone, name) {
+				evidence = append(evidence, fmt.Sprintf("stripping %s leaks whatever its owner was to clean up: it is not in the catalogue, so what that is is unknown", name))
+			}
 			continue
 		}
 		remover := e.Owner
@@ -240,6 +279,15 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		NextStep: nextStep(b),
 	}
 	w.Evidence = append(w.Evidence, goneRefWords(f.GoneRefs)...)
+	if b.Kind == diagnose.BlockerOwnerDeleted {
+		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, whose owner lived in this namespace and was deleted with it: nothing will remove them",
+			c.Count, res, strings.Join(f.OwnersGone, ", "))
+	}
+	if a := b.Actions; b.Kind == diagnose.BlockerFinalizers && len(a) > 0 && a[0].Kind == diagnose.ActionOwnerLogs {
+		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s; their owner (%s in %s) runs, but has released none of these objects%s: it does not finish",
+			c.Count, res, strings.Join(names, ", "), a[0].Target, a[0].Of, waitedWords(f.Waited))
+		w.Evidence = append(saidWords(f.Said), w.Evidence...)
+	}
 	if b.Kind == diagnose.BlockerOwnerCannotFinish {
 		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, and their owner cannot finish: %s; waiting will not help",
 			c.Count, res, strings.Join(names, ", "), cannotFinishWhy(f.CannotFinish[0]))
@@ -350,6 +398,14 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first)
 	case first.Kind == diagnose.ActionPatchNamespaceFinalizers:
 		return ActionWords(first) + "  # once their owner is known to be gone"
+	case b.Kind == diagnose.BlockerOwnerDeleted:
+		return "nothing will remove them: " + ActionWords(first) + "; and " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionOwnerLogs:
+		return ActionWords(first) + "; if it cannot be made to release them: " + actionsWords(a[1:])
+	case b.Kind == diagnose.BlockerNamespaceFinalizer && first.Kind == diagnose.ActionPurge:
+		return "its owner went with the namespace, and nothing else removes it: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerNamespaceFinalizer && first.Of != "":
+		return fmt.Sprintf("check %s, which owns %q and is not ready; if it is gone for good: %s", first.Of, first.Target, ActionWords(at(1)))
 	case b.Kind == diagnose.BlockerNamespaceFinalizer:
 		return fmt.Sprintf("check the system that owns %q; if it is gone: %s", first.Target, ActionWords(at(1)))
 	case b.Kind == diagnose.BlockerPods:
@@ -427,7 +483,12 @@ func ActionWords(a diagnose.Action) string {
 	case diagnose.ActionPatchNamespaceFinalizers:
 		return fmt.Sprintf(`kubectl patch namespace %s --type=merge -p '{"metadata":{"finalizers":null}}'`, a.Target)
 	case diagnose.ActionCheckOwner:
+		if a.Of != "" {
+			return fmt.Sprintf("check %s, which removes them and is not ready", a.Of)
+		}
 		return "check that whoever removes them still runs"
+	case diagnose.ActionOwnerLogs:
+		return fmt.Sprintf("kubectl logs -n %s %s --all-containers --tail=200  # it runs, but does not release them: its log says why", a.Of, a.Target)
 	case diagnose.ActionCheckNodes:
 		return fmt.Sprintf("check the pods' nodes (kubectl get pods -n %s -o wide; kubectl get nodes)", a.Namespace)
 	case diagnose.ActionCheckAccess:
@@ -478,12 +539,29 @@ func ownerWords(s diagnose.OwnerState) string {
 		return "control plane"
 	case diagnose.OwnerNotChecked:
 		return "not checked"
+	case diagnose.OwnerDeletedWithNamespace:
+		return "deleted with this namespace"
 	}
 	return "could not be checked"
 }
 
-// OwnerEvidence names what was found of an owner, or looked for.
+// OwnerEvidence names what was found of an owner, or looked for: in the
+// catalogue's terms, then what the cluster itself says (inferred).
 func OwnerEvidence(s diagnose.OwnerState) string {
+	in := s.Inferred
+	switch {
+	case in == nil || s.NotChecked:
+		return catalogueEvidence(s)
+	case s.Owner == "":
+		return "not in ns-doctor's catalogue; " + InferredWords(in)
+	case inferredDiffers(s):
+		return catalogueEvidence(s) + "; the cluster shows another owner than the catalogue's: " + InferredWords(in)
+	}
+	return catalogueEvidence(s) + "; " + InferredWords(in)
+}
+
+// catalogueEvidence names what was found of the catalogue's owner.
+func catalogueEvidence(s diagnose.OwnerState) string {
 	workload := func(w diagnose.WorkloadRef) string {
 		return fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name)
 	}
@@ -549,6 +627,11 @@ func UncheckedWords(list []diagnose.Unchecked) []string {
 			diagnose.UncheckedEvents:             "events",
 			diagnose.UncheckedResource:           u.Name,
 			diagnose.UncheckedOwnerLogs:          "logs of " + u.Name,
+			diagnose.UncheckedRBAC:               u.Name + " (who may remove a finalizer)",
+			diagnose.UncheckedWorkloads:          "workloads " + u.Name,
+			diagnose.UncheckedOwnerObject:        "the namespace's owner " + u.Name,
+			diagnose.UncheckedNode:               "node " + u.Name,
+			diagnose.UncheckedPods:               "the nodes of pods " + u.Name,
 		}[u.Subject]
 		out = append(out, what+": "+u.Error)
 	}

@@ -168,11 +168,31 @@ func (c *Cluster) typed(action clienttesting.Action) (bool, runtime.Object, erro
 		}
 	case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
 		return c.webhookAction(action)
+	case "clusterroles", "clusterrolebindings", "roles", "rolebindings", "deployments", "statefulsets", "daemonsets", "nodes":
+		// Served by the fake's tracker (the typed objects given to
+		// Clients); logged and failed here, so tests count them.
+		return c.trackerAction(action)
 	case "selfsubjectaccessreviews":
 		review := action.(clienttesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
 		a := review.Spec.ResourceAttributes
 		review.Status.Allowed = c.Allowed == nil || c.Allowed(ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace})
 		return true, review, nil
+	}
+	return false, nil, nil
+}
+
+// trackerAction logs a request the fake's tracker serves, and fails it
+// when the cluster says so.
+func (c *Cluster) trackerAction(action clienttesting.Action) (bool, runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := ""
+	if a, ok := action.(interface{ GetName() string }); ok {
+		name = a.GetName()
+	}
+	c.log(action.GetVerb(), action.GetResource(), action.GetSubresource(), action.GetNamespace(), name, false)
+	if err := c.fail(action.GetVerb(), action.GetResource(), action.GetNamespace(), name); err != nil {
+		return true, nil, err
 	}
 	return false, nil, nil
 }
