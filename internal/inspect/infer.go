@@ -505,8 +505,11 @@ func (i *Inspector) ownerObject(ctx context.Context, ns *v1.Namespace, finalizer
 // deleted, or gone (a new object of that name is not it).
 func (i *Inspector) readOwnerObject(ctx context.Context, ref metav1.OwnerReference) objectRead {
 	name := ref.Kind + " " + ref.Name
-	gvr, ok := i.clusterResource(ref.APIVersion, ref.Kind)
-	if !ok {
+	gvr, ok, err := i.clusterResource(ref.APIVersion, ref.Kind)
+	switch {
+	case err != nil:
+		return objectRead{state: owners.ObjectUnknown, unchecked: &diagnose.Unchecked{Subject: diagnose.UncheckedOwnerObject, Name: name, Error: err.Error()}}
+	case !ok:
 		return objectRead{state: owners.ObjectGone}
 	}
 	m, err := i.clients.Metadata.Resource(gvr).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -523,26 +526,25 @@ func (i *Inspector) readOwnerObject(ctx context.Context, ref metav1.OwnerReferen
 	return objectRead{state: owners.ObjectPresent}
 }
 
-// clusterResource finds the cluster-scoped resource of a kind in
-// discovery: a kind the API no longer serves has no objects.
-func (i *Inspector) clusterResource(apiVersion, kind string) (schema.GroupVersionResource, bool) {
-	disc := i.Discovery()
-	if disc == nil {
-		return schema.GroupVersionResource{}, false
-	}
+// clusterResource finds the cluster-scoped resource of a kind in its
+// group-version's discovery (the shared discovery holds namespaced types
+// only); a kind the API no longer serves has no objects.
+func (i *Inspector) clusterResource(apiVersion, kind string) (schema.GroupVersionResource, bool, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		return schema.GroupVersionResource{}, false
+		return schema.GroupVersionResource{}, false, nil
 	}
-	for _, rl := range disc.Resources {
-		if rl.GroupVersion != gv.String() {
-			continue
-		}
-		for _, r := range rl.APIResources {
-			if r.Kind == kind && !r.Namespaced && !strings.Contains(r.Name, "/") {
-				return gv.WithResource(r.Name), true
-			}
+	rl, err := i.clients.Discovery.ServerResourcesForGroupVersion(gv.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return schema.GroupVersionResource{}, false, nil
+	case err != nil:
+		return schema.GroupVersionResource{}, false, err
+	}
+	for _, r := range rl.APIResources {
+		if r.Kind == kind && !r.Namespaced && !strings.Contains(r.Name, "/") {
+			return gv.WithResource(r.Name), true, nil
 		}
 	}
-	return schema.GroupVersionResource{}, false
+	return schema.GroupVersionResource{}, false, nil
 }

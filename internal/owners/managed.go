@@ -17,7 +17,9 @@ import (
 // tool that applied a manifest carrying it.
 
 // Fields of a finalizer list in managedFields: metadata.finalizers (any
-// object), spec.finalizers (a Namespace's tokens).
+// object; a set, owned value by value), spec.finalizers (a Namespace's
+// tokens; an atomic list, owned whole, and taken over by the namespace
+// controller's finalize once it removes its own token).
 const (
 	MetadataFinalizers = "f:metadata"
 	SpecFinalizers     = "f:spec"
@@ -67,6 +69,11 @@ func finalizersIn(e metav1.ManagedFieldsEntry, field string) []string {
 	if json.Unmarshal(fields[field]["f:finalizers"], &set) != nil {
 		return nil
 	}
+	if field == SpecFinalizers && !hasValues(set) {
+		// A Namespace's spec.finalizers is an atomic list: its manager owns
+		// every token at once.
+		return []string{allFinalizers}
+	}
 	var out []string
 	for key := range set {
 		value, ok := strings.CutPrefix(key, "v:")
@@ -80,6 +87,18 @@ func finalizersIn(e metav1.ManagedFieldsEntry, field string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// allFinalizers stands for every value of an atomic list.
+const allFinalizers = "*"
+
+func hasValues(set map[string]json.RawMessage) bool {
+	for key := range set {
+		if strings.HasPrefix(key, "v:") {
+			return true
+		}
+	}
+	return false
 }
 
 // KeepFinalizerEntries keeps of an object's managedFields only what says
@@ -120,8 +139,13 @@ func quote(s string) string {
 func ManagersOf(entries []metav1.ManagedFieldsEntry, field, finalizer, object string) []Manager {
 	var out []Manager
 	for _, e := range entries {
+		if e.Subresource == "finalize" {
+			// The namespace controller's finalize removes its own token:
+			// it takes the list over, but set none of the others.
+			continue
+		}
 		for _, f := range finalizersIn(e, field) {
-			if f != finalizer {
+			if f != finalizer && f != allFinalizers {
 				continue
 			}
 			m := Manager{Name: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource, Applier: IsApplier(e.Manager), Object: object}

@@ -37,6 +37,16 @@ func TestManagersOfAFinalizer(t *testing.T) {
 	if spec := ManagersOf(entries, SpecFinalizers, "tenancy.example.com/space", ""); len(spec) != 1 || spec[0].Name != "tenancy" {
 		t.Errorf("spec managers %+v", spec)
 	}
+	// A Namespace's spec.finalizers is atomic: its manager owns every
+	// token; the controller's finalize is not who set them.
+	atomic := []metav1.ManagedFieldsEntry{
+		entry("tenancy", metav1.ManagedFieldsOperationUpdate, at, `{"f:spec":{"f:finalizers":{}}}`),
+		entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, at.Add(time.Hour), `{"f:spec":{"f:finalizers":{}}}`),
+	}
+	atomic[1].Subresource = "finalize"
+	if spec := ManagersOf(atomic, SpecFinalizers, "tenancy.example.com/space", ""); len(spec) != 1 || spec[0].Name != "tenancy" {
+		t.Errorf("atomic spec managers %+v", spec)
+	}
 
 	kept := KeepFinalizerEntries(entries, []string{"acme.example.com/cleanup"})
 	if len(kept) != 2 || kept[0].Manager != "acme-operator" || kept[1].Manager != "helm" {

@@ -552,6 +552,8 @@ func OwnerEvidence(s diagnose.OwnerState) string {
 	switch {
 	case in == nil || s.NotChecked:
 		return catalogueEvidence(s)
+	case s.Owner == "" && in.Confidence == owners.None:
+		return "unknown owner: not in ns-doctor's catalogue, and " + InferredWords(in)
 	case s.Owner == "":
 		return "not in ns-doctor's catalogue; " + InferredWords(in)
 	case inferredDiffers(s):
