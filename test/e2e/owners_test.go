@@ -166,7 +166,9 @@ func TestOwnerInferredForANamespaceFinalizer(t *testing.T) {
 	space, err := op.Client.Dynamic.Resource(spaces).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tenancy.example.com/v1", "kind": "Space", "metadata": map[string]any{"name": name}}}, metav1.CreateOptions{})
 	plugintest.Must(t, err)
-	t.Cleanup(func() { _ = cluster.Dynamic.Resource(spaces).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cluster.Dynamic.Resource(spaces).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 
 	// The operator creates the namespace with its token, then sets its
 	// metadata finalizer and owner.
