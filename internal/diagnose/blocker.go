@@ -258,6 +258,10 @@ const (
 	// ActionGrantAccess: give user Target what it was refused, cluster-wide
 	// (a RoleBinding in a terminating namespace cannot be created).
 	ActionGrantAccess ActionKind = "GrantAccess"
+	// ActionEtcdDelete: remove storage key Target from etcd itself (the
+	// object cannot be read, the gate that allows its unsafe DELETE is
+	// off).
+	ActionEtcdDelete ActionKind = "EtcdDelete"
 	// ActionOwnerLogs: read the log of the owner's workload Target
 	// (kind/name) in namespace Of: it runs, and does not release them.
 	ActionOwnerLogs ActionKind = "OwnerLogs"

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"errors"
 	"path"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,28 @@ type Corrupt struct {
 	More int
 	// Path is the type's API path in the namespace, for the unsafe DELETE.
 	Path string
+	// Key is the storage key the server's error named (its value
+	// transformer's words, the gate off): the object is known, though
+	// the server does not list it.
+	Key string
+}
+
+// storageKey is a storage key quoted in a storage error: `unable to
+// transform key "/registry/secrets/team-a/creds": ...`.
+var storageKey = regexp.MustCompile(`"(/registry/[^"\s]+)"`)
+
+// keyedObject names the object of namespace a storage key is for: its
+// last two parts are the namespace and the name.
+func keyedObject(message, namespace string) (key, name string, ok bool) {
+	m := storageKey.FindStringSubmatch(message)
+	if m == nil {
+		return "", "", false
+	}
+	parts := strings.Split(m[1], "/")
+	if len(parts) < 5 || parts[len(parts)-2] != namespace || parts[len(parts)-1] == "" {
+		return "", "", false
+	}
+	return m[1], parts[len(parts)-1], true
 }
 
 // unreadable are the words of a list that met objects it could not read
@@ -61,6 +84,9 @@ func corruptOf(err error, gvr schema.GroupVersionResource, namespace string, ser
 	}
 	for _, words := range unreadable {
 		if strings.Contains(err.Error(), words) {
+			if key, name, ok := keyedObject(err.Error(), namespace); ok {
+				c.Key, c.Names = key, []string{name}
+			}
 			return c
 		}
 	}
@@ -92,6 +118,13 @@ func apiPath(gvr schema.GroupVersionResource, namespace string) string {
 func corruptActions(namespace string, c *Corrupt) []Action {
 	if len(c.Names) == 0 {
 		return []Action{{Kind: ActionEnableUnsafeDelete, Namespace: namespace, Target: c.Path}}
+	}
+	if c.Key != "" {
+		// Named by its key, the gate off: the unsafe DELETE once the gate
+		// is on, or the key's removal from etcd itself.
+		return []Action{{Kind: ActionEnableUnsafeDelete, Namespace: namespace, Target: c.Path},
+			{Kind: ActionUnsafeDelete, Namespace: namespace, Target: c.Path + "/" + c.Names[0]},
+			{Kind: ActionEtcdDelete, Namespace: namespace, Target: c.Key}}
 	}
 	var out []Action
 	for _, name := range c.Names {

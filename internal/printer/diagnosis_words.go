@@ -217,7 +217,11 @@ func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
 			if c.More > 0 {
 				more = fmt.Sprintf(" and %d more", c.More)
 			}
-			w.Evidence = append(w.Evidence, fmt.Sprintf("unreadable: %s%s (the server names them: its gate AllowUnsafeMalformedObjectDeletion is on)", strings.Join(c.Names, ", "), more))
+			named := "the server names them: its gate AllowUnsafeMalformedObjectDeletion is on"
+			if c.Key != "" {
+				named = "its storage key, in the server's error: " + c.Key + "; the first the list met, there may be more"
+			}
+			w.Evidence = append(w.Evidence, fmt.Sprintf("unreadable: %s%s (%s)", strings.Join(c.Names, ", "), more, named))
 		}
 		w.Evidence = append(w.Evidence, "an unsafe delete (KEP-3926) removes such an object from storage without its finalizers or admission: what it guarded is left behind; it needs the verb unsafe-delete-ignore-read-errors on "+f.Resource+" besides delete")
 	case f.APIService != nil:
@@ -414,6 +418,9 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "; if that operator is gone for good, set spec.conversion.strategy=None: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionCheckBackend:
 		return ActionWords(first) + "; if that API is gone for good: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionEnableUnsafeDelete && len(a) == 3:
+		return "if the encryption key or config changed, restore it (kube-apiserver's --encryption-provider-config); else " + ActionWords(first) +
+			"; then: " + ActionWords(at(1)) + "; or, with etcd's client certificates on a control-plane node: " + ActionWords(at(2))
 	case first.Kind == diagnose.ActionEnableUnsafeDelete:
 		return "if the encryption key or config changed, restore it (kube-apiserver's --encryption-provider-config); else " + ActionWords(first)
 	case first.Kind == diagnose.ActionUnsafeDelete:
@@ -503,6 +510,8 @@ func ActionWords(a diagnose.Action) string {
 		return fmt.Sprintf("kubectl delete --raw '%s?ignoreStoreReadErrorWithClusterBreakingPotential=true'", a.Target)
 	case diagnose.ActionEnableUnsafeDelete:
 		return fmt.Sprintf("turn on kube-apiserver's feature gate AllowUnsafeMalformedObjectDeletion (1.32+, alpha): a list of %s then names each object it cannot read, and explain gives the command that deletes it", a.Target)
+	case diagnose.ActionEtcdDelete:
+		return fmt.Sprintf("etcdctl del '%s'  # removes it from storage, skipping its finalizers and admission", a.Target)
 	case diagnose.ActionGrantAccess:
 		return fmt.Sprintf("let %s %s with a ClusterRole and ClusterRoleBinding (a RoleBinding cannot be created in a terminating namespace)", a.Target, a.Of)
 	case diagnose.ActionExplainOrphans:
