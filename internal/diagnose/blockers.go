@@ -52,6 +52,12 @@ func apiServiceBlockers(r Report) []Blocker {
 			if s.SelfHosted {
 				b.Kind = BlockerSelfHostedAPIService
 				b.Actions = []Action{{Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name}}
+			} else if s.Backend != nil && s.Backend.Unrestorable(refNamespace(s.Service), ns) {
+				// Its Service's namespace is being deleted: it accepts no
+				// new content, so the Service cannot be restored there.
+				// TODO(#33 --delete-apiservice): the purge escalation goes
+				// first here, the kubectl step after it.
+				b.Actions = []Action{{Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name}}
 			}
 		}
 		out = append(out, b)
@@ -183,11 +189,15 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 			out = append(out, Blocker{Kind: BlockerForbidden, Subject: res, Facts: &ListFacts{Resource: res, Error: c.Error},
 				Actions: []Action{{Kind: ActionCheckAccess, Namespace: ns, Target: res}}})
 		case c.Error != "" && conversionDown(obs, gvr) != nil:
-			crd := findCRD(obs.CRDs, gvr)
+			crd, state := findCRD(obs.CRDs, gvr), conversionDown(obs, gvr)
+			actions := []Action{{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name},
+				{Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}}
+			if state.Unrestorable(crd.ConversionService.Namespace, ns) {
+				actions = actions[1:]
+			}
 			out = append(out, Blocker{Kind: BlockerConversionWebhook, Subject: crd.Name,
-				Facts: &ListFacts{Resource: res, Error: c.Error, CRD: crd, Conversion: conversionDown(obs, gvr)},
-				Actions: []Action{{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name},
-					{Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}},
+				Facts:   &ListFacts{Resource: res, Error: c.Error, CRD: crd, Conversion: state},
+				Actions: actions,
 			})
 		case c.Error != "":
 			out = append(out, listFailedBlocker(obs, c, gvr, ns))
@@ -227,7 +237,16 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 	}
 	b.Actions = []Action{{Kind: ActionCheckBackend, Namespace: namespace, Target: facts.APIService.Name, Of: facts.APIService.Service},
 		{Kind: ActionDeleteAPIService, Namespace: namespace, Target: facts.APIService.Name}}
+	if facts.Backend != nil && facts.Backend.Unrestorable(refNamespace(facts.APIService.Service), namespace) {
+		b.Actions = b.Actions[1:]
+	}
 	return b
+}
+
+// refNamespace is the namespace of a namespace/name reference.
+func refNamespace(ref string) string {
+	ns, _, _ := strings.Cut(ref, "/")
+	return ns
 }
 
 func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResource, namespace string) Blocker {

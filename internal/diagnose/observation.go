@@ -24,6 +24,16 @@ type ServiceState struct {
 	ExternalName string `json:"externalName,omitempty"`
 	// Unknown is true when the Service could not be read (forbidden).
 	Unknown bool `json:"unknown,omitempty"`
+	// NamespaceTerminating: its namespace is being deleted, so a Service
+	// missing or without endpoints cannot come back there
+	// (NamespaceLifecycle admission refuses new content).
+	NamespaceTerminating bool `json:"namespaceTerminating,omitempty"`
+}
+
+// Unrestorable tells a backend that is down and cannot be brought back:
+// its namespace, not the one diagnosed, is being deleted.
+func (s ServiceState) Unrestorable(ref, diagnosed string) bool {
+	return s.Down() && s.NamespaceTerminating && ref != diagnosed
 }
 
 // Down tells whether a backend certainly cannot answer.

@@ -393,6 +393,13 @@ func nextStep(b diagnose.Blocker) string {
 		return ""
 	case b.Kind == diagnose.BlockerSelfHostedAPIService:
 		return ActionWords(first) + "  # the backend is being deleted with the namespace anyway"
+	case (b.Kind == diagnose.BlockerAPIServiceUnavailable || b.Kind == diagnose.BlockerListFailed) && first.Kind == diagnose.ActionDeleteAPIService:
+		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerConversionWebhook && first.Kind == diagnose.ActionPatchCRDConversion:
+		return "its conversion service's namespace is being deleted and accepts no new content, so the service cannot come back there; set spec.conversion.strategy=None: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerWebhook && first.Kind == diagnose.ActionPurge:
+		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there; for this namespace only, for the run: " +
+			ActionWords(first) + "; for good: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionGetAPIService:
 		return ActionWords(first) + "  # the aggregated API behind " + first.Of
 	case first.Kind == diagnose.ActionRestoreService && at(1).Kind == diagnose.ActionDeleteAPIService:
@@ -598,15 +605,19 @@ func catalogueEvidence(s diagnose.OwnerState) string {
 }
 
 func serviceWords(s diagnose.ServiceState) string {
+	terminating := ""
+	if s.NamespaceTerminating {
+		terminating = "; its namespace is being deleted, and accepts no new content: it cannot be restored there"
+	}
 	switch {
 	case s.Unknown:
 		return "could not be read"
 	case !s.Exists:
-		return "not found"
+		return "not found" + terminating
 	case s.ExternalName != "":
 		return "ExternalName " + s.ExternalName
 	default:
-		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints)
+		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints) + terminating
 	}
 }
 
