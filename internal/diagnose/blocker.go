@@ -78,10 +78,40 @@ type PodFacts struct {
 	Ordered bool
 }
 
-// StuckPod is a pod whose grace period ended Overdue ago.
+// StuckPod is a pod whose grace period ended Overdue ago, and its node
+// when that was read.
 type StuckPod struct {
 	Name    string
 	Overdue time.Duration
+	Node    string
+	// NodeState is the node's, and NodeSince when its Ready condition
+	// last changed (NotReady since then).
+	NodeState NodeState
+	NodeSince *time.Time
+}
+
+// Lost tells whether a stuck pod's node will never confirm its end: its
+// Node object is gone, or its kubelet does not report.
+func (p StuckPod) Lost() bool { return p.NodeState == NodeMissing || p.NodeState == NodeNotReady }
+
+// NodeState is what is known of a pod's node.
+type NodeState string
+
+// Node states (purge's report says them too).
+const (
+	NodeMissing     NodeState = "Missing"     // the Node object is gone
+	NodeNotReady    NodeState = "NotReady"    // its kubelet does not report
+	NodeReady       NodeState = "Ready"       // the pod may still be running there
+	NodeUnknown     NodeState = "Unknown"     // the Node could not be read
+	NodeUnscheduled NodeState = "Unscheduled" // the pod was never bound
+)
+
+// PodNode is a stuck pod's node as read: its name, state, and when its
+// Ready condition last changed.
+type PodNode struct {
+	Pod, Node string
+	State     NodeState
+	Since     *time.Time
 }
 
 // ListFacts: a resource type that cannot be listed (ListForbidden,

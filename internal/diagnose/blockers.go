@@ -168,12 +168,22 @@ func podBlockers(obs Observation, r Report) []Blocker {
 		return nil
 	}
 	sort.Slice(stuck, func(i, j int) bool { return stuck[i].Name < stuck[j].Name })
+	lost := false
+	for k := range stuck {
+		for _, n := range obs.Evidence.PodNodes {
+			if n.Pod == stuck[k].Name {
+				stuck[k].Node, stuck[k].NodeState, stuck[k].NodeSince = n.Node, n.State, n.Since
+				lost = lost || stuck[k].Lost()
+			}
+		}
+	}
 	ns := r.Namespace.Name
-	return []Blocker{{
-		Kind: BlockerPods, Subject: "pods",
-		Facts:   &PodFacts{Stuck: stuck, Ordered: obs.Ordering.Ordered},
-		Actions: []Action{{Kind: ActionCheckNodes, Namespace: ns}, PurgeAction(ns, FlagForceDeletePods, "")},
-	}}
+	actions := []Action{{Kind: ActionCheckNodes, Namespace: ns}, PurgeAction(ns, FlagForceDeletePods, "")}
+	if lost {
+		// A lost node confirms nothing, ever: the force-delete is the step.
+		actions[0], actions[1] = actions[1], actions[0]
+	}
+	return []Blocker{{Kind: BlockerPods, Subject: "pods", Facts: &PodFacts{Stuck: stuck, Ordered: obs.Ordering.Ordered}, Actions: actions}}
 }
 
 func contentBlockers(obs Observation, r Report) []Blocker {

@@ -77,6 +77,9 @@ type Evidence struct {
 	// OwnerLogs are the recent log lines of running owners' pods that
 	// name the namespace.
 	OwnerLogs []OwnerLog
+	// PodNodes are the nodes of the pods past their grace period (the
+	// first few), and their states.
+	PodNodes []PodNode
 	// Unchecked is what of it could not be read.
 	Unchecked []Unchecked
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	. "github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
@@ -16,6 +18,8 @@ func inferred(state OwnerRunning, w *owners.Workload, inNamespace bool) OwnerSta
 	return OwnerState{State: state, Inferred: &owners.Inference{Confidence: owners.Certain, Workload: w, InNamespace: inNamespace, RBACRead: true, WorkloadsRead: true,
 		SetBy: []owners.Manager{{Name: "acme-operator", Operation: "Update"}}}}
 }
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 var acmeOperator = &owners.Workload{Kind: "Deployment", Namespace: "acme-system", Name: "acme-operator", ServiceAccount: "acme-operator", Ready: 1, Want: 1}
 
@@ -113,5 +117,25 @@ func TestNamespaceFinalizerOwners(t *testing.T) {
 	}
 	if len(r.NamespaceFinalizers) != 2 || r.NamespaceFinalizers[0].Name != "tenancy.example.com/space" {
 		t.Errorf("namespace finalizers %+v", r.NamespaceFinalizers)
+	}
+}
+
+// A pod held on a lost node: the force-delete comes first, and the words
+// name the node and its state.
+func TestPodsOnALostNode(t *testing.T) {
+	obs := with(observation(), widgets)
+	pod := terminatingItem("web-0", time.Minute)
+	obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: pod.ObjectMeta}}
+	obs.Snapshot.Lists[podsGVR] = &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{pod}}
+	since := now.Add(-time.Hour)
+	obs.Evidence.PodNodes = []PodNode{{Pod: "web-0", Node: "node-7", State: NodeNotReady, Since: &since}}
+	b := blockerOf(t, Diagnose(obs), BlockerPods)
+	if b.Actions[0] != PurgeAction("demo", FlagForceDeletePods, "") {
+		t.Errorf("actions %+v", b.Actions)
+	}
+	w := printer.WordsOf(b)
+	if !strings.HasPrefix(w.NextStep, "node node-7 will never confirm their end: kubectl ns-doctor purge demo --force-delete-pods") ||
+		!strings.Contains(w.Evidence[0], "its node node-7 is NotReady since 2026-11-22T11:00:00Z") {
+		t.Errorf("words %+v", w)
 	}
 }

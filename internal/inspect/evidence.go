@@ -81,6 +81,13 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 		ev.Events = i.events(ctx, ns.Name, ev)
 		return nil
 	})
+	g.Go(func() error {
+		nodes := i.podNodes(ctx, ns.Name, snap, ev)
+		ev.mu.Lock()
+		ev.PodNodes = nodes
+		ev.mu.Unlock()
+		return nil
+	})
 	_ = g.Wait() // the reads report their own failures, as unchecked
 	ev.OwnerLogs = i.ownerLogs(ctx, ns.Name, ev)
 	for _, h := range found {

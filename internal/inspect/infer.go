@@ -35,6 +35,8 @@ type inference struct {
 	workloads  memo[string, workloadsRead] // "ns/<namespace>" or "name/<name>"
 	namespaces memo[string, string]        // its state when not Active
 	objects    memo[string, objectRead]
+	// nodes are stuck pods' nodes (nodes.go), read once each.
+	nodes memo[string, nodeRead]
 }
 
 // rbacRead is the cluster's RBAC as read.

@@ -212,3 +212,46 @@ func finalizerInfo(t *testing.T, r diagnose.Report, name string) diagnose.Finali
 	t.Fatalf("%s: no finalizer %s in %+v", r.Namespace.Name, name, r.Finalizers)
 	return diagnose.FinalizerInfo{}
 }
+
+// The nodes of pods past their grace period are read from their table
+// rows (never their spec), each node once: one NotReady since when, one
+// gone; a pod still within its grace period is not asked about.
+func TestStuckPodsNodes(t *testing.T) {
+	c := kubetest.New()
+	ns := c.AddNamespace("demo", time.Hour)
+	since := metav1.NewTime(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lost"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+		{Type: v1.NodeReady, Status: v1.ConditionUnknown, LastTransitionTime: since}}}}
+	grace := int64(30)
+	for name, on := range map[string]string{"a": "lost", "b": "lost", "c": "gone", "fresh": "lost"} {
+		p := kubetest.Pod("demo", name, on, grace)
+		at := metav1.NewTime(time.Now().Add(-time.Minute))
+		if name == "fresh" {
+			at = metav1.NewTime(time.Now().Add(time.Minute))
+		}
+		p.SetDeletionTimestamp(&at)
+		p.SetDeletionGracePeriodSeconds(&grace)
+		c.Add(kubetest.Pods, p)
+	}
+	in := New(c.Clients(node), Config{})
+	r, err := in.Explain(context.Background(), ns, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stuck []diagnose.StuckPod
+	for _, b := range r.Blockers {
+		if f, ok := b.Facts.(*diagnose.PodFacts); ok {
+			stuck = f.Stuck
+		}
+	}
+	if len(stuck) != 3 || stuck[0].Node != "lost" || stuck[0].NodeState != diagnose.NodeNotReady || !stuck[0].NodeSince.Equal(since.Time) ||
+		stuck[2].Node != "gone" || stuck[2].NodeState != diagnose.NodeMissing {
+		t.Errorf("stuck pods %+v", stuck)
+	}
+	if got := c.RequestsMatching("table get"); len(got) != 3 || slices.Contains(got, "table get pods demo/fresh") {
+		t.Errorf("table reads %q", got)
+	}
+	if got := c.RequestsMatching("get nodes"); len(got) != 2 {
+		t.Errorf("node reads %q, want each node once", got)
+	}
+}

@@ -192,11 +192,40 @@ func podWords(b diagnose.Blocker, f *diagnose.PodFacts) BlockerWords {
 	if f.Ordered {
 		summary = fmt.Sprintf("%d pod(s) outlived their grace period; pods are deleted first, so the controller deletes nothing else while they remain", len(f.Stuck))
 	}
-	var evidence []string
+	var evidence, lost []string
 	for _, p := range f.Stuck {
-		evidence = append(evidence, fmt.Sprintf("pod/%s: grace period ended %s ago", p.Name, p.Overdue))
+		evidence = append(evidence, fmt.Sprintf("pod/%s: grace period ended %s ago", p.Name, p.Overdue)+nodeWords(p))
+		if p.Lost() && !slices.Contains(lost, p.Node) {
+			lost = append(lost, p.Node)
+		}
 	}
-	return BlockerWords{Summary: summary, Evidence: firstLines(evidence, 5), NextStep: nextStep(b)}
+	w := BlockerWords{Summary: summary, Evidence: firstLines(evidence, 5), NextStep: nextStep(b)}
+	if len(lost) > 0 && len(b.Actions) == 2 {
+		w.NextStep = fmt.Sprintf("node %s will never confirm their end: %s; or: %s", strings.Join(lost, ", "), ActionWords(b.Actions[0]), ActionWords(b.Actions[1]))
+	}
+	return w
+}
+
+// nodeWords says where a stuck pod runs, when its node was read.
+func nodeWords(p diagnose.StuckPod) string {
+	if p.NodeState == "" {
+		return ""
+	}
+	since := ""
+	if p.NodeSince != nil {
+		since = " since " + p.NodeSince.UTC().Format(time.RFC3339)
+	}
+	switch p.NodeState {
+	case diagnose.NodeUnscheduled:
+		return "; it was never scheduled"
+	case diagnose.NodeMissing:
+		return fmt.Sprintf("; its node %s is gone%s", p.Node, since)
+	case diagnose.NodeNotReady:
+		return fmt.Sprintf("; its node %s is NotReady%s: its kubelet does not report", p.Node, since)
+	case diagnose.NodeReady:
+		return fmt.Sprintf("; its node %s is Ready: its kubelet has not confirmed the pod's end", p.Node)
+	}
+	return fmt.Sprintf("; its node %s could not be read", p.Node)
 }
 
 func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {

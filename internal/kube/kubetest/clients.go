@@ -72,7 +72,7 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	dyn.PrependReactor("*", "*", c.dynamic)
 	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c},
-		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Collections: collections{c: c, meta: meta}}
+		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Collections: collections{c: c, meta: meta}, Placement: placement{c: c}}
 }
 
 // collections serves full reads from the store, as JSON, the way the
@@ -111,6 +111,26 @@ func (r collections) EachObjectJSON(_ context.Context, gvr schema.GroupVersionRe
 		}
 	}
 	return nil
+}
+
+// placement reads pods' nodes from the store, logged as "table get".
+type placement struct{ c *Cluster }
+
+func (p placement) NodesOf(_ context.Context, namespace string, names []string) (map[string]string, error) {
+	c := p.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for _, name := range names {
+		c.log("table get", Pods, "", namespace, name, false)
+		if err := c.fail("table get", Pods, namespace, name); err != nil {
+			return out, err
+		}
+		if o := c.objects[Pods][namespace+"/"+name]; o != nil {
+			out[name] = nestedString(o, "spec", "nodeName")
+		}
+	}
+	return out, nil
 }
 
 // discoveryLists are the served resources plus an empty list for each
