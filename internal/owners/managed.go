@@ -41,8 +41,11 @@ type Manager struct {
 }
 
 // appliers are the field managers of tools that apply manifests.
-var appliers = []string{"kubectl", "helm", "argocd-controller", "argocd-application-controller", "kustomize-controller",
-	"helm-controller", "before-first-apply", "terraform-provider-kubernetes", "pulumi-kubernetes", "Go-http-client"}
+// (Argo CD's controller applies as argocd-controller; its own reconciler of
+// Applications is another manager. An unnamed Go client, Go-http-client,
+// may be a controller: it is no applier, only a name no workload has.)
+var appliers = []string{"kubectl", "helm", "argocd-controller", "kustomize-controller",
+	"helm-controller", "before-first-apply", "terraform-provider-kubernetes", "pulumi-kubernetes"}
 
 // IsApplier tells a manifest-applying tool's field manager.
 func IsApplier(manager string) bool {
