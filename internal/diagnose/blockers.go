@@ -56,7 +56,8 @@ func apiServiceBlockers(r Report) []Blocker {
 				// Its Service's namespace is being deleted: it accepts no
 				// new content, so the Service cannot be restored there.
 				// TODO(#33 --delete-apiservice): the purge escalation goes
-				// first here, the kubectl step after it.
+				// first here, the kubectl step after it (and the same in
+				// listFailedBlocker, whose backend may terminate too).
 				b.Actions = []Action{{Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name}}
 			}
 		}
