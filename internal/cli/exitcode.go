@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,6 +98,32 @@ func explainAPIError(err error, server string) string {
 	}
 	return err.Error()
 }
+
+// lostAccess says why a user may not read a namespace it names, and what
+// works. A tenant's access often came from a RoleBinding in that very
+// namespace: its deletion removed the RoleBinding with the rest (a
+// RoleBinding holds no finalizer), and a terminating namespace accepts no
+// new one; access that does not live in the namespace does.
+func lostAccess(err error, namespace string) error {
+	user, subject := "", "--user=<you>"
+	if refused := apierror.Classify(err); refused.User != "" {
+		user = refused.User
+		subject = "--user=" + user
+		if sa, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok {
+			subject = "--serviceaccount=" + sa
+		}
+	}
+	binding := "ns-doctor-explain"
+	if user != "" {
+		binding += "-" + strings.Trim(nonName.ReplaceAllString(strings.ToLower(user), "-"), "-")
+	}
+	return &exitError{code: ExitError, msg: fmt.Sprintf("%s; if your access to namespace %s came from a RoleBinding in it, its deletion removed that RoleBinding with the rest, "+
+		"and a terminating namespace accepts no new one: a cluster admin can run kubectl ns-doctor explain %s, or grant you access that does not live in the namespace: "+
+		"kubectl create clusterrolebinding %s --clusterrole=ns-doctor-explain %s (docs/rbac.md)", apiMessage(err), namespace, namespace, binding, subject)}
+}
+
+// nonName are the characters an object's name cannot hold.
+var nonName = regexp.MustCompile(`[^a-z0-9.-]+`)
 
 func apiMessage(err error) string {
 	var status apierrors.APIStatus

@@ -227,6 +227,8 @@ func (o *ExplainOptions) targets(ctx context.Context, in *inspect.Inspector) ([]
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, name)
+		case apierrors.IsForbidden(err):
+			return nil, nil, lostAccess(err, name)
 		case err != nil:
 			return nil, nil, err
 		default:

@@ -22,13 +22,16 @@ const (
 	BlockerConversionWebhook     BlockerKind = "ConversionWebhookDown"
 	BlockerWebhookDenies         BlockerKind = "WebhookDenies"
 	BlockerOwnerCannotFinish     BlockerKind = "OwnerCannotFinish"
+	// BlockerOwnerDeleted: content waits for finalizers whose owner lived
+	// in the namespace, and went with it.
+	BlockerOwnerDeleted BlockerKind = "OwnerDeletedWithNamespace"
 )
 
 // BlockerKinds is every kind, in the order explain looks for them.
 func BlockerKinds() []BlockerKind {
 	return []BlockerKind{
 		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
-		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerFinalizers, BlockerCRDDeleting,
+		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerOwnerDeleted, BlockerFinalizers, BlockerCRDDeleting,
 		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerControllerNotRunning,
 	}
 }
@@ -63,6 +66,9 @@ type NamespaceFinalizerFacts struct {
 	Token    string
 	Spec     []string
 	Metadata []string
+	// Owners are the states of the finalizers' owners that were read (the
+	// token's, or each metadata finalizer's).
+	Owners map[string]OwnerState
 }
 
 // PodFacts: pods past their grace period.
@@ -72,10 +78,40 @@ type PodFacts struct {
 	Ordered bool
 }
 
-// StuckPod is a pod whose grace period ended Overdue ago.
+// StuckPod is a pod whose grace period ended Overdue ago, and its node
+// when that was read.
 type StuckPod struct {
 	Name    string
 	Overdue time.Duration
+	Node    string
+	// NodeState is the node's, and NodeSince when its Ready condition
+	// last changed (NotReady since then).
+	NodeState NodeState
+	NodeSince *time.Time
+}
+
+// Lost tells whether a stuck pod's node will never confirm its end: its
+// Node object is gone, or its kubelet does not report.
+func (p StuckPod) Lost() bool { return p.NodeState == NodeMissing || p.NodeState == NodeNotReady }
+
+// NodeState is what is known of a pod's node.
+type NodeState string
+
+// Node states (purge's report says them too).
+const (
+	NodeMissing     NodeState = "Missing"     // the Node object is gone
+	NodeNotReady    NodeState = "NotReady"    // its kubelet does not report
+	NodeReady       NodeState = "Ready"       // the pod may still be running there
+	NodeUnknown     NodeState = "Unknown"     // the Node could not be read
+	NodeUnscheduled NodeState = "Unscheduled" // the pod was never bound
+)
+
+// PodNode is a stuck pod's node as read: its name, state, and when its
+// Ready condition last changed.
+type PodNode struct {
+	Pod, Node string
+	State     NodeState
+	Since     *time.Time
 }
 
 // ListFacts: a resource type that cannot be listed (ListForbidden,
@@ -117,6 +153,25 @@ type FinalizerFacts struct {
 	// Held names the first objects carrying the finalizers
 	// (namespace/name for a CRD's instances across namespaces).
 	Held []string
+	// Waited is how long its oldest object has waited since it was marked
+	// for deletion (zero for a namespace only imagined deleted).
+	Waited time.Duration
+	// OwnersGone are the finalizers whose owner lived in the namespace
+	// and went with it (OwnerDeletedWithNamespace).
+	OwnersGone []string
+	// Said is what the holders of this type last said, latest first, when
+	// their owner runs and releases none of them: their conditions that
+	// carry an error, and the events about them.
+	Said []Saying
+}
+
+// Saying is one thing a holder said: a status condition, or an event.
+type Saying struct {
+	Object string // resource/name
+	// Source is "condition Type=Status (Reason)" or "event Reason".
+	Source  string
+	Message string
+	At      *time.Time
 }
 
 // ForegroundWait is an owner waiting (foregroundDeletion) for a dependent.
@@ -210,7 +265,8 @@ const (
 	// ActionPatchNamespaceFinalizers: empty the namespace's metadata.finalizers.
 	ActionPatchNamespaceFinalizers ActionKind = "PatchNamespaceFinalizers"
 	// ActionCheckOwner: check that Target (finalizers, a token) is still
-	// removed by a running owner.
+	// removed by a running owner: Of, when known (kind namespace/name),
+	// its workload, found not ready or not at all.
 	ActionCheckOwner ActionKind = "CheckOwner"
 	// ActionCheckNodes: the pods' nodes.
 	ActionCheckNodes ActionKind = "CheckNodes"
@@ -235,6 +291,13 @@ const (
 	// ActionGrantAccess: give user Target what it was refused, cluster-wide
 	// (a RoleBinding in a terminating namespace cannot be created).
 	ActionGrantAccess ActionKind = "GrantAccess"
+	// ActionEtcdDelete: remove storage key Target from etcd itself (the
+	// object cannot be read, the gate that allows its unsafe DELETE is
+	// off).
+	ActionEtcdDelete ActionKind = "EtcdDelete"
+	// ActionOwnerLogs: read the log of the owner's workload Target
+	// (kind/name) in namespace Of: it runs, and does not release them.
+	ActionOwnerLogs ActionKind = "OwnerLogs"
 )
 
 // Purge flags a next step may name (purge.Escalations() is the list of

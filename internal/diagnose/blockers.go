@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +18,7 @@ import (
 func findBlockers(obs Observation, r Report, result deletion.ContentResult) []Blocker {
 	var out []Blocker
 	out = append(out, apiServiceBlockers(r)...)
-	out = append(out, namespaceFinalizerBlockers(r.Namespace)...)
+	out = append(out, namespaceFinalizerBlockers(obs, r.Namespace)...)
 	out = append(out, podBlockers(obs, r)...)
 	out = append(out, contentBlockers(obs, r)...)
 	out = append(out, webhookBlockers(obs, r)...)
@@ -51,6 +53,10 @@ func apiServiceBlockers(r Report) []Blocker {
 			if s.SelfHosted {
 				b.Kind = BlockerSelfHostedAPIService
 				b.Actions = []Action{PurgeAction(ns, FlagDeleteAPIService, s.Name)}
+			} else if s.Backend != nil && s.Backend.Unrestorable(refNamespace(s.Service), ns) {
+				// Its Service's namespace is being deleted: it accepts no
+				// new content, so the Service cannot be restored there.
+				b.Actions = []Action{PurgeAction(ns, FlagDeleteAPIService, s.Name), {Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name}}
 			}
 		}
 		out = append(out, b)
@@ -58,26 +64,90 @@ func apiServiceBlockers(r Report) []Blocker {
 	return out
 }
 
-func namespaceFinalizerBlockers(ns Namespace) []Blocker {
+func namespaceFinalizerBlockers(obs Observation, ns Namespace) []Blocker {
 	var out []Blocker
 	for _, f := range ns.SpecFinalizers {
 		if f == "kubernetes" {
 			continue
 		}
-		out = append(out, Blocker{
-			Kind: BlockerNamespaceFinalizer, Subject: f,
-			Facts: &NamespaceFinalizerFacts{Token: f, Spec: ns.SpecFinalizers},
-			Actions: []Action{{Kind: ActionCheckOwner, Namespace: ns.Name, Target: f},
-				PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")},
-		})
+		facts := &NamespaceFinalizerFacts{Token: f, Spec: ns.SpecFinalizers, Owners: ownersOf(obs.Evidence.NamespaceOwners, []string{f})}
+		purge := PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")
+		actions := []Action{checkOwner(ns.Name, f, facts.Owners), purge}
+		switch state := facts.Owners[f]; {
+		case state.State == OwnerDeletedWithNamespace:
+			actions = []Action{purge}
+		case state.State == OwnerRunningReady && state.Workload() != nil:
+			actions = []Action{ownerLogs(ns.Name, *state.Workload()), purge}
+		}
+		out = append(out, Blocker{Kind: BlockerNamespaceFinalizer, Subject: f, Facts: facts, Actions: actions})
 	}
 	if len(ns.MetadataFinalizers) > 0 {
-		out = append(out, Blocker{
-			Kind: BlockerNamespaceFinalizer, Subject: strings.Join(ns.MetadataFinalizers, ","),
-			Facts: &NamespaceFinalizerFacts{Metadata: ns.MetadataFinalizers},
-			Actions: []Action{{Kind: ActionPatchNamespaceFinalizers, Namespace: ns.Name, Target: ns.Name},
-				PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")},
-		})
+		facts := &NamespaceFinalizerFacts{Metadata: ns.MetadataFinalizers, Owners: ownersOf(obs.Evidence.NamespaceOwners, ns.MetadataFinalizers)}
+		actions := []Action{{Kind: ActionPatchNamespaceFinalizers, Namespace: ns.Name, Target: ns.Name},
+			PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")}
+		if w := runningOwner(facts.Owners, ns.MetadataFinalizers); w != nil {
+			actions = append([]Action{ownerLogs(ns.Name, *w)}, actions...)
+		}
+		out = append(out, Blocker{Kind: BlockerNamespaceFinalizer, Subject: strings.Join(ns.MetadataFinalizers, ","), Facts: facts, Actions: actions})
+	}
+	return out
+}
+
+// ownersOf are the owners' states read of the finalizers named.
+func ownersOf(states map[string]OwnerState, names []string) map[string]OwnerState {
+	out := map[string]OwnerState{}
+	for _, f := range names {
+		if s, ok := states[f]; ok {
+			out[f] = s
+		}
+	}
+	return out
+}
+
+// runningOwner is the workload of the finalizers' owner when every one of
+// them has an owner known to run: one that runs, yet has not removed them.
+func runningOwner(states map[string]OwnerState, names []string) *WorkloadState {
+	var w *WorkloadState
+	for _, f := range names {
+		s, ok := states[f]
+		if !ok || s.State != OwnerRunningReady || s.Workload() == nil {
+			return nil
+		}
+		if w == nil {
+			w = s.Workload()
+		}
+	}
+	return w
+}
+
+// ownerLogs is the step for an owner that runs and does not finish: its
+// log says why.
+func ownerLogs(namespace string, w WorkloadState) Action {
+	return Action{Kind: ActionOwnerLogs, Namespace: namespace, Target: strings.ToLower(w.Kind) + "/" + w.Name, Of: w.Namespace}
+}
+
+// checkOwner is the step for an owner not known to run: its workload when
+// one was found (not ready), else whoever removes them.
+func checkOwner(namespace, target string, states map[string]OwnerState) Action {
+	a := Action{Kind: ActionCheckOwner, Namespace: namespace, Target: target}
+	for _, f := range slices.Sorted(maps.Keys(states)) {
+		if s := states[f]; s.State == OwnerNotReady && s.Workload() != nil {
+			w := s.Workload()
+			a.Of = strings.ToLower(w.Kind) + " " + w.Namespace + "/" + w.Name
+			break
+		}
+	}
+	return a
+}
+
+// ownersGone are the finalizers of c whose owner was deleted with the
+// namespace.
+func ownersGone(obs Observation, c Content) []string {
+	var out []string
+	for _, f := range sortedKeys(c.Finalizers) {
+		if obs.Evidence.Owners[f].State == OwnerDeletedWithNamespace {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -97,12 +167,22 @@ func podBlockers(obs Observation, r Report) []Blocker {
 		return nil
 	}
 	sort.Slice(stuck, func(i, j int) bool { return stuck[i].Name < stuck[j].Name })
+	lost := false
+	for k := range stuck {
+		for _, n := range obs.Evidence.PodNodes {
+			if n.Pod == stuck[k].Name {
+				stuck[k].Node, stuck[k].NodeState, stuck[k].NodeSince = n.Node, n.State, n.Since
+				lost = lost || stuck[k].Lost()
+			}
+		}
+	}
 	ns := r.Namespace.Name
-	return []Blocker{{
-		Kind: BlockerPods, Subject: "pods",
-		Facts:   &PodFacts{Stuck: stuck, Ordered: obs.Ordering.Ordered},
-		Actions: []Action{{Kind: ActionCheckNodes, Namespace: ns}, PurgeAction(ns, FlagForceDeletePods, "")},
-	}}
+	actions := []Action{{Kind: ActionCheckNodes, Namespace: ns}, PurgeAction(ns, FlagForceDeletePods, "")}
+	if lost {
+		// A lost node confirms nothing, ever: the force-delete is the step.
+		actions[0], actions[1] = actions[1], actions[0]
+	}
+	return []Blocker{{Kind: BlockerPods, Subject: "pods", Facts: &PodFacts{Stuck: stuck, Ordered: obs.Ordering.Ordered}, Actions: actions}}
 }
 
 func contentBlockers(obs Observation, r Report) []Blocker {
@@ -118,19 +198,24 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 			out = append(out, Blocker{Kind: BlockerForbidden, Subject: res, Facts: &ListFacts{Resource: res, Error: c.Error},
 				Actions: []Action{{Kind: ActionCheckAccess, Namespace: ns, Target: res}}})
 		case c.Error != "" && conversionDown(obs, gvr) != nil:
-			crd := findCRD(obs.CRDs, gvr)
+			crd, state := findCRD(obs.CRDs, gvr), conversionDown(obs, gvr)
+			actions := []Action{{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name},
+				{Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}}
+			if state.Unrestorable(crd.ConversionService.Namespace, ns) {
+				actions = actions[1:]
+			}
 			out = append(out, Blocker{Kind: BlockerConversionWebhook, Subject: crd.Name,
-				Facts: &ListFacts{Resource: res, Error: c.Error, CRD: crd, Conversion: conversionDown(obs, gvr)},
-				Actions: []Action{{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name},
-					{Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}},
+				Facts:   &ListFacts{Resource: res, Error: c.Error, CRD: crd, Conversion: state},
+				Actions: actions,
 			})
 		case c.Error != "":
 			out = append(out, listFailedBlocker(obs, c, gvr, ns))
-		case len(c.Finalizers) > 0 && c.Resource != "pods" && (waitedLongEnough(obs, c) && !going(obs, c) || len(cannotFinishOf(obs, gvr)) > 0):
-			// An owner that cannot finish is named at once: waiting for
-			// the grace period would not change it. One whose objects go
-			// since an earlier read is making progress, whatever the
-			// grace.
+		case len(c.Finalizers) > 0 && c.Resource != "pods" &&
+			(waitedLongEnough(obs, c) && !going(obs, c) || len(cannotFinishOf(obs, gvr)) > 0 || len(ownersGone(obs, c)) > 0):
+			// An owner that cannot finish, or that went with the
+			// namespace, is named at once: waiting for the grace period
+			// would not change it. One whose objects go since an earlier
+			// read is making progress, whatever the grace.
 			out = append(out, finalizerBlocker(obs, c, gvr, ns))
 		}
 	}
@@ -161,7 +246,16 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 	}
 	b.Actions = []Action{{Kind: ActionCheckBackend, Namespace: namespace, Target: facts.APIService.Name, Of: facts.APIService.Service},
 		{Kind: ActionDeleteAPIService, Namespace: namespace, Target: facts.APIService.Name}}
+	if facts.Backend != nil && facts.Backend.Unrestorable(refNamespace(facts.APIService.Service), namespace) {
+		b.Actions = b.Actions[1:]
+	}
 	return b
+}
+
+// refNamespace is the namespace of a namespace/name reference.
+func refNamespace(ref string) string {
+	ns, _, _ := strings.Cut(ref, "/")
+	return ns
 }
 
 func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResource, namespace string) Blocker {
@@ -178,15 +272,32 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 	facts.CannotFinish = cannotFinishOf(obs, gvr)
 	facts.GoneRefs = goneRefsOf(holdersOf(obs), resourceName(gvr))
 	facts.Held = heldBy(obs.Snapshot.Lists[gvr])
+	facts.OwnersGone = ownersGone(obs, c)
+	if c.OldestDeletion != nil && !obs.IfDeleted {
+		facts.Waited = obs.Now.Sub(*c.OldestDeletion).Round(time.Second)
+	}
 	subject := strings.Join(names, ",")
 	b := Blocker{Kind: BlockerFinalizers, Subject: subject, Facts: facts,
-		Actions: []Action{{Kind: ActionCheckOwner, Namespace: namespace, Target: subject},
-			PurgeAction(namespace, FlagRemoveFinalizers, subject)}}
+		Actions: []Action{checkOwner(namespace, subject, facts.Owners), PurgeAction(namespace, FlagRemoveFinalizers, subject)}}
 	switch crd := findCRD(obs.CRDs, gvr); {
 	case crd != nil && crd.Deleting:
 		b.Kind, facts.DeletingCRD = BlockerCRDDeleting, crd.Name
 	case len(facts.CannotFinish) > 0:
 		b.Kind, b.Actions = BlockerOwnerCannotFinish, cannotFinishActions(namespace, subject, facts.CannotFinish)
+	case len(facts.OwnersGone) > 0:
+		// Nothing will remove them: stripping them is the step, and what
+		// their owner was to clean up is left to do by hand.
+		gone := strings.Join(facts.OwnersGone, ",")
+		b.Kind, b.Actions = BlockerOwnerDeleted, []Action{PurgeAction(namespace, FlagRemoveFinalizers, gone),
+			{Kind: ActionCleanUpByHand, Namespace: namespace, Target: gone}}
+	default:
+		if w := runningOwner(facts.Owners, names); w != nil {
+			// Known to run: "check that it runs" would send the reader
+			// to what is known. What the holders say, and its log, tell
+			// why it does not finish.
+			facts.Said = saidOf(obs, gvr)
+			b.Actions[0] = ownerLogs(namespace, *w)
+		}
 	}
 	return b
 }
@@ -202,6 +313,42 @@ func heldBy(list *metav1.PartialObjectMetadataList) []string {
 			out = append(out, item.Name)
 		}
 	}
+	return out
+}
+
+// maxSaid bounds what the holders said that a blocker repeats.
+const maxSaid = 3
+
+// saidOf is what the holders of a type last said: their conditions that
+// carry an error (notReady kept only those) and the events about them,
+// latest first.
+func saidOf(obs Observation, gvr schema.GroupVersionResource) []Saying {
+	res := resourceName(gvr)
+	var out []Saying
+	for _, h := range obs.Evidence.Holders {
+		if h.Resource != res {
+			continue
+		}
+		for _, c := range h.Conditions {
+			if c.Message == "" && c.Reason == "" {
+				continue
+			}
+			out = append(out, Saying{Object: res + "/" + h.Name, Source: "condition " + c.Type + "=" + c.Status + " (" + c.Reason + ")",
+				Message: c.Message, At: c.LastTransitionTime})
+		}
+	}
+	held := heldNames(obs.Snapshot, gvr)
+	for _, e := range obs.Evidence.Events {
+		if _, name, _ := strings.Cut(e.Object, "/"); held[name] {
+			at := e.Last
+			out = append(out, Saying{Object: res + "/" + name, Source: "event " + e.Reason, Message: e.Message, At: &at})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].At, out[j].At
+		return a != nil && (b == nil || a.After(*b))
+	})
+	out, _ = firstN(out, maxSaid)
 	return out
 }
 

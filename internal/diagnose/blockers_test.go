@@ -122,6 +122,18 @@ func TestBlockers(t *testing.T) {
 			evidence: "service kube-system/metrics-server", next: "check the backend of apiservice/v1beta1.metrics.k8s.io (service kube-system/metrics-server, its pods and logs); if that API is gone for good: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
 		},
 		{
+			name: "aggregated API whose service's namespace is being deleted",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "monitoring", "metrics-server", "ServiceNotFound")}
+				obs.Services["monitoring/metrics-server"] = ServiceState{NamespaceTerminating: true}
+				return obs
+			},
+			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
+			evidence: "service monitoring/metrics-server: not found; its namespace is being deleted, and accepts no new content: it cannot be restored there",
+			next:     "its service's namespace is being deleted and accepts no new content, so the service cannot come back there: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io; or, keeping no copy: kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
 			name: "aggregated API served from the namespace itself",
 			obs: func() Observation {
 				obs := discoveryFailed(observation())
@@ -168,6 +180,30 @@ func TestBlockers(t *testing.T) {
 			},
 			kind: BlockerConversionWebhook, summary: "the conversion webhook of CRD widgets.example.com is down",
 			evidence: "conversion service conv-system/conv: not found", next: `"strategy":"None"`, state: StateStuck,
+		},
+		{
+			name: "conversion webhook down, its namespace being deleted",
+			obs: func() Observation {
+				obs := observation()
+				obs.Snapshot.ListErrs[widgets] = apierrors.NewInternalError(errors.New(`conversion webhook for example.com/v1, Kind=Widget failed: service "conv" not found`))
+				obs.CRDs = []CRD{{Name: "widgets.example.com", Group: "example.com", Plural: "widgets", ConversionService: &ServiceRef{Namespace: "conv-system", Name: "conv"}}}
+				obs.Services["conv-system/conv"] = ServiceState{NamespaceTerminating: true}
+				return obs
+			},
+			kind: BlockerConversionWebhook, summary: "the conversion webhook of CRD widgets.example.com is down",
+			evidence: "it cannot be restored there", next: `its conversion service's namespace is being deleted and accepts no new content, so the service cannot come back there; set spec.conversion.strategy=None: kubectl patch crd widgets.example.com`, state: StateStuck,
+		},
+		{
+			name: "fail-closed webhook whose service's namespace is being deleted",
+			obs: func() Observation {
+				obs := with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+				obs.Webhooks = []Webhook{failClosed("guard", "webhook-system", "guard", configMaps, admissionregv1.Delete)}
+				obs.Services["webhook-system/guard"] = ServiceState{Exists: true, NamespaceTerminating: true}
+				return obs
+			},
+			kind: BlockerWebhook, summary: `webhook "deny.guard" fails closed and its service webhook-system/guard is down`,
+			evidence: "service webhook-system/guard: 0 ready endpoints; its namespace is being deleted",
+			next:     "so the service cannot come back there; for this namespace only, for the run: kubectl ns-doctor purge demo --bypass-webhook=guard; for good: kubectl delete validatingwebhookconfiguration guard", state: StateStuck,
 		},
 		{
 			name: "fail-closed webhook rejects the deletion",

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"path"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,6 +29,25 @@ type Corrupt struct {
 	More int
 	// Path is the type's API path in the namespace, for the unsafe DELETE.
 	Path string
+	// Key is the storage key the server's error named (its value
+	// transformer's words, the gate off): the object is known, though
+	// the server does not list it.
+	Key string
+}
+
+// keyedObject names the object of namespace the one storage key a storage
+// error quotes is for (`unable to transform key
+// "/registry/secrets/team-a/creds": ...`): its last two parts are the
+// namespace and the name.
+func keyedObject(keys []string, namespace string) (key, name string, ok bool) {
+	if len(keys) != 1 {
+		return "", "", false
+	}
+	parts := strings.Split(keys[0], "/")
+	if len(parts) < 5 || parts[len(parts)-2] != namespace || parts[len(parts)-1] == "" {
+		return "", "", false
+	}
+	return keys[0], parts[len(parts)-1], true
 }
 
 // corruptOf reads a list error for objects that cannot be read, nil if
@@ -50,7 +70,14 @@ func corruptOf(err error, gvr schema.GroupVersionResource, namespace string, ser
 		}
 		c.Names, c.More = firstN(c.Names, MaxExamples)
 		return c
-	case e.Kind == apierror.StoreReadError, served && e.Kind == apierror.ServerError:
+	case e.Kind == apierror.StoreReadError:
+		// With the gate off, a value transformer's failure may quote the
+		// key of the object it could not read: that object, by its key.
+		if key, name, ok := keyedObject(e.Keys, namespace); ok {
+			c.Key, c.Names = key, []string{name}
+		}
+		return c
+	case served && e.Kind == apierror.ServerError:
 		return c
 	}
 	return nil
@@ -69,6 +96,13 @@ func apiPath(gvr schema.GroupVersionResource, namespace string) string {
 func corruptActions(namespace string, c *Corrupt) []Action {
 	if len(c.Names) == 0 {
 		return []Action{{Kind: ActionEnableUnsafeDelete, Namespace: namespace, Target: c.Path}}
+	}
+	if c.Key != "" {
+		// Named by its key, the gate off: the unsafe DELETE once the gate
+		// is on, or the key's removal from etcd itself.
+		return []Action{{Kind: ActionEnableUnsafeDelete, Namespace: namespace, Target: c.Path},
+			{Kind: ActionUnsafeDelete, Namespace: namespace, Target: c.Path + "/" + c.Names[0]},
+			{Kind: ActionEtcdDelete, Namespace: namespace, Target: c.Key}}
 	}
 	var out []Action
 	for _, name := range c.Names {

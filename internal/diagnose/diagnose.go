@@ -73,6 +73,7 @@ func Diagnose(obs Observation) Report {
 		Notes:      notesOf(obs),
 	}
 	r.Finalizers = finalizersOf(r.Content, obs.Evidence.Owners)
+	r.NamespaceFinalizers = namespaceFinalizersOf(r.Namespace, obs.Evidence.NamespaceOwners)
 	if ns.DeletionTimestamp == nil {
 		return diagnoseActive(obs, r)
 	}
@@ -313,6 +314,24 @@ func finalizersOf(content []Content, owners map[string]OwnerState) []FinalizerIn
 		if info.OwnerState.State == "" {
 			// No evidence was read: an Active namespace.
 			info.OwnerState = OwnerState{State: OwnerUnknown, Owner: info.Owner, NotChecked: info.Known}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// namespaceFinalizersOf lists the namespace's own finalizers whose owners
+// were read, with their catalogue entries.
+func namespaceFinalizersOf(ns Namespace, owners map[string]OwnerState) []FinalizerInfo {
+	var out []FinalizerInfo
+	for _, f := range append(slices.Clone(ns.SpecFinalizers), ns.MetadataFinalizers...) {
+		state, ok := owners[f]
+		if !ok || f == "kubernetes" {
+			continue
+		}
+		info := FinalizerInfo{Name: f, OwnerState: state}
+		if e := finalizers.Lookup(f); e != nil {
+			info.Known, info.Owner, info.Project, info.Guards, info.Leak, info.Source = true, e.Owner, e.Project, e.Guards, e.Leak, e.Source
 		}
 		out = append(out, info)
 	}

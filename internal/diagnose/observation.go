@@ -24,6 +24,16 @@ type ServiceState struct {
 	ExternalName string `json:"externalName,omitempty"`
 	// Unknown is true when the Service could not be read (forbidden).
 	Unknown bool `json:"unknown,omitempty"`
+	// NamespaceTerminating: its namespace is being deleted, so a Service
+	// missing or without endpoints cannot come back there
+	// (NamespaceLifecycle admission refuses new content).
+	NamespaceTerminating bool `json:"namespaceTerminating,omitempty"`
+}
+
+// Unrestorable tells a backend that is down and cannot be brought back:
+// its namespace, not the one diagnosed, is being deleted.
+func (s ServiceState) Unrestorable(ref, diagnosed string) bool {
+	return s.Down() && s.NamespaceTerminating && ref != diagnosed
 }
 
 // Down tells whether a backend certainly cannot answer.
@@ -57,12 +67,19 @@ type CRD struct {
 // finalizers' owners, the holders' conditions, the namespace's events.
 type Evidence struct {
 	// Owners maps a finalizer to its owner's state.
-	Owners  map[string]OwnerState
-	Holders []Holder
-	Events  []Event
+	Owners map[string]OwnerState
+	// NamespaceOwners maps each of the namespace's own finalizers
+	// (spec.finalizers tokens but kubernetes, metadata.finalizers) to its
+	// owner's state.
+	NamespaceOwners map[string]OwnerState
+	Holders         []Holder
+	Events          []Event
 	// OwnerLogs are the recent log lines of running owners' pods that
 	// name the namespace.
 	OwnerLogs []OwnerLog
+	// PodNodes are the nodes of the pods past their grace period (the
+	// first few), and their states.
+	PodNodes []PodNode
 	// Unchecked is what of it could not be read.
 	Unchecked []Unchecked
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // State is a diagnosis' verdict.
@@ -36,6 +37,10 @@ type Report struct {
 	// Finalizers are the finalizers holding content, with their owner
 	// from the catalogue and whether it appears to run.
 	Finalizers []FinalizerInfo
+	// NamespaceFinalizers are the namespace's own finalizers holding it
+	// (spec.finalizers tokens but kubernetes, then metadata.finalizers),
+	// with their owners, when they were read.
+	NamespaceFinalizers []FinalizerInfo
 	// Holders are what the objects holding the namespace say in their
 	// status: the latest message of each condition that is not ready.
 	Holders []Holder
@@ -186,6 +191,23 @@ type OwnerState struct {
 	// NotChecked: no evidence was read (Active namespace, or the owner is
 	// not looked for).
 	NotChecked bool
+	// Inferred is who the cluster itself says removes it (managedFields,
+	// RBAC, workloads): read for a finalizer the catalogue does not know,
+	// or whose catalogued owner was not found running.
+	Inferred *owners.Inference
+}
+
+// Workload is the owner's workload: the catalogue's found, else the one
+// inferred; nil when neither.
+func (s OwnerState) Workload() *WorkloadState {
+	if s.Found != nil {
+		return s.Found
+	}
+	if in := s.Inferred; in != nil && in.Workload != nil && in.Confidence != owners.None {
+		w := in.Workload
+		return &WorkloadState{WorkloadRef: WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}, Ready: w.Ready, Want: w.Want}
+	}
+	return nil
 }
 
 // WorkloadRef names one of an owner's usual workloads.
@@ -216,6 +238,10 @@ const (
 	OwnerControlPlane        OwnerRunning = "ControlPlane" // the control plane removes it: not visible as a workload
 	OwnerNotChecked          OwnerRunning = "NotChecked"   // the catalogue names no workload to look for
 	OwnerUnknown             OwnerRunning = "Unknown"      // unknown owner, or its workloads could not be read
+	// OwnerDeletedWithNamespace: the owner lived in the namespace being
+	// deleted (its workload or its ServiceAccount): it was deleted, or is
+	// being deleted, with it, and nothing will remove its finalizers.
+	OwnerDeletedWithNamespace OwnerRunning = "DeletedWithNamespace"
 )
 
 // Holder is one object holding the namespace, in its own words.
@@ -376,6 +402,18 @@ const (
 	UncheckedEvents             UncheckedSubject = "Events"
 	UncheckedResource           UncheckedSubject = "Resource"
 	UncheckedOwnerLogs          UncheckedSubject = "OwnerLogs"
+	// UncheckedRBAC: a list of RBAC objects (Name: clusterroles, ...),
+	// which tells who may remove a finalizer.
+	UncheckedRBAC UncheckedSubject = "RBAC"
+	// UncheckedWorkloads: the workloads of a namespace, or named as a
+	// field manager (Name says which).
+	UncheckedWorkloads UncheckedSubject = "Workloads"
+	// UncheckedOwnerObject: the object a namespace names as its owner.
+	UncheckedOwnerObject UncheckedSubject = "OwnerObject"
+	// UncheckedNode: a stuck pod's node.
+	UncheckedNode UncheckedSubject = "Node"
+	// UncheckedPods: where the stuck pods run (their node).
+	UncheckedPods UncheckedSubject = "Pods"
 )
 
 // Unchecked is one read that failed: what, which one (a Service's

@@ -213,8 +213,13 @@ func webhookBlocker(wh Webhook, state ServiceState, caught []Caught, namespace s
 			{Kind: ActionDeleteWebhookConfiguration, Namespace: namespace, Target: target},
 		},
 	}
-	if wh.Service.Namespace == namespace {
+	switch {
+	case wh.Service.Namespace == namespace:
 		b.Kind = BlockerSelfHostedWebhook
+		b.Actions = b.Actions[1:]
+	case state.Unrestorable(wh.Service.Namespace, namespace):
+		// Its Service's namespace is being deleted: the Service cannot
+		// come back there.
 		b.Actions = b.Actions[1:]
 	}
 	return b

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // Finding is one predicted blocker of a deletion.
@@ -37,7 +38,8 @@ const (
 // DenyPolicy is when deny mode refuses on kind.
 func DenyPolicy(kind diagnose.BlockerKind) Policy {
 	switch kind {
-	case diagnose.BlockerSelfHostedAPIService, diagnose.BlockerWebhook, diagnose.BlockerSelfHostedWebhook, diagnose.BlockerConversionWebhook:
+	case diagnose.BlockerSelfHostedAPIService, diagnose.BlockerWebhook, diagnose.BlockerSelfHostedWebhook, diagnose.BlockerConversionWebhook,
+		diagnose.BlockerOwnerDeleted:
 		return PolicyAlways
 	case diagnose.BlockerAPIServiceUnavailable:
 		return PolicyBackendDown
@@ -74,12 +76,19 @@ func sure(b diagnose.Blocker, states map[string]diagnose.OwnerState) bool {
 		return ok && f.Failure.APIService != nil && f.Failure.APIService.Backend != nil && f.Failure.APIService.Backend.Down()
 	case PolicyOwnerNotRunning:
 		for _, s := range states {
-			if s.State == diagnose.OwnerNotFound || s.State == diagnose.OwnerNotReady {
+			if (s.State == diagnose.OwnerNotFound || s.State == diagnose.OwnerNotReady) && known(s) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// known tells whether an owner is known for sure: the catalogue's, or
+// one the cluster itself names with certainty (two sources agreeing). A
+// likely owner is warned about, never refused on.
+func known(s diagnose.OwnerState) bool {
+	return s.Owner != "" || s.Inferred != nil && s.Inferred.Confidence == owners.Certain
 }
 
 // OwnerStates are the owner states of a finalizer blocker's finalizers,

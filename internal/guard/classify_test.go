@@ -4,17 +4,29 @@ import (
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
+// finalizerBlocker holds content for finalizers whose owners, from the
+// catalogue, are in the states given ("": not read).
 func finalizerBlocker(kind diagnose.BlockerKind, states map[string]diagnose.OwnerRunning) diagnose.Blocker {
 	f := &diagnose.FinalizerFacts{Content: diagnose.Content{Resource: "configmaps", Finalizers: map[string]int{}}, Owners: map[string]diagnose.OwnerState{}}
 	for name, s := range states {
 		f.Content.Finalizers[name] = 1
 		if s != "" {
-			f.Owners[name] = diagnose.OwnerState{State: s}
+			f.Owners[name] = diagnose.OwnerState{State: s, Owner: "the catalogue's " + name}
 		}
 	}
 	return diagnose.Blocker{Kind: kind, Facts: f}
+}
+
+// inferred is a finalizer blocker whose only owner the cluster names,
+// with confidence c, not running.
+func inferred(c owners.Confidence) diagnose.Blocker {
+	b := finalizerBlocker(diagnose.BlockerFinalizers, map[string]diagnose.OwnerRunning{"x.io/y": diagnose.OwnerNotReady})
+	f := b.Facts.(*diagnose.FinalizerFacts)
+	f.Owners["x.io/y"] = diagnose.OwnerState{State: diagnose.OwnerNotReady, Inferred: &owners.Inference{Confidence: c}}
+	return b
 }
 
 func apiServiceBlocker(backend *diagnose.ServiceState) diagnose.Blocker {
@@ -35,6 +47,9 @@ func TestClassify(t *testing.T) {
 		{"an owner not checked", finalizerBlocker(diagnose.BlockerFinalizers, map[string]diagnose.OwnerRunning{"a/b": diagnose.OwnerNotChecked}), true, false},
 		{"owners at work", finalizerBlocker(diagnose.BlockerFinalizers, map[string]diagnose.OwnerRunning{"a/b": diagnose.OwnerRunningReady, "kubernetes.io/pvc-protection": diagnose.OwnerControlPlane}), false, false},
 		{"one at work, one gone", finalizerBlocker(diagnose.BlockerFinalizers, map[string]diagnose.OwnerRunning{"a/b": diagnose.OwnerRunningReady, "c/d": diagnose.OwnerNotFound}), true, true},
+		{"an owner the cluster names for sure, not running", inferred(owners.Certain), true, true},
+		{"an owner the cluster likely names, not running", inferred(owners.Likely), true, false},
+		{"an owner deleted with the namespace", diagnose.Blocker{Kind: diagnose.BlockerOwnerDeleted, Facts: &diagnose.FinalizerFacts{}}, true, true},
 		{"an owner that cannot finish", finalizerBlocker(diagnose.BlockerOwnerCannotFinish, map[string]diagnose.OwnerRunning{"a/b": diagnose.OwnerRunningReady}), true, false},
 		{"an APIService whose Service is missing", apiServiceBlocker(&diagnose.ServiceState{}), true, true},
 		{"an APIService whose backend answers", apiServiceBlocker(&diagnose.ServiceState{Exists: true, ReadyEndpoints: 2}), true, false},
@@ -60,7 +75,7 @@ func TestEveryKindHasAPolicy(t *testing.T) {
 	for _, k := range diagnose.BlockerKinds() {
 		seen[DenyPolicy(k)]++
 	}
-	if seen[PolicyAlways] != 4 || seen[PolicyBackendDown] != 1 || seen[PolicyOwnerNotRunning] != 2 {
+	if seen[PolicyAlways] != 5 || seen[PolicyBackendDown] != 1 || seen[PolicyOwnerNotRunning] != 2 {
 		t.Errorf("policies %v", seen)
 	}
 }

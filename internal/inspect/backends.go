@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -97,8 +98,18 @@ func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 	return out
 }
 
-// serviceState reads a Service and counts its ready endpoints.
+// serviceState reads a Service and counts its ready endpoints; for one
+// that is down, whether its namespace is being deleted (it cannot come
+// back there).
 func (i *Inspector) serviceState(ctx context.Context, ref diagnose.ServiceRef) diagnose.ServiceState {
+	s := i.readService(ctx, ref)
+	if s.Down() {
+		s.NamespaceTerminating = i.inference.namespaces.get(ref.Namespace, func() string { return i.namespaceState(ctx, ref.Namespace) }) == owners.NamespaceTerminating
+	}
+	return s
+}
+
+func (i *Inspector) readService(ctx context.Context, ref diagnose.ServiceRef) diagnose.ServiceState {
 	svc, err := i.clients.Kube.CoreV1().Services(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

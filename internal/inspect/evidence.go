@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // holdersPerType bounds the objects per type whose status is read: the
@@ -49,8 +51,20 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 	for _, f := range holdingFinalizers(snap) {
 		g.Go(func() error {
 			state := i.owner(ctx, f)
+			if needsInference(state) {
+				state = i.withInference(f, state, i.contentOwner(ctx, ns.Name, snap, f, ev))
+			}
 			ev.mu.Lock()
 			ev.Owners[f] = state
+			ev.mu.Unlock()
+			return nil
+		})
+	}
+	if hasOwnFinalizers(ns) {
+		g.Go(func() error {
+			owners := i.namespaceOwners(ctx, ns, ev)
+			ev.mu.Lock()
+			ev.NamespaceOwners = owners
 			ev.mu.Unlock()
 			return nil
 		})
@@ -65,6 +79,13 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 	}
 	g.Go(func() error {
 		ev.Events = i.events(ctx, ns.Name, ev)
+		return nil
+	})
+	g.Go(func() error {
+		nodes := i.podNodes(ctx, ns.Name, snap, ev)
+		ev.mu.Lock()
+		ev.PodNodes = nodes
+		ev.mu.Unlock()
 		return nil
 	})
 	_ = g.Wait() // the reads report their own failures, as unchecked
@@ -91,6 +112,22 @@ func (ev *evidence) unchecked(what diagnose.UncheckedSubject, name string, err e
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	ev.Unchecked = append(ev.Unchecked, diagnose.Unchecked{Subject: what, Name: name, Error: err.Error()})
+}
+
+// uncheckedOnce records u unless the same read failed already (the
+// inference of several finalizers shares its reads).
+func (ev *evidence) uncheckedOnce(u diagnose.Unchecked) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if !slices.Contains(ev.Unchecked, u) {
+		ev.Unchecked = append(ev.Unchecked, u)
+	}
+}
+
+// hasOwnFinalizers: the namespace holds itself (a spec.finalizers token
+// other than kubernetes, or metadata.finalizers).
+func hasOwnFinalizers(ns *v1.Namespace) bool {
+	return len(ns.Finalizers) > 0 || slices.ContainsFunc(ns.Spec.Finalizers, func(f v1.FinalizerName) bool { return f != v1.FinalizerKubernetes })
 }
 
 func holdingFinalizers(snap *deletion.Snapshot) []string {
@@ -152,10 +189,10 @@ func (i *Inspector) findOwner(ctx context.Context, finalizer string) diagnose.Ow
 			return diagnose.OwnerState{State: diagnose.OwnerUnknown, Owner: e.Owner, Found: &diagnose.WorkloadState{WorkloadRef: ref}, Error: err.Error()}
 		}
 		for _, f := range found {
-			seen := &diagnose.WorkloadState{WorkloadRef: diagnose.WorkloadRef{Kind: w.Kind, Namespace: f.namespace, Name: w.Name}, Ready: f.ready, Want: f.want}
+			seen := &diagnose.WorkloadState{WorkloadRef: diagnose.WorkloadRef{Kind: w.Kind, Namespace: f.Namespace, Name: w.Name}, Ready: f.Ready, Want: f.Want}
 			switch {
-			case f.ready > 0:
-				i.keepOwnerPods(finalizer, f)
+			case f.Ready > 0:
+				i.keepOwnerPods(finalizer, f.Namespace, f.Selector)
 				return diagnose.OwnerState{State: diagnose.OwnerRunningReady, Owner: e.Owner, Found: seen}
 			case best.State == diagnose.OwnerNotFound:
 				best = diagnose.OwnerState{State: diagnose.OwnerNotReady, Owner: e.Owner, Found: seen}
@@ -165,47 +202,51 @@ func (i *Inspector) findOwner(ctx context.Context, finalizer string) diagnose.Ow
 	return best
 }
 
-type workload struct {
-	namespace   string
-	ready, want int32
-	// selector chooses its pods, whose logs may say why it cannot finish.
-	selector *metav1.LabelSelector
-}
-
-// workloads finds a workload by name: in its usual namespace, else in any.
-func (i *Inspector) workloads(ctx context.Context, w finalizers.Workload) ([]workload, error) {
-	apps := i.clients.Kube.AppsV1()
+// workloads finds a workload by name, of its kind: in its usual namespace
+// first, else in any.
+func (i *Inspector) workloads(ctx context.Context, w finalizers.Workload) ([]owners.Workload, error) {
 	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", w.Name).String()}
-	var out []workload
-	switch w.Kind {
-	case "Deployment":
-		list, err := apps.Deployments("").List(ctx, byName)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range list.Items {
-			out = append(out, workload{d.Namespace, d.Status.ReadyReplicas, replicas(d.Spec.Replicas), d.Spec.Selector})
-		}
-	case "StatefulSet":
-		list, err := apps.StatefulSets("").List(ctx, byName)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range list.Items {
-			out = append(out, workload{s.Namespace, s.Status.ReadyReplicas, replicas(s.Spec.Replicas), s.Spec.Selector})
-		}
-	case "DaemonSet":
-		list, err := apps.DaemonSets("").List(ctx, byName)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range list.Items {
-			out = append(out, workload{d.Namespace, d.Status.NumberReady, d.Status.DesiredNumberScheduled, d.Spec.Selector})
+	apps := i.clients.Kube.AppsV1()
+	var (
+		out []owners.Workload
+		err error
+	)
+	add := func(ws []owners.Workload) {
+		for _, x := range ws {
+			if x.Kind == w.Kind && x.Name == w.Name {
+				out = append(out, x)
+			}
 		}
 	}
+	switch w.Kind {
+	case "Deployment":
+		var l *appsv1.DeploymentList
+		if l, err = apps.Deployments("").List(ctx, byName); err == nil {
+			for _, d := range l.Items {
+				add([]owners.Workload{workloadOf("Deployment", d.ObjectMeta, d.Spec.Template.Spec, d.Status.ReadyReplicas, replicas(d.Spec.Replicas), d.Spec.Selector)})
+			}
+		}
+	case "StatefulSet":
+		var l *appsv1.StatefulSetList
+		if l, err = apps.StatefulSets("").List(ctx, byName); err == nil {
+			for _, s := range l.Items {
+				add([]owners.Workload{workloadOf("StatefulSet", s.ObjectMeta, s.Spec.Template.Spec, s.Status.ReadyReplicas, replicas(s.Spec.Replicas), s.Spec.Selector)})
+			}
+		}
+	case "DaemonSet":
+		var l *appsv1.DaemonSetList
+		if l, err = apps.DaemonSets("").List(ctx, byName); err == nil {
+			for _, d := range l.Items {
+				add([]owners.Workload{workloadOf("DaemonSet", d.ObjectMeta, d.Spec.Template.Spec, d.Status.NumberReady, d.Status.DesiredNumberScheduled, d.Spec.Selector)})
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	// The usual namespace first.
-	slices.SortStableFunc(out, func(a, b workload) int {
-		return boolRank(a.namespace != w.Namespace) - boolRank(b.namespace != w.Namespace)
+	slices.SortStableFunc(out, func(a, b owners.Workload) int {
+		return boolRank(a.Namespace != w.Namespace) - boolRank(b.Namespace != w.Namespace)
 	})
 	return out, nil
 }
@@ -318,11 +359,25 @@ func managedBy(a map[string]string) *diagnose.Manager {
 }
 
 // negativeConditions are condition types whose True means trouble.
-var negativeConditions = map[string]bool{"Failed": true, "Failure": true, "Error": true, "Degraded": true, "Stalled": true, "Blocked": true}
+var negativeConditions = map[string]bool{"Failed": true, "Failure": true, "Error": true, "Errored": true, "Degraded": true, "Stalled": true,
+	"Blocked": true, "Terminal": true, "Recoverable": true, "ReconcileError": true, "Failing": true}
+
+// positiveConditions are condition types whose True means all is well,
+// whatever else it says.
+var positiveConditions = map[string]bool{"Ready": true, "Available": true, "Synced": true, "Healthy": true, "Established": true, "Succeeded": true}
+
+// errorWords, in a reason or message, say a condition carries an error,
+// whatever its type and polarity (Progressing=True with ReconcileError).
+var errorWords = []string{"error", "fail", "denied", "forbidden", "invalid", "unavailable", "timeout", "timed out", "refused", "cannot", "unable", "backoff"}
+
+// maxHolderConditions bounds the conditions kept of one holder: the
+// latest.
+const maxHolderConditions = 5
 
 // notReady keeps an object's status conditions that say something is
-// wrong: a condition False (Ready, Synced, Available, ...), Unknown, or a
-// trouble condition True.
+// wrong, latest first: a condition False (Ready, Synced, Available, ...)
+// or Unknown, a trouble condition True (Terminal, Recoverable, ...), or any
+// other True one whose reason or message carries an error.
 func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	var out []diagnose.HolderCondition
@@ -331,15 +386,14 @@ func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 		if !ok {
 			continue
 		}
-		typ, _ := m["type"].(string)
-		status, _ := m["status"].(string)
-		bad := status == "Unknown" || (status == "False" && !negativeConditions[typ]) || (status == "True" && negativeConditions[typ])
-		if !bad {
-			continue
-		}
-		hc := diagnose.HolderCondition{Type: typ, Status: status}
+		hc := diagnose.HolderCondition{}
+		hc.Type, _ = m["type"].(string)
+		hc.Status, _ = m["status"].(string)
 		hc.Reason, _ = m["reason"].(string)
 		hc.Message, _ = m["message"].(string)
+		if !troubled(hc) {
+			continue
+		}
 		if s, _ := m["lastTransitionTime"].(string); s != "" {
 			if t, err := time.Parse(time.RFC3339, s); err == nil {
 				t = t.UTC()
@@ -348,7 +402,30 @@ func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 		}
 		out = append(out, hc)
 	}
+	sort.SliceStable(out, func(a, b int) bool {
+		ta, tb := out[a].LastTransitionTime, out[b].LastTransitionTime
+		return ta != nil && (tb == nil || ta.After(*tb))
+	})
+	if len(out) > maxHolderConditions {
+		out = out[:maxHolderConditions]
+	}
 	return out
+}
+
+// troubled tells whether a condition says something is wrong.
+func troubled(c diagnose.HolderCondition) bool {
+	switch {
+	case c.Status == "Unknown":
+		return true
+	case c.Status == "False":
+		return !negativeConditions[c.Type]
+	case c.Status != "True" || positiveConditions[c.Type]:
+		return false
+	case negativeConditions[c.Type]:
+		return true
+	}
+	said := strings.ToLower(c.Reason + " " + c.Message)
+	return slices.ContainsFunc(errorWords, func(w string) bool { return strings.Contains(said, w) })
 }
 
 // events reads the namespace's Warning events, latest first: in pages,

@@ -19,6 +19,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // Inspector gathers observations with one set of clients. It is safe for
@@ -49,6 +50,8 @@ type Inspector struct {
 	// ownerLogCache the tails of their logs read so far.
 	ownerPods     map[string]ownerPods
 	ownerLogCache map[string][]diagnose.OwnerLog
+	// inference is what owner inference read (infer.go), each thing once.
+	inference inference
 }
 
 // Config is how an inspector reads, fixed at New.
@@ -272,13 +275,16 @@ func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot, d
 
 // sweepOptions compacts unless some webhook selects objects by label: its
 // matching then needs every object's labels.
+// Either way, a held object keeps of its managedFields who set its
+// finalizers (owner inference), and nothing more.
 func (i *Inspector) sweepOptions() kube.SweepOptions {
+	plain := kube.SweepOptions{FinalizerFields: owners.KeepFinalizerEntries}
 	if !i.cfg.Compact {
-		return kube.SweepOptions{}
+		return plain
 	}
 	for _, wh := range i.webhooks {
 		if wh.ObjectSelector != nil && (len(wh.ObjectSelector.MatchLabels) > 0 || len(wh.ObjectSelector.MatchExpressions) > 0) {
-			return kube.SweepOptions{}
+			return plain
 		}
 	}
 	// Pods are kept whole for their grace periods, and types without
@@ -289,7 +295,7 @@ func (i *Inspector) sweepOptions() kube.SweepOptions {
 			whole[gvr] = true
 		}
 	}
-	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole}
+	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole, FinalizerFields: owners.KeepFinalizerEntries}
 }
 
 // snapshotOf turns what a sweep read into what a pass plans over.

@@ -34,12 +34,13 @@ type ownerPods struct {
 	selector  string
 }
 
-// keepOwnerPods remembers where a finalizer's running owner has its pods.
-func (i *Inspector) keepOwnerPods(finalizer string, w workload) {
-	if w.selector == nil {
+// keepOwnerPods remembers where a finalizer's running owner has its pods:
+// its workload's namespace and selector.
+func (i *Inspector) keepOwnerPods(finalizer, namespace string, selector *metav1.LabelSelector) {
+	if selector == nil {
 		return
 	}
-	sel, err := metav1.LabelSelectorAsSelector(w.selector)
+	sel, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil || sel.Empty() {
 		return
 	}
@@ -48,7 +49,7 @@ func (i *Inspector) keepOwnerPods(finalizer string, w workload) {
 	if i.ownerPods == nil {
 		i.ownerPods = map[string]ownerPods{}
 	}
-	i.ownerPods[finalizer] = ownerPods{namespace: w.namespace, selector: sel.String()}
+	i.ownerPods[finalizer] = ownerPods{namespace: namespace, selector: sel.String()}
 }
 
 // ownerLogs reads, for each finalizer holding content whose owner runs,

@@ -28,6 +28,8 @@ type Clients struct {
 	// Collections reads objects in full (the backup of what purge
 	// deletes) and deletes whole collections.
 	Collections Collections
+	// Placement tells the nodes of pods, their spec unread.
+	Placement PodPlacement
 
 	apf *apf
 }
@@ -52,7 +54,7 @@ func ClientsForConfig(cfg *rest.Config) (*Clients, error) {
 	// Warnings reach the user for writes only (warnings.go).
 	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, warningHandler{}
 	c := &Clients{apf: &apf{}}
-	c.Collections = restCollections{c: c}
+	c.Collections, c.Placement = restCollections{c: c}, tablePlacement{c: c}
 	cfg.Wrap(c.apf.wrap)
 	c.Config = cfg
 	var err error

@@ -44,6 +44,10 @@ type SweepOptions struct {
 	// omitted) instead of compaction: a sweep of every namespace keeps
 	// only the leftovers of namespaces that are gone.
 	Keep func(*metav1.PartialObjectMetadata) bool
+	// FinalizerFields, when set, keeps of an object with finalizers what
+	// it returns of its managedFields (who set them); nil keeps none: the
+	// managed fields of every object can be most of a sweep's memory.
+	FinalizerFields func(managed []metav1.ManagedFieldsEntry, finalizers []string) []metav1.ManagedFieldsEntry
 }
 
 // Lists is what a sweep read: per resource, the metadata list or the
@@ -77,7 +81,7 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 		case opts.Compact && !opts.Whole[gvr]:
 			keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
 		}
-		list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep)
+		list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep, opts.FinalizerFields)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -111,14 +115,14 @@ func keepInteresting(n int, olderThan time.Time) func(*metav1.PartialObjectMetad
 // only the metadata ns-doctor reads (managed fields and annotations can be
 // most of an object's size).
 func ListMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
-	list, _, err := listMetadata(ctx, client, gvr, namespace, keepAll)
+	list, _, err := listMetadata(ctx, client, gvr, namespace, keepAll, nil)
 	return list, err
 }
 
 // listMetadata is ListMetadata keeping only the objects keep accepts; it
 // returns how many it did not keep.
 func listMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string,
-	keep func(*metav1.PartialObjectMetadata) bool) (*metav1.PartialObjectMetadataList, int, error) {
+	keep func(*metav1.PartialObjectMetadata) bool, fields func([]metav1.ManagedFieldsEntry, []string) []metav1.ManagedFieldsEntry) (*metav1.PartialObjectMetadataList, int, error) {
 	out := &metav1.PartialObjectMetadataList{}
 	omitted := 0
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -131,7 +135,11 @@ func listMetadata(ctx context.Context, client metadata.Interface, gvr schema.Gro
 			omitted++
 			return nil
 		}
-		out.Items = append(out.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: trimMeta(item.ObjectMeta)})
+		meta := trimMeta(item.ObjectMeta)
+		if fields != nil && len(item.Finalizers) > 0 {
+			meta.ManagedFields = fields(item.ManagedFields, item.Finalizers)
+		}
+		out.Items = append(out.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: meta})
 		return nil
 	})
 	if err != nil {

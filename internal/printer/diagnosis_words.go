@@ -2,12 +2,14 @@ package printer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // The words of a diagnosis: everything explain says in English is said
@@ -145,18 +147,44 @@ func readOnlyWords(groupVersion string, readOnly bool) string {
 }
 
 func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerFacts) BlockerWords {
-	if f.Token != "" {
-		return BlockerWords{
-			Summary:  fmt.Sprintf("spec.finalizers holds %q, which only the system that added it removes", f.Token),
-			Evidence: []string{"spec.finalizers: " + strings.Join(f.Spec, ", ")},
-			NextStep: nextStep(b),
-		}
-	}
-	return BlockerWords{
-		Summary:  "metadata.finalizers of the namespace itself is not empty",
-		Evidence: []string{"metadata.finalizers: " + strings.Join(f.Metadata, ", ")},
+	w := BlockerWords{
+		Summary:  fmt.Sprintf("spec.finalizers holds %q, which only the system that added it removes", f.Token),
+		Evidence: []string{"spec.finalizers: " + strings.Join(f.Spec, ", ")},
 		NextStep: nextStep(b),
 	}
+	names := []string{f.Token}
+	if f.Token == "" {
+		w.Summary = "metadata.finalizers of the namespace itself is not empty"
+		w.Evidence = []string{"metadata.finalizers: " + strings.Join(f.Metadata, ", ")}
+		names = f.Metadata
+	}
+	gone := 0
+	for _, name := range names {
+		state, ok := f.Owners[name]
+		if !ok {
+			continue
+		}
+		w.Evidence = append(w.Evidence, fmt.Sprintf("%s: %s (%s); %s", name, ownerName(name, state), ownerWords(state), OwnerEvidence(state)))
+		if state.State == diagnose.OwnerDeletedWithNamespace {
+			gone++
+		}
+	}
+	if gone == len(names) {
+		w.Summary += ", and its owner lived in this namespace and was deleted with it: nothing will remove it"
+		if len(b.Actions) > 0 && b.Actions[0].Kind == diagnose.ActionPatchNamespaceFinalizers {
+			w.NextStep = ActionWords(b.Actions[0]) + "  # its owner went with the namespace; or: " + ActionWords(b.Actions[1])
+		}
+	}
+	return w
+}
+
+// saidWords say what the holders last said, each message cut.
+func saidWords(said []diagnose.Saying) []string {
+	out := make([]string, 0, len(said))
+	for _, s := range said {
+		out = append(out, fmt.Sprintf("%s %s: %s", s.Object, s.Source, Cut(s.Message, 300)))
+	}
+	return out
 }
 
 func podWords(b diagnose.Blocker, f *diagnose.PodFacts) BlockerWords {
@@ -164,11 +192,40 @@ func podWords(b diagnose.Blocker, f *diagnose.PodFacts) BlockerWords {
 	if f.Ordered {
 		summary = fmt.Sprintf("%d pod(s) outlived their grace period; pods are deleted first, so the controller deletes nothing else while they remain", len(f.Stuck))
 	}
-	var evidence []string
+	var evidence, lost []string
 	for _, p := range f.Stuck {
-		evidence = append(evidence, fmt.Sprintf("pod/%s: grace period ended %s ago", p.Name, p.Overdue))
+		evidence = append(evidence, fmt.Sprintf("pod/%s: grace period ended %s ago", p.Name, p.Overdue)+nodeWords(p))
+		if p.Lost() && !slices.Contains(lost, p.Node) {
+			lost = append(lost, p.Node)
+		}
 	}
-	return BlockerWords{Summary: summary, Evidence: firstLines(evidence, 5), NextStep: nextStep(b)}
+	w := BlockerWords{Summary: summary, Evidence: firstLines(evidence, 5), NextStep: nextStep(b)}
+	if len(lost) > 0 && len(b.Actions) == 2 {
+		w.NextStep = fmt.Sprintf("node %s will never confirm their end: %s; or: %s", strings.Join(lost, ", "), ActionWords(b.Actions[0]), ActionWords(b.Actions[1]))
+	}
+	return w
+}
+
+// nodeWords says where a stuck pod runs, when its node was read.
+func nodeWords(p diagnose.StuckPod) string {
+	if p.NodeState == "" {
+		return ""
+	}
+	since := ""
+	if p.NodeSince != nil {
+		since = " since " + p.NodeSince.UTC().Format(time.RFC3339)
+	}
+	switch p.NodeState {
+	case diagnose.NodeUnscheduled:
+		return "; it was never scheduled"
+	case diagnose.NodeMissing:
+		return fmt.Sprintf("; its node %s is gone%s", p.Node, since)
+	case diagnose.NodeNotReady:
+		return fmt.Sprintf("; its node %s is NotReady%s: its kubelet does not report", p.Node, since)
+	case diagnose.NodeReady:
+		return fmt.Sprintf("; its node %s is Ready: its kubelet has not confirmed the pod's end", p.Node)
+	}
+	return fmt.Sprintf("; its node %s could not be read", p.Node)
 }
 
 func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
@@ -189,7 +246,11 @@ func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
 			if c.More > 0 {
 				more = fmt.Sprintf(" and %d more", c.More)
 			}
-			w.Evidence = append(w.Evidence, fmt.Sprintf("unreadable: %s%s (the server names them: its gate AllowUnsafeMalformedObjectDeletion is on)", strings.Join(c.Names, ", "), more))
+			named := "the server names them: its gate AllowUnsafeMalformedObjectDeletion is on"
+			if c.Key != "" {
+				named = "its storage key, in the server's error: " + c.Key + "; the first the list met, there may be more"
+			}
+			w.Evidence = append(w.Evidence, fmt.Sprintf("unreadable: %s%s (%s)", strings.Join(c.Names, ", "), more, named))
 		}
 		w.Evidence = append(w.Evidence, "an unsafe delete (KEP-3926) removes such an object from storage without its finalizers or admission: what it guarded is left behind; it needs the verb unsafe-delete-ignore-read-errors on "+f.Resource+" besides delete")
 	case f.APIService != nil:
@@ -214,7 +275,18 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		evidence = append(evidence, fmt.Sprintf("%s on %d of %d %s", name, c.Finalizers[name], c.Count, res))
 		e := finalizers.Lookup(name)
 		if e == nil {
-			removers = append(removers, "unknown owner of "+name)
+			state, read := f.Owners[name]
+			remover := ownerName(name, state)
+			if read && state.Inferred != nil {
+				if state.Inferred.Confidence != owners.None {
+					remover += " (" + ownerWords(state) + ", inferred: " + strings.ToLower(string(state.Inferred.Confidence)) + ")"
+				}
+				evidence = append(evidence, fmt.Sprintf("%s: %s", name, OwnerEvidence(state)))
+			}
+			removers = append(removers, remover)
+			if slices.Contains(f.OwnersGone, name) {
+				evidence = append(evidence, fmt.Sprintf("stripping %s leaks whatever its owner was to clean up: it is not in the catalogue, so what that is is unknown", name))
+			}
 			continue
 		}
 		remover := e.Owner
@@ -240,6 +312,15 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		NextStep: nextStep(b),
 	}
 	w.Evidence = append(w.Evidence, goneRefWords(f.GoneRefs)...)
+	if b.Kind == diagnose.BlockerOwnerDeleted {
+		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, whose owner lived in this namespace and was deleted with it: nothing will remove them",
+			c.Count, res, strings.Join(f.OwnersGone, ", "))
+	}
+	if a := b.Actions; b.Kind == diagnose.BlockerFinalizers && len(a) > 0 && a[0].Kind == diagnose.ActionOwnerLogs {
+		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s; their owner (%s in %s) runs, but has released none of these objects%s: it does not finish",
+			c.Count, res, strings.Join(names, ", "), a[0].Target, a[0].Of, waitedWords(f.Waited))
+		w.Evidence = append(saidWords(f.Said), w.Evidence...)
+	}
 	if b.Kind == diagnose.BlockerOwnerCannotFinish {
 		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, and their owner cannot finish: %s; waiting will not help",
 			c.Count, res, strings.Join(names, ", "), cannotFinishWhy(f.CannotFinish[0]))
@@ -341,6 +422,15 @@ func nextStep(b diagnose.Blocker) string {
 		return ""
 	case b.Kind == diagnose.BlockerSelfHostedAPIService:
 		return ActionWords(first) + "  # the backend is being deleted with the namespace anyway"
+	case b.Kind == diagnose.BlockerAPIServiceUnavailable && first.Kind == diagnose.ActionPurge && len(a) > 1:
+		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there: " + ActionWords(first) + "; or, keeping no copy: " + ActionWords(at(1))
+	case b.Kind == diagnose.BlockerListFailed && first.Kind == diagnose.ActionDeleteAPIService:
+		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerConversionWebhook && first.Kind == diagnose.ActionPatchCRDConversion:
+		return "its conversion service's namespace is being deleted and accepts no new content, so the service cannot come back there; set spec.conversion.strategy=None: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerWebhook && first.Kind == diagnose.ActionPurge:
+		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there; for this namespace only, for the run: " +
+			ActionWords(first) + "; for good: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionGetAPIService:
 		return ActionWords(first) + "  # the aggregated API behind " + first.Of
 	case first.Kind == diagnose.ActionRestoreService && strings.HasPrefix(first.Of, "apiservice/") && len(a) > 1:
@@ -350,6 +440,14 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first)
 	case first.Kind == diagnose.ActionPatchNamespaceFinalizers:
 		return ActionWords(first) + "  # once their owner is known to be gone"
+	case b.Kind == diagnose.BlockerOwnerDeleted:
+		return "nothing will remove them: " + ActionWords(first) + "; and " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionOwnerLogs:
+		return ActionWords(first) + "; if it cannot be made to release them: " + actionsWords(a[1:])
+	case b.Kind == diagnose.BlockerNamespaceFinalizer && first.Kind == diagnose.ActionPurge:
+		return "its owner went with the namespace, and nothing else removes it: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerNamespaceFinalizer && first.Of != "":
+		return fmt.Sprintf("check %s, which owns %q and is not ready; if it is gone for good: %s", first.Of, first.Target, ActionWords(at(1)))
 	case b.Kind == diagnose.BlockerNamespaceFinalizer:
 		return fmt.Sprintf("check the system that owns %q; if it is gone: %s", first.Target, ActionWords(at(1)))
 	case b.Kind == diagnose.BlockerPods:
@@ -358,6 +456,9 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "; if that operator is gone for good, set spec.conversion.strategy=None: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionCheckBackend:
 		return ActionWords(first) + "; if that API is gone for good: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionEnableUnsafeDelete && len(a) == 3:
+		return "if the encryption key or config changed, restore it (kube-apiserver's --encryption-provider-config); else " + ActionWords(first) +
+			"; then: " + ActionWords(at(1)) + "; or, with etcd's client certificates on a control-plane node: " + ActionWords(at(2))
 	case first.Kind == diagnose.ActionEnableUnsafeDelete:
 		return "if the encryption key or config changed, restore it (kube-apiserver's --encryption-provider-config); else " + ActionWords(first)
 	case first.Kind == diagnose.ActionUnsafeDelete:
@@ -427,7 +528,12 @@ func ActionWords(a diagnose.Action) string {
 	case diagnose.ActionPatchNamespaceFinalizers:
 		return fmt.Sprintf(`kubectl patch namespace %s --type=merge -p '{"metadata":{"finalizers":null}}'`, a.Target)
 	case diagnose.ActionCheckOwner:
+		if a.Of != "" {
+			return fmt.Sprintf("check %s, which removes them and is not ready", a.Of)
+		}
 		return "check that whoever removes them still runs"
+	case diagnose.ActionOwnerLogs:
+		return fmt.Sprintf("kubectl logs -n %s %s --all-containers --tail=200  # it runs, but does not release them: its log says why", a.Of, a.Target)
 	case diagnose.ActionCheckNodes:
 		return fmt.Sprintf("check the pods' nodes (kubectl get pods -n %s -o wide; kubectl get nodes)", a.Namespace)
 	case diagnose.ActionCheckAccess:
@@ -442,6 +548,8 @@ func ActionWords(a diagnose.Action) string {
 		return fmt.Sprintf("kubectl delete --raw '%s?ignoreStoreReadErrorWithClusterBreakingPotential=true'", a.Target)
 	case diagnose.ActionEnableUnsafeDelete:
 		return fmt.Sprintf("turn on kube-apiserver's feature gate AllowUnsafeMalformedObjectDeletion (1.32+, alpha): a list of %s then names each object it cannot read, and explain gives the command that deletes it", a.Target)
+	case diagnose.ActionEtcdDelete:
+		return fmt.Sprintf("etcdctl del '%s'  # removes it from storage, skipping its finalizers and admission", a.Target)
 	case diagnose.ActionGrantAccess:
 		return fmt.Sprintf("let %s %s with a ClusterRole and ClusterRoleBinding (a RoleBinding cannot be created in a terminating namespace)", a.Target, a.Of)
 	case diagnose.ActionExplainOrphans:
@@ -478,12 +586,31 @@ func ownerWords(s diagnose.OwnerState) string {
 		return "control plane"
 	case diagnose.OwnerNotChecked:
 		return "not checked"
+	case diagnose.OwnerDeletedWithNamespace:
+		return "deleted with this namespace"
 	}
 	return "could not be checked"
 }
 
-// OwnerEvidence names what was found of an owner, or looked for.
+// OwnerEvidence names what was found of an owner, or looked for: in the
+// catalogue's terms, then what the cluster itself says (inferred).
 func OwnerEvidence(s diagnose.OwnerState) string {
+	in := s.Inferred
+	switch {
+	case in == nil || s.NotChecked:
+		return catalogueEvidence(s)
+	case s.Owner == "" && in.Confidence == owners.None:
+		return "unknown owner: not in ns-doctor's catalogue, and " + InferredWords(in)
+	case s.Owner == "":
+		return "not in ns-doctor's catalogue; " + InferredWords(in)
+	case inferredDiffers(s):
+		return catalogueEvidence(s) + "; the cluster shows another owner than the catalogue's: " + InferredWords(in)
+	}
+	return catalogueEvidence(s) + "; " + InferredWords(in)
+}
+
+// catalogueEvidence names what was found of the catalogue's owner.
+func catalogueEvidence(s diagnose.OwnerState) string {
 	workload := func(w diagnose.WorkloadRef) string {
 		return fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name)
 	}
@@ -509,15 +636,19 @@ func OwnerEvidence(s diagnose.OwnerState) string {
 }
 
 func serviceWords(s diagnose.ServiceState) string {
+	terminating := ""
+	if s.NamespaceTerminating {
+		terminating = "; its namespace is being deleted, and accepts no new content: it cannot be restored there"
+	}
 	switch {
 	case s.Unknown:
 		return "could not be read"
 	case !s.Exists:
-		return "not found"
+		return "not found" + terminating
 	case s.ExternalName != "":
 		return "ExternalName " + s.ExternalName
 	default:
-		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints)
+		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints) + terminating
 	}
 }
 
@@ -549,6 +680,11 @@ func UncheckedWords(list []diagnose.Unchecked) []string {
 			diagnose.UncheckedEvents:             "events",
 			diagnose.UncheckedResource:           u.Name,
 			diagnose.UncheckedOwnerLogs:          "logs of " + u.Name,
+			diagnose.UncheckedRBAC:               u.Name + " (who may remove a finalizer)",
+			diagnose.UncheckedWorkloads:          "workloads " + u.Name,
+			diagnose.UncheckedOwnerObject:        "the namespace's owner " + u.Name,
+			diagnose.UncheckedNode:               "node " + u.Name,
+			diagnose.UncheckedPods:               "the nodes of pods " + u.Name,
 		}[u.Subject]
 		out = append(out, what+": "+u.Error)
 	}

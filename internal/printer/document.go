@@ -7,6 +7,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -40,9 +41,12 @@ type DiagnosisDocument struct {
 	Blockers   []BlockerDocument     `json:"blockers"`
 	Pods       *diagnose.PodsSummary `json:"pods,omitempty"`
 	Finalizers []FinalizerDocument   `json:"finalizers,omitempty"`
-	Holders    []diagnose.Holder     `json:"holders,omitempty"`
-	Events     []diagnose.Event      `json:"events,omitempty"`
-	Notes      []NoteDocument        `json:"notes,omitempty"`
+	// NamespaceFinalizers are the namespace's own finalizers and their
+	// owners (spec.finalizers tokens but kubernetes, metadata.finalizers).
+	NamespaceFinalizers []FinalizerDocument `json:"namespaceFinalizers,omitempty"`
+	Holders             []diagnose.Holder   `json:"holders,omitempty"`
+	Events              []diagnose.Event    `json:"events,omitempty"`
+	Notes               []NoteDocument      `json:"notes,omitempty"`
 	// Progress is what is still going within its time (slow, not
 	// stuck).
 	Progress  []diagnose.Progress `json:"progress,omitempty"`
@@ -82,6 +86,8 @@ type FinalizerDocument struct {
 type OwnerStateDocument struct {
 	State    diagnose.OwnerRunning `json:"state"`
 	Evidence string                `json:"evidence,omitempty"`
+	// Inferred is who the cluster itself says removes it.
+	Inferred *owners.Inference `json:"inferred,omitempty"`
 }
 
 // NoteDocument is a finding that holds nothing.
@@ -129,13 +135,20 @@ func Diagnosis(r diagnose.Report) DiagnosisDocument {
 		Holders: r.Holders, Events: r.Events, Unchecked: UncheckedWords(r.Unchecked), Progress: r.Progress,
 	}
 	for _, f := range r.Finalizers {
-		d.Finalizers = append(d.Finalizers, FinalizerDocument{FinalizerInfo: f, OwnerState: OwnerStateDocument{State: f.OwnerState.State, Evidence: OwnerEvidence(f.OwnerState)}})
+		d.Finalizers = append(d.Finalizers, finalizerDocument(f))
+	}
+	for _, f := range r.NamespaceFinalizers {
+		d.NamespaceFinalizers = append(d.NamespaceFinalizers, finalizerDocument(f))
 	}
 	for _, n := range r.Notes {
 		w := NoteWords(n)
 		d.Notes = append(d.Notes, NoteDocument{Kind: n.Kind, Summary: w.Summary, Evidence: w.Evidence, NextStep: w.NextStep})
 	}
 	return d
+}
+
+func finalizerDocument(f diagnose.FinalizerInfo) FinalizerDocument {
+	return FinalizerDocument{FinalizerInfo: f, OwnerState: OwnerStateDocument{State: f.OwnerState.State, Evidence: OwnerEvidence(f.OwnerState), Inferred: f.OwnerState.Inferred}}
 }
 
 // Blockers are blockers' documents.

@@ -171,16 +171,16 @@ type Leak struct {
 	Source string `json:"source,omitempty"`
 }
 
-// NodeState is what became of a pod's node.
-type NodeState string
+// NodeState is what became of a pod's node: explain's states.
+type NodeState = diagnose.NodeState
 
 // Node states.
 const (
-	NodeMissing     NodeState = "Missing"     // the Node object is gone
-	NodeNotReady    NodeState = "NotReady"    // its kubelet does not report
-	NodeReady       NodeState = "Ready"       // the pod may still be running there
-	NodeUnknown     NodeState = "Unknown"     // the Node could not be read
-	NodeUnscheduled NodeState = "Unscheduled" // the pod was never bound
+	NodeMissing     = diagnose.NodeMissing
+	NodeNotReady    = diagnose.NodeNotReady
+	NodeReady       = diagnose.NodeReady
+	NodeUnknown     = diagnose.NodeUnknown
+	NodeUnscheduled = diagnose.NodeUnscheduled
 )
 
 // ForceStatus is what became of a pod's force-deletion.

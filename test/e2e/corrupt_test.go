@@ -37,6 +37,24 @@ func TestCorruptObjectsHaveAWayOut(t *testing.T) {
 			t.Errorf("%+v\n%s", b, e.human)
 		}
 	})
+	t.Run("a key that no longer decrypts", func(t *testing.T) {
+		t.Parallel()
+		own, name := encryptedNamespace(t)
+		e := explain(t, own.Kubeconfig, name)
+		e.agrees(t)
+		key := "/registry/configmaps/" + name + "/broken"
+		b := e.blocker(t, diagnose.BlockerListFailed, "unreadable: broken (its storage key, in the server's error: "+key,
+			"kubectl delete --raw '/api/v1/namespaces/"+name+"/configmaps/broken?ignoreStoreReadErrorWithClusterBreakingPotential=true'")
+		if len(b.Actions) != 3 || b.Actions[2].Kind != diagnose.ActionEtcdDelete || b.Actions[2].Step != "etcdctl del '"+key+"'  # removes it from storage, skipping its finalizers and admission" {
+			t.Fatalf("actions %+v", b.Actions)
+		}
+		// The etcd step, as given, works: the namespace then goes.
+		deleteInEtcd(t, own.EtcdURL, key)
+		r := plugintest.Kubectl(t, plugin.Dir, own.Kubeconfig, "ns-doctor", "explain", name, "--wait=60s")
+		if r.Code != 0 {
+			t.Errorf("the namespace did not go after the key's removal: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+	})
 	t.Run("gate on", func(t *testing.T) {
 		t.Parallel()
 		own, name := corruptNamespace(t, "AllowUnsafeMalformedObjectDeletion=true")
@@ -77,6 +95,49 @@ func corruptNamespace(t *testing.T, gates string) (*controlplane.ControlPlane, s
 	_, err = c.WaitForConditionStatus(ctx, name, time.Minute, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 	plugintest.Must(t, err)
 	return own, name
+}
+
+// encryptedNamespace starts a control plane that encrypts ConfigMaps, and
+// deletes a namespace in it holding a ConfigMap encrypted with a key the
+// API server no longer has (its config changed, a KMS key lost): the
+// server's error names its storage key.
+func encryptedNamespace(t *testing.T) (*controlplane.ControlPlane, string) {
+	ctx := context.Background()
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	own, err := controlplane.Start(ctx, controlplane.Options{EncryptionConfig: `apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: ["configmaps"]
+  providers:
+  - aescbc:
+      keys:
+      - name: current
+        secret: ` + key + "\n"})
+	plugintest.Must(t, err)
+	t.Cleanup(own.Stop)
+	c, err := scenario.NewCluster(own.Config)
+	plugintest.Must(t, err)
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, c.CreateNamespace(ctx, name))
+	plugintest.Must(t, c.CreateConfigMap(ctx, name, "fine", nil))
+	putInEtcd(t, own.EtcdURL, "/registry/configmaps/"+name+"/broken", "k8s:enc:aescbc:v1:lost:"+strings.Repeat("x", 64))
+	plugintest.Must(t, c.DeleteNamespace(ctx, name))
+	_, err = c.WaitForConditionStatus(ctx, name, time.Minute, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+	plugintest.Must(t, err)
+	return own, name
+}
+
+// deleteInEtcd removes a key through etcd's JSON gateway, as etcdctl del
+// does.
+func deleteInEtcd(t *testing.T, etcdURL, key string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	resp, err := http.Post(etcdURL+"/v3/kv/deleterange", "application/json", bytes.NewReader(body))
+	plugintest.Must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatal(fmt.Errorf("etcd delete %s: %s", key, resp.Status))
+	}
 }
 
 // putInEtcd writes a value at key through etcd's JSON gateway, as if a

@@ -35,7 +35,8 @@ func TestTenantGetsAVerdict(t *testing.T) {
 	}
 	e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers=example.com/hold")
 	missed := strings.Join(e.report.Unchecked, "\n")
-	for _, what := range []string{"validating webhooks", "mutating webhooks", "CustomResourceDefinitions"} {
+	for _, what := range []string{"validating webhooks", "mutating webhooks", "CustomResourceDefinitions",
+		"clusterroles (who may remove a finalizer)", "workloads named e2e.test"} {
 		if !strings.Contains(missed, what) {
 			t.Errorf("unchecked does not name %s:\n%s", what, missed)
 		}
@@ -52,7 +53,10 @@ func TestTenantGetsAVerdict(t *testing.T) {
 	restart()
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	r := plugin.Kubectl(t, kubeconfig, "ns-doctor", "explain", name)
-	if r.Code != 1 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, "forbidden") {
+	if r.Code != 1 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, "forbidden") ||
+		!strings.Contains(r.Stderr, "its deletion removed that RoleBinding with the rest, and a terminating namespace accepts no new one") ||
+		!strings.Contains(r.Stderr, "a cluster admin can run kubectl ns-doctor explain "+name) ||
+		!strings.Contains(r.Stderr, "kubectl create clusterrolebinding ns-doctor-explain-"+user+" --clusterrole=ns-doctor-explain --user="+user) {
 		t.Errorf("after the controller's first pass: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	t.Logf("tenant after the first pass: %s", r.Stderr)

@@ -72,7 +72,7 @@ func (c *Cluster) Clients(typed ...runtime.Object) *kube.Clients {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	dyn.PrependReactor("*", "*", c.dynamic)
 	return &kube.Clients{Kube: kc, Metadata: meta, Dynamic: dyn, Discovery: &discovery{FakeDiscovery: fd, c: c},
-		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Collections: collections{c: c, meta: meta}}
+		Aggregator: aggregatorfake.NewSimpleClientset(agg...), Collections: collections{c: c, meta: meta}, Placement: placement{c: c}}
 }
 
 // collections serves full reads from the store, as JSON, the way the
@@ -111,6 +111,26 @@ func (r collections) EachObjectJSON(_ context.Context, gvr schema.GroupVersionRe
 		}
 	}
 	return nil
+}
+
+// placement reads pods' nodes from the store, logged as "table get".
+type placement struct{ c *Cluster }
+
+func (p placement) NodesOf(_ context.Context, namespace string, names []string) (map[string]string, error) {
+	c := p.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for _, name := range names {
+		c.log("table get", Pods, "", namespace, name, false)
+		if err := c.fail("table get", Pods, namespace, name); err != nil {
+			return out, err
+		}
+		if o := c.objects[Pods][namespace+"/"+name]; o != nil {
+			out[name] = nestedString(o, "spec", "nodeName")
+		}
+	}
+	return out, nil
 }
 
 // discoveryLists are the served resources plus an empty list for each
@@ -168,11 +188,31 @@ func (c *Cluster) typed(action clienttesting.Action) (bool, runtime.Object, erro
 		}
 	case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
 		return c.webhookAction(action)
+	case "clusterroles", "clusterrolebindings", "roles", "rolebindings", "deployments", "statefulsets", "daemonsets", "nodes":
+		// Served by the fake's tracker (the typed objects given to
+		// Clients); logged and failed here, so tests count them.
+		return c.trackerAction(action)
 	case "selfsubjectaccessreviews":
 		review := action.(clienttesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
 		a := review.Spec.ResourceAttributes
 		review.Status.Allowed = c.Allowed == nil || c.Allowed(ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace})
 		return true, review, nil
+	}
+	return false, nil, nil
+}
+
+// trackerAction logs a request the fake's tracker serves, and fails it
+// when the cluster says so.
+func (c *Cluster) trackerAction(action clienttesting.Action) (bool, runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := ""
+	if a, ok := action.(interface{ GetName() string }); ok {
+		name = a.GetName()
+	}
+	c.log(action.GetVerb(), action.GetResource(), action.GetSubresource(), action.GetNamespace(), name, false)
+	if err := c.fail(action.GetVerb(), action.GetResource(), action.GetNamespace(), name); err != nil {
+		return true, nil, err
 	}
 	return false, nil, nil
 }

@@ -330,6 +330,7 @@ func toPartial(o *unstructured.Unstructured) *metav1.PartialObjectMetadata {
 	m.Name, m.Namespace, m.UID, m.ResourceVersion = o.GetName(), o.GetNamespace(), o.GetUID(), o.GetResourceVersion()
 	m.CreationTimestamp, m.DeletionTimestamp, m.Finalizers = o.GetCreationTimestamp(), o.GetDeletionTimestamp(), o.GetFinalizers()
 	m.DeletionGracePeriodSeconds, m.Labels, m.OwnerReferences = o.GetDeletionGracePeriodSeconds(), o.GetLabels(), o.GetOwnerReferences()
+	m.ManagedFields = o.GetManagedFields()
 	return m
 }
 

@@ -43,6 +43,10 @@ type Options struct {
 	// APIServerFeatureGates are kube-apiserver's --feature-gates, e.g.
 	// "AllowUnsafeMalformedObjectDeletion=true".
 	APIServerFeatureGates string
+	// EncryptionConfig is kube-apiserver's EncryptionConfiguration (YAML),
+	// written to the control plane's dir and passed as
+	// --encryption-provider-config; empty: none.
+	EncryptionConfig string
 }
 
 // FromEnv is Options with the version and the controller's feature gates
@@ -114,6 +118,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	if opts.APIServerFeatureGates != "" {
 		cp.apiserver.args = append(cp.apiserver.args, "--feature-gates="+opts.APIServerFeatureGates)
+	}
+	if opts.EncryptionConfig != "" {
+		if err := os.WriteFile(cp.path("encryption.yaml"), []byte(opts.EncryptionConfig), 0o600); err != nil {
+			return nil, fmt.Errorf("writing the encryption config: %w", err)
+		}
+		cp.apiserver.args = append(cp.apiserver.args, "--encryption-provider-config="+cp.path("encryption.yaml"))
 	}
 	if err := cp.etcd.start(); err != nil {
 		return nil, err

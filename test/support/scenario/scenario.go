@@ -24,6 +24,7 @@ import (
 type Cluster struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
+	config  *rest.Config
 }
 
 // NewCluster builds the clients from cfg.
@@ -36,7 +37,7 @@ func NewCluster(cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Kube: k, Dynamic: d}, nil
+	return &Cluster{Kube: k, Dynamic: d, config: cfg}, nil
 }
 
 var (
@@ -64,12 +65,21 @@ func (c *Cluster) DeleteNamespace(ctx context.Context, name string) error {
 // EnsureCRD creates a namespaced CRD <plural>.<group> (kind given) if it
 // does not exist and waits until it serves.
 func (c *Cluster) EnsureCRD(ctx context.Context, group, kind, plural string) (schema.GroupVersionResource, error) {
+	return c.ensureCRD(ctx, group, kind, plural, "Namespaced")
+}
+
+// EnsureClusterCRD is EnsureCRD for a cluster-scoped kind.
+func (c *Cluster) EnsureClusterCRD(ctx context.Context, group, kind, plural string) (schema.GroupVersionResource, error) {
+	return c.ensureCRD(ctx, group, kind, plural, "Cluster")
+}
+
+func (c *Cluster) ensureCRD(ctx context.Context, group, kind, plural, scope string) (schema.GroupVersionResource, error) {
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": plural + "." + group},
 		"spec": map[string]any{
-			"group": group, "scope": "Namespaced",
+			"group": group, "scope": scope,
 			"names": map[string]any{"kind": kind, "plural": plural, "singular": lower(kind), "listKind": kind + "List"},
 			"versions": []any{map[string]any{
 				"name": "v1", "served": true, "storage": true,

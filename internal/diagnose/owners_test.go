@@ -1,0 +1,141 @@
+package diagnose_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	. "github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
+)
+
+func inferred(state OwnerRunning, w *owners.Workload, inNamespace bool) OwnerState {
+	return OwnerState{State: state, Inferred: &owners.Inference{Confidence: owners.Certain, Workload: w, InNamespace: inNamespace, RBACRead: true, WorkloadsRead: true,
+		SetBy: []owners.Manager{{Name: "acme-operator", Operation: "Update"}}}}
+}
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+var acmeOperator = &owners.Workload{Kind: "Deployment", Namespace: "acme-system", Name: "acme-operator", ServiceAccount: "acme-operator", Ready: 1, Want: 1}
+
+// An owner inferred to have lived in the namespace is deleted with it:
+// the blocker is named at once, whatever --grace, and its first step is the
+// purge flag for those finalizers, then the clean-up by hand.
+func TestOwnerDeletedWithTheNamespace(t *testing.T) {
+	obs := with(observation(), widgets, terminatingItem("w", 5*time.Second, "acme.example.com/cleanup"))
+	obs.Grace = time.Hour
+	obs.Evidence.Owners = map[string]OwnerState{"acme.example.com/cleanup": inferred(OwnerDeletedWithNamespace, nil, true)}
+	r := Diagnose(obs)
+	b := blockerOf(t, r, BlockerOwnerDeleted)
+	if len(b.Actions) != 2 || b.Actions[0] != PurgeAction("demo", FlagRemoveFinalizers, "acme.example.com/cleanup") || b.Actions[1].Kind != ActionCleanUpByHand {
+		t.Errorf("actions %+v", b.Actions)
+	}
+	if r.Verdict.State != StateStuck {
+		t.Errorf("verdict %+v", r.Verdict)
+	}
+	w := printer.WordsOf(b)
+	if !strings.Contains(w.Summary, "deleted with it: nothing will remove them") || !strings.Contains(w.NextStep, "nothing will remove them: kubectl ns-doctor purge demo --remove-finalizers=acme.example.com/cleanup") ||
+		!strings.Contains(strings.Join(w.Evidence, "\n"), "stripping acme.example.com/cleanup leaks whatever its owner was to clean up") {
+		t.Errorf("words %+v", w)
+	}
+}
+
+// An owner known to run, past --grace with nothing released: the verdict
+// says so with how long, the holders' latest words come first, and the
+// step is its log, never "check that it still runs".
+func TestOwnerRunsAndReleasesNothing(t *testing.T) {
+	obs := with(observation(), widgets, terminatingItem("w", 5*time.Minute, "acme.example.com/cleanup"))
+	obs.Evidence.Owners = map[string]OwnerState{"acme.example.com/cleanup": inferred(OwnerRunningReady, acmeOperator, false)}
+	at := now.Add(-time.Minute)
+	obs.Evidence.Holders = []Holder{{Resource: "widgets.example.com", Name: "w", Conditions: []HolderCondition{
+		{Type: "Recoverable", Status: "True", Reason: "CleanupFailed", Message: "bucket acme-logs: AccessDenied", LastTransitionTime: &at}}}}
+	b := blockerOf(t, Diagnose(obs), BlockerFinalizers)
+	if b.Actions[0] != (Action{Kind: ActionOwnerLogs, Namespace: "demo", Target: "deployment/acme-operator", Of: "acme-system"}) {
+		t.Errorf("actions %+v", b.Actions)
+	}
+	w := printer.WordsOf(b)
+	if !strings.Contains(w.Summary, "runs, but has released none of these objects in 5m0s since they were marked for deletion") ||
+		!strings.HasPrefix(w.Evidence[0], "widgets.example.com/w condition Recoverable=True (CleanupFailed): bucket acme-logs: AccessDenied") ||
+		!strings.Contains(w.NextStep, "kubectl logs -n acme-system deployment/acme-operator") || strings.Contains(w.NextStep, "still runs") {
+		t.Errorf("words %+v", w)
+	}
+
+	// Within --grace it is no blocker yet: it is going.
+	obs.Grace = time.Hour
+	if r := Diagnose(obs); len(r.Blocking()) != 0 || r.Verdict.State != StateTerminating {
+		t.Errorf("within grace: %+v", r.Blockers)
+	}
+}
+
+// A not-ready owner's step names its workload.
+func TestNotReadyOwnerIsNamed(t *testing.T) {
+	obs := with(observation(), widgets, terminatingItem("w", 5*time.Minute, "acme.example.com/cleanup"))
+	w := *acmeOperator
+	w.Ready = 0
+	obs.Evidence.Owners = map[string]OwnerState{"acme.example.com/cleanup": inferred(OwnerNotReady, &w, false)}
+	b := blockerOf(t, Diagnose(obs), BlockerFinalizers)
+	if b.Actions[0].Of != "deployment acme-system/acme-operator" || !strings.Contains(printer.WordsOf(b).NextStep, "check deployment acme-system/acme-operator, which removes them and is not ready") {
+		t.Errorf("actions %+v", b.Actions)
+	}
+}
+
+// The namespace's own finalizers: their owners are in the report; one
+// whose owner went with the namespace gets the purge step first, one
+// whose owner runs its log.
+func TestNamespaceFinalizerOwners(t *testing.T) {
+	obs := observation()
+	obs.Namespace.Spec.Finalizers = append(obs.Namespace.Spec.Finalizers, v1.FinalizerName("tenancy.example.com/space"))
+	obs.Namespace.Finalizers = []string{"acme.example.com/namespace"}
+	obs.Evidence.NamespaceOwners = map[string]OwnerState{
+		"tenancy.example.com/space":  inferred(OwnerDeletedWithNamespace, nil, true),
+		"acme.example.com/namespace": inferred(OwnerRunningReady, acmeOperator, false),
+	}
+	r := Diagnose(obs)
+	var token, meta *Blocker
+	for k := range r.Blockers {
+		switch f, _ := r.Blockers[k].Facts.(*NamespaceFinalizerFacts); {
+		case f == nil:
+		case f.Token != "":
+			token = &r.Blockers[k]
+		default:
+			meta = &r.Blockers[k]
+		}
+	}
+	if token == nil || meta == nil {
+		t.Fatalf("blockers %+v", r.Blockers)
+	}
+	if token.Actions[0] != PurgeAction("demo", FlagRemoveNamespaceFinalizers, "") || !strings.Contains(printer.WordsOf(*token).Summary, "deleted with it") {
+		t.Errorf("token: %+v %+v", token.Actions, printer.WordsOf(*token))
+	}
+	if meta.Actions[0].Kind != ActionOwnerLogs || !strings.Contains(strings.Join(printer.WordsOf(*meta).Evidence, "\n"), "acme.example.com/namespace: deployment acme-system/acme-operator (running)") {
+		t.Errorf("metadata: %+v %+v", meta.Actions, printer.WordsOf(*meta))
+	}
+	if len(r.NamespaceFinalizers) != 2 || r.NamespaceFinalizers[0].Name != "tenancy.example.com/space" {
+		t.Errorf("namespace finalizers %+v", r.NamespaceFinalizers)
+	}
+}
+
+// A pod held on a lost node: the force-delete comes first, and the words
+// name the node and its state.
+func TestPodsOnALostNode(t *testing.T) {
+	obs := with(observation(), widgets)
+	pod := terminatingItem("web-0", time.Minute)
+	obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: pod.ObjectMeta}}
+	obs.Snapshot.Lists[podsGVR] = &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{pod}}
+	since := now.Add(-time.Hour)
+	obs.Evidence.PodNodes = []PodNode{{Pod: "web-0", Node: "node-7", State: NodeNotReady, Since: &since}}
+	b := blockerOf(t, Diagnose(obs), BlockerPods)
+	if b.Actions[0] != PurgeAction("demo", FlagForceDeletePods, "") {
+		t.Errorf("actions %+v", b.Actions)
+	}
+	w := printer.WordsOf(b)
+	if !strings.HasPrefix(w.NextStep, "node node-7 will never confirm their end: kubectl ns-doctor purge demo --force-delete-pods") ||
+		!strings.Contains(w.Evidence[0], "its node node-7 is NotReady since 2026-11-22T11:00:00Z") {
+		t.Errorf("words %+v", w)
+	}
+}

@@ -1,0 +1,445 @@
+// Package owners infers who removes a finalizer from what the cluster
+// itself says, for the finalizers ns-doctor's catalogue does not know (and
+// to check the catalogue's owner against the cluster): the field manager
+// that set it (managedFields), who RBAC lets remove it (update or patch on
+// the holder's resource), and the workloads that run as that identity. It
+// is pure: inspect reads, owners reasons, diagnose and printer say it.
+package owners
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Confidence says how far an inferred owner can be trusted.
+type Confidence string
+
+// Confidences.
+const (
+	// Certain: two sources agree: the field manager that set the
+	// finalizer is a workload (or its ServiceAccount) that RBAC lets
+	// remove it.
+	Certain Confidence = "Certain"
+	// Likely: one source alone points at it: the only identity RBAC lets
+	// remove it (besides wildcards and built-in roles), or the one of
+	// them that also writes the finalizer's own API, or a workload named
+	// as the field manager whose rights could not be read.
+	Likely Confidence = "Likely"
+	// None: nothing points at one owner; Inference says what was looked
+	// at.
+	None Confidence = "None"
+)
+
+// Workload is a Deployment, StatefulSet or DaemonSet, as far as an owner
+// goes: where it runs, as whom, and whether it is ready.
+type Workload struct {
+	Kind           string `json:"kind"`
+	Namespace      string `json:"namespace"`
+	Name           string `json:"name"`
+	ServiceAccount string `json:"serviceAccount"`
+	Ready          int32  `json:"ready"`
+	Want           int32  `json:"want"`
+	// Deleting: it has a deletionTimestamp.
+	Deleting bool `json:"deleting,omitempty"`
+	// Containers are its containers' names (a controller's field manager
+	// is often its container's or binary's name).
+	Containers []string `json:"-"`
+	// Selector chooses its pods (their logs).
+	Selector *metav1.LabelSelector `json:"-"`
+}
+
+// String is kind namespace/name, as kubectl says it.
+func (w Workload) String() string {
+	return strings.ToLower(w.Kind) + " " + w.Namespace + "/" + w.Name
+}
+
+// States of a namespace that is not Active.
+const (
+	NamespaceTerminating = "Terminating"
+	NamespaceGone        = "Gone"
+)
+
+// Request is what inference reasons from, for one finalizer.
+type Request struct {
+	Finalizer string
+	// Namespace is the namespace being diagnosed: an owner living there
+	// is deleted with it.
+	Namespace string
+	// Managers are the field managers that set the finalizer on its
+	// holders (or on the namespace).
+	Managers []Manager
+	// Grants are who RBAC lets update or patch its holders; APIGrants
+	// who may write the finalizer's own API group (its domain's CRDs).
+	Grants, APIGrants []Grant
+	// Workloads are those read in the candidates' namespaces and those
+	// named as the field managers.
+	Workloads []Workload
+	// Namespaces are the states of the candidates' namespaces that are
+	// not Active (NamespaceTerminating, NamespaceGone).
+	Namespaces map[string]string
+	// RBACRead, WorkloadsRead: whether they could be read at all.
+	RBACRead, WorkloadsRead bool
+}
+
+// Inference is who removes a finalizer, as far as the cluster tells, with
+// what it rests on.
+type Inference struct {
+	Confidence Confidence `json:"confidence"`
+	// SetBy are the field managers that set it, latest first (a few).
+	SetBy []Manager `json:"setBy,omitempty"`
+	// Identity is the ServiceAccount (or the group of a namespace's
+	// ServiceAccounts) RBAC lets remove it, and Grant how.
+	Identity *Subject `json:"identity,omitempty"`
+	Grant    *Grant   `json:"grant,omitempty"`
+	// Workload runs as that identity (or is named as the field manager).
+	Workload *Workload `json:"workload,omitempty"`
+	// InNamespace: the owner lives in the namespace being deleted, so it
+	// was deleted, or is being deleted, with it.
+	InNamespace bool `json:"inNamespace,omitempty"`
+	// OwnerNamespace is the state of the owner's own namespace, when it is
+	// not Active (and not the one being deleted).
+	OwnerNamespace string `json:"ownerNamespace,omitempty"`
+	// Candidates are the identities RBAC lets remove it (specific grants
+	// only), the first few; CandidateCount how many in all.
+	Candidates     []Subject `json:"candidates,omitempty"`
+	CandidateCount int       `json:"candidateCount,omitempty"`
+	// Object is the object that put a namespace finalizer there (the
+	// namespace's owner reference), when there is one.
+	Object *Object `json:"object,omitempty"`
+	// RBACRead and WorkloadsRead say whether those could be read: when
+	// not, the inference rests on less.
+	RBACRead      bool `json:"rbacRead"`
+	WorkloadsRead bool `json:"workloadsRead"`
+}
+
+// Object is a cluster-scoped object a namespace names as its owner.
+type Object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	// State is Present, Deleting, Gone or Unknown (it could not be read).
+	State string `json:"state"`
+}
+
+// Object states.
+const (
+	ObjectPresent  = "Present"
+	ObjectDeleting = "Deleting"
+	ObjectGone     = "Gone"
+	ObjectUnknown  = "Unknown"
+)
+
+// Running tells whether the inferred owner's workload has a ready replica.
+func (in Inference) Running() bool {
+	return in.Workload != nil && in.Workload.Ready > 0 && !in.InNamespace
+}
+
+// maxCandidates bounds the identities an inference names, and
+// maxNamespaces the namespaces whose workloads are read for them.
+const (
+	maxCandidates = 5
+	maxNamespaces = 8
+	maxManagers   = 3
+)
+
+// candidate is an identity RBAC lets remove the finalizer.
+type candidate struct {
+	identity  Subject
+	grant     Grant
+	workloads []Workload
+	// manager is the field manager it matches, api whether it also
+	// writes the finalizer's API group, domain whether its names carry
+	// the finalizer's domain.
+	manager      *Manager
+	api, domain  bool
+	namespaceAll bool
+}
+
+func (c candidate) score() int {
+	s := 0
+	if c.manager != nil {
+		s += 4
+	}
+	if c.api {
+		s += 2
+	}
+	if c.domain {
+		s++
+	}
+	return s
+}
+
+// candidatesOf are the identities of the specific grants that can be
+// workloads: ServiceAccounts, and the groups of a namespace's
+// ServiceAccounts; once each, in the grants' order.
+func candidatesOf(grants []Grant) []candidate {
+	var out []candidate
+	seen := map[Subject]bool{}
+	for _, g := range grants {
+		if !g.Specific() || seen[g.Subject] {
+			continue
+		}
+		_, group := NamespaceOfGroup(g.Subject)
+		if g.Subject.Kind != rbacv1.ServiceAccountKind && !group {
+			continue
+		}
+		seen[g.Subject] = true
+		out = append(out, candidate{identity: g.Subject, grant: g, namespaceAll: group})
+	}
+	return out
+}
+
+func (c candidate) namespace() string {
+	if ns, ok := NamespaceOfGroup(c.identity); ok {
+		return ns
+	}
+	return c.identity.Namespace
+}
+
+// Namespaces are the namespaces whose workloads an inference needs: the
+// candidates' (a bounded few).
+func Namespaces(grants []Grant) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range candidatesOf(grants) {
+		if ns := c.namespace(); !seen[ns] && len(out) < maxNamespaces {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ManagerNames are the controllers' field managers worth looking for as
+// workloads: appliers left out, a bounded few.
+func ManagerNames(managers []Manager) []string {
+	var out []string
+	for _, m := range managers {
+		if !m.Applier && !slices.Contains(out, m.Name) && len(out) < maxManagers {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// Infer decides who removes the finalizer, and how sure that is.
+func Infer(req Request) Inference {
+	in := Inference{Confidence: None, RBACRead: req.RBACRead, WorkloadsRead: req.WorkloadsRead}
+	in.SetBy, _ = firstN(req.Managers, maxManagers)
+	controllers := slices.DeleteFunc(slices.Clone(req.Managers), func(m Manager) bool { return m.Applier })
+	cands := candidatesOf(req.Grants)
+	api := map[Subject]bool{}
+	for _, g := range req.APIGrants {
+		if g.Specific() {
+			api[g.Subject] = true
+		}
+	}
+	tokens := domainTokens(req.Finalizer)
+	for k := range cands {
+		c := &cands[k]
+		for _, w := range req.Workloads {
+			if w.Namespace == c.namespace() && (c.namespaceAll || w.ServiceAccount == c.identity.Name) {
+				c.workloads = append(c.workloads, w)
+			}
+		}
+		c.manager = matchingManager(controllers, *c)
+		c.api = api[c.identity]
+		c.domain = carriesDomain(tokens, *c)
+	}
+	in.CandidateCount = len(cands)
+	for _, c := range cands {
+		if len(in.Candidates) < maxCandidates {
+			in.Candidates = append(in.Candidates, c.identity)
+		}
+	}
+	if best, sure := choose(cands); best != nil {
+		in.Confidence = Likely
+		if sure {
+			in.Confidence = Certain
+		}
+		in.Identity, in.Grant = &best.identity, &best.grant
+		in.Workload = bestWorkload(best.workloads, best.manager)
+		in.InNamespace = best.namespace() == req.Namespace || (in.Workload != nil && in.Workload.Namespace == req.Namespace)
+	} else if w := namedWorkload(controllers, req.Workloads); w != nil {
+		// RBAC names nobody (or could not be read), but a workload is
+		// named as the controller that set it.
+		in.Confidence, in.Workload = Likely, w
+		in.InNamespace = w.Namespace == req.Namespace
+	}
+	if !in.InNamespace {
+		switch {
+		case in.Identity != nil:
+			in.OwnerNamespace = req.Namespaces[in.Identity.Namespace]
+			if ns, ok := NamespaceOfGroup(*in.Identity); ok {
+				in.OwnerNamespace = req.Namespaces[ns]
+			}
+		case in.Workload != nil:
+			in.OwnerNamespace = req.Namespaces[in.Workload.Namespace]
+		}
+	}
+	return in
+}
+
+// choose is the best candidate, and whether it is certain: the field
+// manager matches it and no other candidate scores as high. Without a
+// field manager matching, the only candidate, or the only one that
+// writes the finalizer's API or carries its domain, is likely.
+func choose(cands []candidate) (*candidate, bool) {
+	if len(cands) == 0 {
+		return nil, false
+	}
+	best, tied := 0, false
+	for k := 1; k < len(cands); k++ {
+		switch s := cands[k].score(); {
+		case s > cands[best].score():
+			best, tied = k, false
+		case s == cands[best].score():
+			tied = true
+		}
+	}
+	b := &cands[best]
+	switch {
+	case tied:
+		return nil, false
+	case b.manager != nil:
+		return b, true
+	case len(cands) == 1 || b.score() > 0:
+		return b, false
+	}
+	return nil, false
+}
+
+// matchingManager is the controller field manager that names a
+// candidate: its ServiceAccount, one of its workloads or their
+// containers.
+func matchingManager(managers []Manager, c candidate) *Manager {
+	for k := range managers {
+		m := &managers[k]
+		if !c.namespaceAll && nameMatches(m.Name, c.identity.Name) {
+			return m
+		}
+		for _, w := range c.workloads {
+			if nameMatches(m.Name, w.Name) || slices.ContainsFunc(w.Containers, func(n string) bool { return nameMatches(m.Name, n) }) {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// nameMatches: a field manager names a workload, container or account
+// when it is its name, or a dash-separated part at its start or end
+// ("manager" names "acme-controller-manager", kubebuilder's layout).
+func nameMatches(manager, name string) bool {
+	m, n := strings.ToLower(manager), strings.ToLower(name)
+	return m != "" && (m == n || strings.HasPrefix(n, m+"-") || strings.HasSuffix(n, "-"+m))
+}
+
+// bestWorkload is the workload to name: the one the field manager names,
+// else the first ready, else the first.
+func bestWorkload(ws []Workload, m *Manager) *Workload {
+	if len(ws) == 0 {
+		return nil
+	}
+	if m != nil {
+		for k := range ws {
+			if nameMatches(m.Name, ws[k].Name) || slices.ContainsFunc(ws[k].Containers, func(n string) bool { return nameMatches(m.Name, n) }) {
+				return &ws[k]
+			}
+		}
+	}
+	for k := range ws {
+		if ws[k].Ready > 0 {
+			return &ws[k]
+		}
+	}
+	return &ws[0]
+}
+
+// namedWorkload is the one workload named exactly as a controller field
+// manager, if exactly one is.
+func namedWorkload(managers []Manager, ws []Workload) *Workload {
+	var found []Workload
+	for _, m := range managers {
+		for _, w := range ws {
+			if strings.EqualFold(m.Name, w.Name) {
+				found = append(found, w)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return nil
+	}
+	return &found[0]
+}
+
+// genericTokens are parts of a finalizer's domain that name nobody.
+var genericTokens = map[string]bool{
+	"io": true, "com": true, "org": true, "net": true, "dev": true, "sh": true, "co": true, "k8s": true, "kubernetes": true,
+	"cloud": true, "example": true, "finalizer": true, "finalizers": true, "cleanup": true, "protection": true, "operator": true,
+	"operators": true, "controller": true, "controllers": true, "system": true, "apps": true, "app": true, "github": true,
+	"api": true, "apis": true, "resources": true, "resource": true, "delete": true, "deletion": true,
+}
+
+// domainTokens are the telling parts of a finalizer's domain (what comes
+// before its "/"): acme.example.com/cleanup gives acme.
+func domainTokens(finalizer string) []string {
+	domain, _, _ := strings.Cut(finalizer, "/")
+	var out []string
+	for _, t := range strings.FieldsFunc(strings.ToLower(domain), splitter) {
+		if len(t) >= 3 && !genericTokens[t] && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func splitter(r rune) bool { return r == '.' || r == '-' || r == '_' }
+
+// carriesDomain: the candidate's namespace, account or workloads carry a
+// token of the finalizer's domain.
+func carriesDomain(tokens []string, c candidate) bool {
+	names := []string{c.namespace(), c.identity.Name}
+	for _, w := range c.workloads {
+		names = append(names, w.Name)
+	}
+	for _, n := range names {
+		parts := strings.FieldsFunc(strings.ToLower(n), splitter)
+		for _, t := range tokens {
+			if slices.Contains(parts, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// DomainGroups are the API groups among groups that the finalizer's
+// domain names: the same, or one the other ends with
+// (finalizers.s3.services.k8s.aws/Bucket names s3.services.k8s.aws).
+func DomainGroups(finalizer string, groups []string) []string {
+	domain, _, found := strings.Cut(finalizer, "/")
+	if !found || !strings.Contains(domain, ".") {
+		return nil
+	}
+	var out []string
+	for _, g := range groups {
+		if g != "" && (g == domain || strings.HasSuffix(domain, "."+g) || strings.HasSuffix(g, "."+domain)) && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func firstN[T any](s []T, n int) ([]T, int) {
+	if len(s) > n {
+		return s[:n:n], len(s) - n
+	}
+	return s, 0
+}

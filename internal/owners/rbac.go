@@ -1,0 +1,313 @@
+package owners
+
+import (
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// RBAC is the cluster's role-based access control as read: who may do
+// what, and where.
+type RBAC struct {
+	ClusterRoles        []rbacv1.ClusterRole
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+	Roles               []rbacv1.Role
+	RoleBindings        []rbacv1.RoleBinding
+}
+
+// Access is a request RBAC is asked about: may someone do one of Verbs on
+// Resource (with Subresource) of Group, in Namespace ("" for a
+// cluster-scoped resource), to the objects Names?
+type Access struct {
+	Verbs       []string
+	Group       string
+	Resource    string
+	Subresource string
+	Namespace   string
+	// Names are the objects asked about: a rule limited to resourceNames
+	// grants only when it names one of them.
+	Names []string
+}
+
+// Ref names an RBAC object.
+type Ref struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String is kind/name, or kind/namespace/name.
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// Subject is who a binding names: a ServiceAccount, a User or a Group.
+type Subject struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String says the subject as kubectl names it: serviceaccount ns/name,
+// user name, group name.
+func (s Subject) String() string {
+	if s.Kind == rbacv1.ServiceAccountKind {
+		return "serviceaccount " + s.Namespace + "/" + s.Name
+	}
+	return strings.ToLower(s.Kind) + " " + s.Name
+}
+
+// serviceAccountsGroupPrefix is the group of every ServiceAccount of a
+// namespace: system:serviceaccounts:<namespace>.
+const serviceAccountsGroupPrefix = "system:serviceaccounts:"
+
+// NamespaceOfGroup is the namespace whose every ServiceAccount a group
+// holds, if it is such a group.
+func NamespaceOfGroup(s Subject) (string, bool) {
+	if s.Kind != rbacv1.GroupKind || !strings.HasPrefix(s.Name, serviceAccountsGroupPrefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(s.Name, serviceAccountsGroupPrefix), true
+}
+
+// Grant is one subject allowed an Access, and how.
+type Grant struct {
+	Subject Subject `json:"subject"`
+	Verb    string  `json:"verb"`
+	Role    Ref     `json:"role"`
+	Binding Ref     `json:"binding"`
+	// Wildcard: the role grants it only through "*" in its resources,
+	// over every group or the core group: a grant of everything, which
+	// says nothing of who owns this resource.
+	Wildcard bool `json:"wildcard,omitempty"`
+	// Builtin: through a role Kubernetes ships (system:*, and the
+	// user-facing cluster-admin, admin, edit, view, which operators
+	// aggregate their types into for people).
+	Builtin bool `json:"builtin,omitempty"`
+}
+
+// Specific tells whether a grant names the resource itself, in a role of
+// the cluster's own making: what an operator's installation grants its
+// controller.
+func (g Grant) Specific() bool { return !g.Wildcard && !g.Builtin }
+
+// Index is RBAC walked once: each binding with its role's rules resolved
+// (aggregation included), so that each question asked of it is a scan.
+type Index struct {
+	// cluster are the ClusterRoleBindings; local the RoleBindings, by
+	// namespace: a question about one namespace scans only its own.
+	cluster []bound
+	local   map[string][]bound
+}
+
+type bound struct {
+	binding, role Ref
+	subjects      []Subject
+	rules         []rbacv1.PolicyRule
+	builtin       bool
+}
+
+// NewIndex resolves every binding's rules. A binding whose role is not
+// there grants nothing, as in the API server.
+func NewIndex(r RBAC) *Index {
+	clusterRoles := map[string]*rbacv1.ClusterRole{}
+	for k := range r.ClusterRoles {
+		clusterRoles[r.ClusterRoles[k].Name] = &r.ClusterRoles[k]
+	}
+	roles := map[string]*rbacv1.Role{}
+	for k := range r.Roles {
+		roles[r.Roles[k].Namespace+"/"+r.Roles[k].Name] = &r.Roles[k]
+	}
+	resolved := map[string][]rbacv1.PolicyRule{}
+	clusterRules := func(name string) ([]rbacv1.PolicyRule, bool) {
+		if rules, ok := resolved[name]; ok {
+			return rules, true
+		}
+		if clusterRoles[name] == nil {
+			return nil, false
+		}
+		rules := aggregatedRules(name, r.ClusterRoles, clusterRoles, map[string]bool{})
+		resolved[name] = rules
+		return rules, true
+	}
+	x := &Index{local: map[string][]bound{}}
+	for _, b := range r.ClusterRoleBindings {
+		rules, ok := clusterRules(b.RoleRef.Name)
+		if !ok || b.RoleRef.Kind != "ClusterRole" {
+			continue
+		}
+		x.cluster = append(x.cluster, bound{binding: Ref{Kind: "ClusterRoleBinding", Name: b.Name}, role: Ref{Kind: "ClusterRole", Name: b.RoleRef.Name},
+			subjects: subjectsOf(b.Subjects, ""), rules: rules, builtin: builtinRole(b.RoleRef.Name)})
+	}
+	for _, b := range r.RoleBindings {
+		var rules []rbacv1.PolicyRule
+		role := Ref{Kind: b.RoleRef.Kind, Name: b.RoleRef.Name}
+		switch b.RoleRef.Kind {
+		case "ClusterRole":
+			var ok bool
+			if rules, ok = clusterRules(b.RoleRef.Name); !ok {
+				continue
+			}
+		case "Role":
+			r := roles[b.Namespace+"/"+b.RoleRef.Name]
+			if r == nil {
+				continue
+			}
+			rules, role.Namespace = r.Rules, b.Namespace
+		default:
+			continue
+		}
+		x.local[b.Namespace] = append(x.local[b.Namespace], bound{binding: Ref{Kind: "RoleBinding", Namespace: b.Namespace, Name: b.Name}, role: role,
+			subjects: subjectsOf(b.Subjects, b.Namespace), rules: rules,
+			builtin: role.Kind == "ClusterRole" && builtinRole(role.Name)})
+	}
+	return x
+}
+
+// aggregatedRules are a ClusterRole's rules, with those of every
+// ClusterRole its aggregationRule selects (and theirs in turn): the
+// clusterrole-aggregation controller writes the same union into the
+// role, but may not have yet.
+func aggregatedRules(name string, all []rbacv1.ClusterRole, byName map[string]*rbacv1.ClusterRole, seen map[string]bool) []rbacv1.PolicyRule {
+	if seen[name] {
+		return nil
+	}
+	seen[name] = true
+	role := byName[name]
+	rules := slices.Clone(role.Rules)
+	if role.AggregationRule == nil {
+		return rules
+	}
+	for _, sel := range role.AggregationRule.ClusterRoleSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil || s.Empty() {
+			continue
+		}
+		for k := range all {
+			if all[k].Name != name && s.Matches(labels.Set(all[k].Labels)) {
+				rules = append(rules, aggregatedRules(all[k].Name, all, byName, seen)...)
+			}
+		}
+	}
+	return rules
+}
+
+// builtinRole tells a role Kubernetes ships: the control plane's own
+// (system:*) and the user-facing ones.
+func builtinRole(name string) bool {
+	switch name {
+	case "cluster-admin", "admin", "edit", "view":
+		return true
+	}
+	return strings.HasPrefix(name, "system:")
+}
+
+// subjectsOf reads a binding's subjects; a ServiceAccount without a
+// namespace is the binding's (a RoleBinding may leave it out).
+func subjectsOf(in []rbacv1.Subject, namespace string) []Subject {
+	out := make([]Subject, 0, len(in))
+	for _, s := range in {
+		sub := Subject{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}
+		if s.Kind == rbacv1.ServiceAccountKind && sub.Namespace == "" {
+			sub.Namespace = namespace
+		}
+		out = append(out, sub)
+	}
+	return out
+}
+
+// Who lists every subject a binding allows the access, once per subject
+// and binding: the ClusterRoleBindings' first, in the order read.
+func (x *Index) Who(a Access) []Grant {
+	var out []Grant
+	// A RoleBinding's grants hold in its namespace only.
+	bindings := x.cluster
+	if a.Namespace != "" {
+		bindings = append(slices.Clone(bindings), x.local[a.Namespace]...)
+	}
+	for _, b := range bindings {
+		verb, wildcard, ok := allows(b.rules, a)
+		if !ok {
+			continue
+		}
+		for _, s := range b.subjects {
+			out = append(out, Grant{Subject: s, Verb: verb, Role: b.role, Binding: b.binding, Wildcard: wildcard, Builtin: b.builtin})
+		}
+	}
+	return out
+}
+
+// allows is whether some rule allows the access, by which verb, and
+// whether only a wildcard rule does. The matching is the API server's
+// (k8s.io/kubernetes/pkg/apis/rbac/v1/evaluation_helpers.go: VerbMatches,
+// APIGroupMatches, ResourceMatches, ResourceNameMatches).
+func allows(rules []rbacv1.PolicyRule, a Access) (verb string, wildcard, ok bool) {
+	wildcard = true
+	for _, r := range rules {
+		v, found := verbMatching(r.Verbs, a.Verbs)
+		if !found || !has(r.APIGroups, a.Group) || !resourceMatches(r.Resources, a.Resource, a.Subresource) || !namesMatch(r.ResourceNames, a.Names) {
+			continue
+		}
+		// A rule naming the resource, or every type of the resource's own
+		// group (an operator's rule over its API), is specific; "*" over
+		// every group, or over the core group, is not.
+		specific := slices.Contains(r.Resources, combined(a.Resource, a.Subresource)) ||
+			(a.Group != "" && slices.Contains(r.APIGroups, a.Group))
+		if !ok || (wildcard && specific) {
+			verb, wildcard, ok = v, !specific, true
+		}
+	}
+	return verb, wildcard, ok
+}
+
+func verbMatching(ruleVerbs, asked []string) (string, bool) {
+	for _, v := range asked {
+		if has(ruleVerbs, v) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// has: the list holds v or "*".
+func has(list []string, v string) bool {
+	return slices.Contains(list, rbacv1.VerbAll) || slices.Contains(list, v)
+}
+
+func combined(resource, sub string) string {
+	if sub == "" {
+		return resource
+	}
+	return resource + "/" + sub
+}
+
+// resourceMatches: "*", the resource (with its subresource), or
+// "*/subresource".
+func resourceMatches(list []string, resource, sub string) bool {
+	for _, r := range list {
+		if r == rbacv1.ResourceAll || r == combined(resource, sub) || (sub != "" && r == "*/"+sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesMatch: a rule without resourceNames holds for every object; one
+// with them, for those only.
+func namesMatch(ruleNames, names []string) bool {
+	if len(ruleNames) == 0 {
+		return true
+	}
+	for _, n := range names {
+		if slices.Contains(ruleNames, n) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,166 @@
+package printer
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
+)
+
+// The words of an owner inferred from the cluster: who set the finalizer,
+// who may remove it, what runs as that, and how sure that is.
+
+// InferredWords says an inference: its confidence, then what it rests on;
+// or, when it names nobody, what was looked at.
+func InferredWords(in *owners.Inference) string {
+	if in.Confidence == owners.None {
+		return "the cluster names no owner: " + strings.Join(lookedWords(in), "; ")
+	}
+	parts := []string{}
+	if m := controllerManager(in.SetBy); m != nil {
+		parts = append(parts, fieldManagerWords(*m))
+	}
+	if in.Identity != nil && in.Grant != nil {
+		parts = append(parts, fmt.Sprintf("%s may %s it through %s (%s)", in.Identity, in.Grant.Verb, in.Grant.Role, in.Grant.Binding))
+	}
+	switch w := in.Workload; {
+	case in.InNamespace && w == nil:
+		parts = append(parts, "it lived in this namespace and was deleted with it")
+	case in.InNamespace:
+		parts = append(parts, fmt.Sprintf("%s runs as it, in this namespace, being deleted with it", w))
+	case w != nil && in.Identity != nil:
+		parts = append(parts, fmt.Sprintf("%s runs as it: %d/%d ready", w, w.Ready, w.Want))
+	case w != nil:
+		parts = append(parts, fmt.Sprintf("%s is named as that field manager: %d/%d ready", w, w.Ready, w.Want))
+	case in.WorkloadsRead:
+		parts = append(parts, "no Deployment, StatefulSet or DaemonSet runs as it")
+	}
+	if in.OwnerNamespace != "" {
+		parts = append(parts, "its namespace is "+strings.ToLower(in.OwnerNamespace))
+	}
+	if !in.RBACRead {
+		parts = append(parts, "RBAC could not be read: who may remove it is unchecked")
+	}
+	if o := in.Object; o != nil {
+		parts = append(parts, objectWords(*o))
+	}
+	return strings.ToLower(string(in.Confidence)) + " owner: " + strings.Join(parts, "; ")
+}
+
+// lookedWords say what an inference that names nobody looked at.
+func lookedWords(in *owners.Inference) []string {
+	var out []string
+	switch {
+	case len(in.SetBy) == 0:
+		out = append(out, "no field manager recorded setting it")
+	default:
+		for _, m := range in.SetBy {
+			out = append(out, fieldManagerWords(m))
+		}
+	}
+	switch {
+	case !in.RBACRead:
+		out = append(out, "RBAC could not be read")
+	case in.CandidateCount == 0:
+		out = append(out, "no ServiceAccount may remove it but through wildcard or built-in roles")
+	default:
+		var names []string
+		for _, c := range in.Candidates {
+			names = append(names, c.String())
+		}
+		more := ""
+		if n := in.CandidateCount - len(in.Candidates); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
+		}
+		out = append(out, fmt.Sprintf("%d identities may remove it, none set it: %s%s", in.CandidateCount, strings.Join(names, ", "), more))
+	}
+	if o := in.Object; o != nil {
+		out = append(out, objectWords(*o))
+	}
+	return out
+}
+
+func fieldManagerWords(m owners.Manager) string {
+	s := fmt.Sprintf("set by field manager %q", m.Name)
+	if m.Object != "" {
+		s += " on " + m.Object
+	}
+	if m.Time != nil {
+		s += " (its last write " + m.Time.UTC().Format(time.RFC3339) + ")"
+	}
+	if m.Applier {
+		s += ", a tool that applies manifests: the finalizer came with one, and someone else removes it"
+	}
+	return s
+}
+
+// controllerManager is the first field manager that is not an applier.
+func controllerManager(ms []owners.Manager) *owners.Manager {
+	for k := range ms {
+		if !ms[k].Applier {
+			return &ms[k]
+		}
+	}
+	return nil
+}
+
+func objectWords(o owners.Object) string {
+	what := fmt.Sprintf("the namespace's owner %s %s (%s)", o.Kind, o.Name, o.APIVersion)
+	switch o.State {
+	case owners.ObjectGone:
+		return what + " is gone: whatever removed the finalizer for it is done with it"
+	case owners.ObjectDeleting:
+		return what + " is being deleted"
+	case owners.ObjectUnknown:
+		return what + " could not be read"
+	}
+	return what + " is there"
+}
+
+// inferredDiffers tells whether the inferred owner's workload is another
+// than the catalogue's usual ones: an install that renamed or moved it.
+func inferredDiffers(s diagnose.OwnerState) bool {
+	in := s.Inferred
+	if in == nil || in.Workload == nil || in.Confidence == owners.None || s.Owner == "" {
+		return false
+	}
+	w := in.Workload
+	refs := s.Looked
+	if s.Found != nil {
+		refs = append(refs, s.Found.WorkloadRef)
+	}
+	for _, r := range refs {
+		if r.Kind == w.Kind && r.Namespace == w.Namespace && r.Name == w.Name {
+			return false
+		}
+	}
+	return len(refs) > 0
+}
+
+// ownerName names an owner for a summary: the catalogue's, else the
+// inferred workload or identity.
+func ownerName(name string, s diagnose.OwnerState) string {
+	if e := s.Owner; e != "" {
+		return e
+	}
+	if in := s.Inferred; in != nil && in.Confidence != owners.None {
+		switch {
+		case in.Workload != nil:
+			return in.Workload.String()
+		case in.Identity != nil:
+			return in.Identity.String()
+		}
+	}
+	return "unknown owner of " + name
+}
+
+// waitedWords says how long content has waited, for the verdict on an
+// owner that runs and releases none of it.
+func waitedWords(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return " in " + d.String() + " since they were marked for deletion"
+}
