@@ -63,8 +63,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHumanPrinter$$' -fuzztime $(FUZZTIME) ./internal/printer
 
 # Benchmarks on the local control plane (about 45 min on 2 cores, the 1,000-namespace
-# phases purge-1000 and watch included); writes
-# docs/benchmarks.md. BENCH_FLAGS='-sizes small,medium' skips the large fixture.
+# phases purge-1000 and watch included); writes docs/benchmarks.json and renders
+# docs/benchmarks.md from it. BENCH_FLAGS='-sizes small,medium' skips the large fixture.
 bench:
 	@bin_dir=$$(bash hack/build-controlplane.sh) && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) run ./hack/bench -out docs/benchmarks.md $(BENCH_FLAGS)

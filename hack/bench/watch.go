@@ -1,103 +1,113 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ns-doctor/ns-doctor/test/support/apimetrics"
 )
 
-// watchFinalizer holds one ConfigMap in each stuck namespace of the watch
-// phase: nobody serves it, as after an operator's uninstall.
-const watchFinalizer = "example.com/bench-gone"
-
-// watchStep is one measured window of the watch phase: the watch running
-// on a cluster with Stuck stuck namespaces.
-type watchStep struct {
-	Stuck int
-	// Resyncs is the window's length in resyncs; Diagnoses is how many
-	// the watch made meanwhile (Stuck x Resyncs when every round ran).
-	Resyncs   int
-	Diagnoses float64
-	// DiagSeconds is the watch's own time per diagnosis (its histogram).
-	DiagSeconds float64
-	// Requests over the whole window (divide by Resyncs for per resync).
-	Requests sample
-	// CPU is the watch process's user + system time over the window, s.
-	CPU float64
-	// ServerCPU is etcd's and kube-apiserver's over the window, s.
-	ServerCPU float64
-	// ReadySeconds is how long after the step's deletions (or the watch's
-	// start) it exported a blocker for every stuck namespace.
-	ReadySeconds float64
-	// HWM and RSS are the watch's VmHWM and VmRSS (KiB) at the window's end.
-	HWM, RSS int64
-	// Errors is nsdoctor_diagnosis_errors_total at the window's end.
-	Errors float64
+// WatchResult is `kubectl-ns_doctor watch` on a cluster of many namespaces
+// and objects, a few of them stuck: its memory and requests per resync,
+// step by step as the stuck namespaces grow.
+type WatchResult struct {
+	Namespaces, ObjectsPer, Types, IdleResyncs, ExitCode int
+	Finalizer, Command                                   string
+	Resync, Quiet                                        time.Duration
+	BuildSeconds                                         float64
+	Idle                                                 Sample // the API server alone, over IdleResyncs resyncs
+	Steps                                                []WatchStep
+	HWM                                                  int64 // VmHWM at the end, KiB
 }
 
-// watchResult is what the watch phase measured.
-type watchResult struct {
-	Namespaces, ObjectsPer, Types int
-	Resync                        time.Duration
-	BuildSeconds                  float64
-	Idle                          sample // the API server alone over IdleResyncs resyncs
-	IdleResyncs                   int
-	Steps                         []watchStep
-	// FirstReady is from the watch's start to its first blocker series
-	// for every stuck namespace of the first step.
-	FirstReady float64
-	HWM        int64 // VmHWM at the end, KiB
-	ExitCode   int
-	Argv       []string
+// WatchStep is one window of Resyncs resyncs with Stuck stuck namespaces.
+type WatchStep struct {
+	Stuck, Resyncs                 int
+	Diagnoses, DiagSeconds, Errors float64 // in the window, the watch's seconds per diagnosis, its errors at the end
+	Requests                       Sample
+	CPU, ServerCPU                 float64
+	ReadySeconds                   float64 // from the step's deletions (or the watch's start) to a blocker for each stuck namespace
+	HWM, RSS                       int64   // VmHWM and VmRSS at the window's end, KiB
 }
 
-// watchPhase is issue #27's scale target: `kubectl-ns_doctor watch` on a
-// cluster of many namespaces and objects of which a few are stuck. It
-// measures the watch's peak memory and the requests it makes per resync in
-// steady state, at each of -watch-stuck stuck namespaces, with the
-// namespace controller stopped so that only the watch talks.
-func (b *bench) watchPhase(ctx context.Context) error {
+func (st WatchStep) Per(x float64) float64 { return x / float64(st.Resyncs) }
+func (w *WatchResult) Last() WatchStep     { return w.Steps[len(w.Steps)-1] }
+func (w *WatchResult) IdleTotal() float64  { return apimetrics.Total(perResync(w.Idle, w.IdleResyncs)) }
+
+func perResync(s Sample, resyncs int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range s.ByVerb {
+		out[k] = v / float64(resyncs)
+	}
+	return out
+}
+
+// Own is the watch's requests per resync: what each request type counts
+// beyond the API server alone (whose sporadic requests, such as its
+// internal watches ending, are not taken off the watch's others).
+func (w *WatchResult) Own(st WatchStep) (t float64) {
+	idle := perResync(w.Idle, w.IdleResyncs)
+	for k, v := range perResync(st.Requests, st.Resyncs) {
+		t += max(v-idle[k], 0)
+	}
+	return t
+}
+
+// Rows are the requests per resync by verb and resource: the API server
+// alone, then each step.
+func (w *WatchResult) Rows() []verbRow {
+	cols := []map[string]float64{perResync(w.Idle, w.IdleResyncs)}
+	for _, st := range w.Steps {
+		cols = append(cols, perResync(st.Requests, st.Resyncs))
+	}
+	return verbRows(cols)
+}
+
+// quietAfterRound is how long the diagnosis count stands still once a
+// round of diagnoses is over.
+const quietAfterRound = 2 * time.Second
+
+// watch is issue #27's scale target; the namespace controller is stopped
+// while it is measured, so that only the watch talks.
+func (b *bench) watch(ctx context.Context) (*WatchResult, error) {
 	o := b.o
-	res := &watchResult{Namespaces: o.watchNS, ObjectsPer: o.watchObjects, Resync: o.watchResync}
-	if o.watchTypes > 0 {
-		logf("[watch] generating CRDs up to %d resource types", o.watchTypes)
-		if err := b.fx.ensureTypes(ctx, o.watchTypes); err != nil {
+	res := &WatchResult{Namespaces: o.watchNS, ObjectsPer: o.watchObjects, Finalizer: "example.com/bench-gone", Resync: o.watchResync, Quiet: quietAfterRound, IdleResyncs: 2}
+	if err := b.fx.ensureTypes(ctx, o.watchTypes); err != nil {
+		return nil, err
+	}
+	// Every namespace holds plain ConfigMaps, the ones that will be stuck
+	// also one held by a finalizer nobody serves.
+	names, t0 := numbered("w", o.watchNS, 4), time.Now()
+	err := parallel(ctx, len(names), createWorkers, func(i int) error {
+		held := min(1, max(0, o.watchStuck[len(o.watchStuck)-1]-i))
+		if err := b.fx.CreateNamespaceWithLabels(ctx, names[i], nil); err != nil {
 			return err
 		}
+		if err := b.fx.configMaps(ctx, names[i], "held", held, res.Finalizer); err != nil {
+			return err
+		}
+		return b.fx.configMaps(ctx, names[i], "cm", o.watchObjects)
+	})
+	if res.BuildSeconds = since(t0); err != nil {
+		return nil, err
 	}
-	types, _, err := b.fx.listPages(ctx, "default")
-	if err != nil {
-		return err
+	if res.Types, err = b.fx.types(); err != nil {
+		return nil, err
 	}
-	res.Types = types
-	names := make([]string, o.watchNS)
-	for i := range names {
-		names[i] = fmt.Sprintf("w-%04d", i)
-	}
-	stuckMax := o.watchStuck[len(o.watchStuck)-1]
-	logf("[watch] creating %d namespaces with %d ConfigMaps each (%d held by %s)", o.watchNS, o.watchObjects, stuckMax, watchFinalizer)
-	t0 := time.Now()
-	if err := b.watchFixture(ctx, names, stuckMax); err != nil {
-		return err
-	}
-	res.BuildSeconds = since(t0)
-	logf("[watch] fixture built in %.1fs (%.0f objects/s)", res.BuildSeconds, float64(o.watchNS*(o.watchObjects+1))/res.BuildSeconds)
-
 	var w *watchProc
 	defer func() {
 		if w != nil {
@@ -106,319 +116,201 @@ func (b *bench) watchPhase(ctx context.Context) error {
 	}()
 	done := 0
 	for _, stuck := range o.watchStuck {
-		step := watchStep{Stuck: stuck, Resyncs: o.watchResyncs}
-		if err := b.strandNamespaces(ctx, names[done:stuck]); err != nil {
-			return err
+		step := WatchStep{Stuck: stuck, Resyncs: o.watchResyncs}
+		if err := b.strand(ctx, names[done:stuck]); err != nil {
+			return nil, err
 		}
-		stepStart := time.Now()
-		done = stuck
+		done, t0 = stuck, time.Now()
 		if w == nil {
-			// The API server alone, before the watch starts: its own
-			// background requests over the same length of time. The
-			// ConfigMaps' grace (--grace) runs out meanwhile.
-			res.IdleResyncs = 2
-			logf("[watch] the API server alone for %v", time.Duration(res.IdleResyncs)*o.watchResync)
-			if res.Idle, err = b.idleWindow(ctx, time.Duration(res.IdleResyncs)*o.watchResync); err != nil {
-				return err
+			// The API server alone, before the watch starts, over the same
+			// time; the ConfigMaps' grace (--grace) runs out meanwhile.
+			if res.Idle, err = b.window(ctx, time.Duration(res.IdleResyncs)*o.watchResync, nil); err != nil {
+				return nil, err
 			}
-			res.Argv = []string{b.plugin, "watch", "--after=0s", "--resync=" + o.watchResync.String(), "--metrics-addr=127.0.0.1:0"}
-			if w, err = b.startWatch(ctx, res.Argv); err != nil {
-				return err
+			w, t0 = b.startWatch(ctx), time.Now()
+			res.Command = strings.Join(append([]string{"kubectl-ns_doctor"}, w.cmd.Args[1:]...), " ")
+		}
+		// A blocker series for every stuck namespace: their finalizers are
+		// young, so this waits out --grace (30 s).
+		var missing []string
+		if err := w.poll(ctx, time.Second, 2*time.Minute+4*o.watchResync, func(m watchMetrics) bool {
+			missing = missing[:0]
+			for _, n := range names[:stuck] {
+				if !m.blocked[n] {
+					missing = append(missing, n)
+				}
 			}
-			stepStart = w.started
-			logf("[watch] watch running (pid %d), metrics on %s", w.cmd.Process.Pid, w.addr)
+			return len(missing) == 0
+		}); err != nil {
+			return nil, fmt.Errorf("waiting for a blocker of every stuck namespace (%d without, such as %v): %w", len(missing), missing[:min(3, len(missing))], err)
 		}
-		// Every stuck namespace diagnosed: a blocker series each. Their
-		// finalizers are young, so this waits out --grace (30 s).
-		if err := w.waitBlockers(ctx, names[:stuck], 2*time.Minute+4*o.watchResync); err != nil {
-			return err
-		}
-		step.ReadySeconds = since(stepStart)
-		if res.FirstReady == 0 {
-			res.FirstReady = step.ReadySeconds
-		}
-		logf("[watch] %d stuck: blockers exported for all after %.1fs", stuck, step.ReadySeconds)
+		step.ReadySeconds = since(t0)
 		if err := b.watchWindow(ctx, w, &step); err != nil {
-			return err
+			return nil, err
 		}
 		res.Steps = append(res.Steps, step)
-		n := float64(step.Resyncs)
-		logf("[watch] %d stuck: %.0f requests per resync (%.0f diagnoses in %d resyncs, %.3fs each), watch CPU %.2fs per resync, VmHWM %d KiB",
-			stuck, step.Requests.Requests/n, step.Diagnoses, step.Resyncs, step.DiagSeconds, step.CPU/n, step.HWM)
+		logf("[watch] %d stuck: %.0f requests per resync, %.0f diagnoses, VmHWM %d KiB", stuck, step.Per(step.Requests.Requests), step.Diagnoses, step.HWM)
 	}
-	res.HWM, _ = procStatusKiB(w.cmd.Process.Pid, "VmHWM")
-	stopped := w
-	w = nil
-	if res.ExitCode = stopped.stop(); res.ExitCode != 0 {
-		return fmt.Errorf("watch exited %d on SIGTERM (want 0)\n%s", res.ExitCode, tail(stopped.stderr.String()))
+	_, res.HWM, _ = procStat(w.cmd.Process.Pid)
+	if res.ExitCode = w.stop(); res.ExitCode != 0 {
+		return nil, fmt.Errorf("watch exited %d on SIGTERM (want 0)\n%s", res.ExitCode, w.stderr())
 	}
-	b.rep.watchSection(res)
-	return nil
+	return res, nil
 }
 
-// watchFixture creates the namespaces, each with -watch-objects plain
-// ConfigMaps; the first stuck of them also get one ConfigMap held by
-// watchFinalizer. Namespaces first, then every ConfigMap at once over the
-// create workers.
-func (b *bench) watchFixture(ctx context.Context, names []string, stuck int) error {
-	if err := parallel(ctx, len(names), createWorkers, func(i int) error {
-		return b.fx.CreateNamespaceWithLabels(ctx, names[i], map[string]string{"bench": "watch"})
-	}); err != nil {
-		return err
-	}
-	per := b.o.watchObjects
-	return parallel(ctx, len(names)*per+stuck, createWorkers, func(i int) error {
-		if i >= len(names)*per {
-			ns := names[i-len(names)*per]
-			return b.fx.CreateConfigMap(ctx, ns, "held", nil, watchFinalizer)
-		}
-		ns, name := names[i/per], fmt.Sprintf("cm-%03d", i%per)
-		_, err := b.fx.kube.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"bench": "watch"}},
-			Data:       map[string]string{"k": name}}, metav1.CreateOptions{})
-		return err
-	})
-}
-
-// strandNamespaces deletes the namespaces and lets the real namespace
-// controller work on them until only the held ConfigMap is left and it
-// has said so (NamespaceFinalizersRemaining), as in a cluster whose
-// operator is gone; then it stops the controller again, so that only the
-// watch talks while measured.
-func (b *bench) strandNamespaces(ctx context.Context, names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	logf("[watch] deleting %d namespaces (%s..%s) with the namespace controller on", len(names), names[0], names[len(names)-1])
+// strand deletes the namespaces and lets the real namespace controller work
+// on them until only the held ConfigMap is left and it has said so
+// (NamespaceFinalizersRemaining), as in a cluster whose operator is gone.
+func (b *bench) strand(ctx context.Context, names []string) error {
 	if err := b.cp.StartControllerManager(); err != nil {
 		return err
 	}
 	defer b.cp.StopControllerManager()
-	if err := parallel(ctx, len(names), createWorkers, func(i int) error { return b.fx.DeleteNamespace(ctx, names[i]) }); err != nil {
-		return err
-	}
-	t0 := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, name := range names {
-			ns, err := b.fx.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			if !hasCondition(ns, "NamespaceFinalizersRemaining") {
-				return false, nil
-			}
-			cms, err := b.fx.kube.CoreV1().ConfigMaps(name).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			if len(cms.Items) != 1 {
-				return false, nil
-			}
+	return parallel(ctx, len(names), 8, func(i int) error {
+		if err := b.fx.DeleteNamespace(ctx, names[i]); err != nil {
+			return err
 		}
-		return true, nil
+		if _, err := b.fx.WaitForConditions(ctx, names[i], 5*time.Minute, "NamespaceFinalizersRemaining"); err != nil {
+			return err
+		}
+		return wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			cms, err := b.fx.Kube.CoreV1().ConfigMaps(names[i]).List(ctx, metav1.ListOptions{})
+			return err == nil && len(cms.Items) == 1, err
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for the namespace controller to leave %d namespaces held by %s: %w", len(names), watchFinalizer, err)
-	}
-	logf("[watch] the namespace controller left them held by %s after %.1fs; stopped", watchFinalizer, since(t0))
-	return nil
 }
 
-func hasCondition(ns *v1.Namespace, typ v1.NamespaceConditionType) bool {
-	for _, c := range ns.Status.Conditions {
-		if c.Type == typ && c.Status == v1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// idleWindow counts the API server's requests over d with nobody else
-// talking to it (its own lease renewals and the like).
-func (b *bench) idleWindow(ctx context.Context, d time.Duration) (sample, error) {
-	before, err := b.meter.counts(ctx)
+// window counts the API server's requests over d; a watch (when not nil)
+// that exits meanwhile is an error.
+func (b *bench) window(ctx context.Context, d time.Duration, w *watchProc) (Sample, error) {
+	before, err := apimetrics.RequestCounts(ctx, b.meter.client)
 	if err != nil {
-		return sample{}, err
+		return Sample{}, err
+	}
+	exited := make(<-chan struct{})
+	if w != nil {
+		exited = w.done
 	}
 	select {
 	case <-time.After(d):
 	case <-ctx.Done():
-		return sample{}, ctx.Err()
+		return Sample{}, ctx.Err()
+	case <-exited:
+		return Sample{}, w.gone()
 	}
-	after, err := b.meter.counts(ctx)
-	if err != nil {
-		return sample{}, err
-	}
-	return requestDelta(before, after), nil
+	after, err := apimetrics.RequestCounts(ctx, b.meter.client)
+	return requestDelta(before, after), err
 }
 
-// watchWindow measures one window of whole resyncs: it starts in the quiet
-// gap right after a round of diagnoses and lasts exactly Resyncs resyncs,
-// so it ends in the same gap that many rounds later.
-func (b *bench) watchWindow(ctx context.Context, w *watchProc, step *watchStep) error {
-	if _, err := w.waitRoundEnd(ctx, 3*b.o.watchResync+time.Minute); err != nil {
-		return err
+// watchWindow measures exactly Resyncs resyncs from the quiet gap right
+// after a round of diagnoses, so it ends in the same gap rounds later.
+func (b *bench) watchWindow(ctx context.Context, w *watchProc, step *WatchStep) error {
+	last, changed, grew := -1.0, time.Now(), false
+	if err := w.poll(ctx, 200*time.Millisecond, 3*b.o.watchResync+time.Minute, func(m watchMetrics) bool {
+		if m.diagnoses != last {
+			grew, last, changed = last >= 0, m.diagnoses, time.Now()
+		}
+		return grew && time.Since(changed) >= quietAfterRound
+	}); err != nil {
+		return fmt.Errorf("waiting for a round of diagnoses to end: %w", err)
 	}
 	m0, err := w.scrape(ctx)
 	if err != nil {
 		return err
 	}
-	before, err := b.meter.counts(ctx)
-	if err != nil {
-		return err
-	}
 	pid := w.cmd.Process.Pid
-	cpu0, server0 := processCPU(pid), b.meter.serverCPU()
-	window := time.Duration(step.Resyncs) * b.o.watchResync
-	logf("[watch] %d stuck: measuring %v (%d resyncs)", step.Stuck, window, step.Resyncs)
-	select {
-	case <-time.After(window):
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		return fmt.Errorf("while measured: %w", w.gone())
-	}
-	after, err := b.meter.counts(ctx)
-	if err != nil {
+	cpu0, _, _ := procStat(pid)
+	server0 := b.meter.serverCPU()
+	if step.Requests, err = b.window(ctx, time.Duration(step.Resyncs)*b.o.watchResync, w); err != nil {
 		return err
 	}
-	step.CPU, step.ServerCPU = processCPU(pid)-cpu0, b.meter.serverCPU()-server0
+	cpu1, _, _ := procStat(pid)
+	step.CPU, step.ServerCPU = cpu1-cpu0, b.meter.serverCPU()-server0
 	m1, err := w.scrape(ctx)
-	if err != nil {
-		return err
-	}
-	step.Requests = requestDelta(before, after)
-	step.Diagnoses = m1.diagnoses - m0.diagnoses
-	if step.Diagnoses > 0 {
-		step.DiagSeconds = (m1.diagSeconds - m0.diagSeconds) / step.Diagnoses
-	}
-	step.Errors = m1.errors
-	step.HWM, _ = procStatusKiB(pid, "VmHWM")
-	step.RSS, _ = procStatusKiB(pid, "VmRSS")
-	return nil
+	step.Diagnoses, step.Errors = m1.diagnoses-m0.diagnoses, m1.errors
+	step.DiagSeconds = ratio(m1.diagSeconds-m0.diagSeconds, step.Diagnoses)
+	_, step.HWM, step.RSS = procStat(pid)
+	return err
 }
 
-// watchProc is the running watch.
+// watchProc is the running watch: the plugin binary, not through kubectl,
+// so that its PID is the watch's.
 type watchProc struct {
-	cmd     *exec.Cmd
-	addr    string
-	started time.Time
-	// done is closed once the watch has exited, waitErr then set.
-	done    chan struct{}
-	waitErr error
-	stderr  *syncBuffer
-	client  *http.Client
+	cmd       *exec.Cmd
+	stop0     context.CancelFunc
+	addr, log string        // its /metrics, its stderr
+	done      chan struct{} // closed once it exited, waitErr then set
+	waitErr   error
 }
 
-// syncBuffer is the watch's stderr, kept for error messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) add(line string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() < 1<<20 {
-		s.b.WriteString(line + "\n")
+func (b *bench) startWatch(ctx context.Context) *watchProc {
+	w := &watchProc{addr: freeAddr(), log: filepath.Join(b.tmp, "watch.log"), done: make(chan struct{})}
+	ctx, w.stop0 = context.WithCancel(ctx)
+	w.cmd = exec.CommandContext(ctx, b.plugin, "watch", "--after=0s", "--resync="+b.o.watchResync.String(), "--metrics-addr="+w.addr)
+	// A clean stop is SIGTERM (exit 0); a watch still there 30 s later is killed.
+	w.cmd.Cancel = func() error { return w.cmd.Process.Signal(syscall.SIGTERM) }
+	w.cmd.WaitDelay, w.cmd.Env = 30*time.Second, b.meter.env
+	logFile, err := os.Create(w.log)
+	w.cmd.Stderr = logFile
+	if err == nil {
+		err = w.cmd.Start()
 	}
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var metricsAddrRE = regexp.MustCompile(`metrics on http://([^/\s]+)/metrics`)
-
-// startWatch starts argv (the plugin binary itself, not through kubectl,
-// so that its PID is the watch's) and waits for the address it serves
-// /metrics on. Its stdout (a line per changed diagnosis) goes to a file.
-func (b *bench) startWatch(ctx context.Context, argv []string) (*watchProc, error) {
-	out, err := os.Create(filepath.Join(b.tmp, "watch.out"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Stdout = b.meter.env, out
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	w := &watchProc{cmd: cmd, done: make(chan struct{}), stderr: &syncBuffer{}, client: &http.Client{Timeout: 10 * time.Second}}
-	w.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	addr := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			w.stderr.add(line)
-			if m := metricsAddrRE.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
+		if err == nil {
+			err = w.cmd.Wait()
 		}
-		_, _ = io.Copy(io.Discard, pipe)
-		w.waitErr = cmd.Wait()
-		_ = out.Close()
+		w.waitErr = err
+		_ = logFile.Close()
 		close(w.done)
 	}()
-	select {
-	case w.addr = <-addr:
-		return w, nil
-	case <-w.done:
-		return nil, fmt.Errorf("%s exited before serving metrics: %v\n%s", strings.Join(argv, " "), w.waitErr, tail(w.stderr.String()))
-	case <-time.After(2 * time.Minute):
-		w.stop()
-		return nil, fmt.Errorf("%s did not say where it serves metrics within 2 minutes\n%s", strings.Join(argv, " "), tail(w.stderr.String()))
-	case <-ctx.Done():
-		w.stop()
-		return nil, ctx.Err()
-	}
+	return w
 }
 
-// stop sends SIGTERM (a clean stop: exit 0) and returns the exit code;
-// it kills the watch if it has not exited within 30 s.
-func (w *watchProc) stop() int {
-	select {
-	case <-w.done:
-	default:
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-w.done:
-		case <-time.After(30 * time.Second):
-			_ = w.cmd.Process.Kill()
-			<-w.done
-		}
+// freeAddr is a loopback address nothing listens on right now.
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
 	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+// stop sends SIGTERM and returns the exit code (-1 if it was killed).
+func (w *watchProc) stop() int {
+	w.stop0()
+	<-w.done
 	return w.cmd.ProcessState.ExitCode()
+}
+
+func (w *watchProc) stderr() string {
+	data, _ := os.ReadFile(w.log)
+	return tail(string(data))
 }
 
 // gone is an error once the watch has exited, nil while it runs.
 func (w *watchProc) gone() error {
 	select {
 	case <-w.done:
-		return fmt.Errorf("watch exited: %v\n%s", w.waitErr, tail(w.stderr.String()))
+		return fmt.Errorf("watch exited: %v\n%s", w.waitErr, w.stderr())
 	default:
 		return nil
 	}
 }
 
+// poll reads the watch's metrics every so often until done says so; it
+// fails once the watch has exited, not while its server is not up yet.
+func (w *watchProc) poll(ctx context.Context, every, timeout time.Duration, done func(watchMetrics) bool) error {
+	return wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := w.scrape(ctx)
+		return err == nil && done(m), w.gone()
+	})
+}
+
 // watchMetrics is what the bench reads of the watch's /metrics.
 type watchMetrics struct {
-	diagnoses   float64 // nsdoctor_diagnosis_duration_seconds_count
-	diagSeconds float64 // nsdoctor_diagnosis_duration_seconds_sum
-	errors      float64 // nsdoctor_diagnosis_errors_total
-	// blocked are the namespaces with at least one
-	// nsdoctor_namespace_blocker series.
-	blocked map[string]bool
+	diagnoses, diagSeconds, errors float64
+	blocked                        map[string]bool // namespaces with a nsdoctor_namespace_blocker series
 }
 
 func (w *watchProc) scrape(ctx context.Context) (watchMetrics, error) {
@@ -426,143 +318,30 @@ func (w *watchProc) scrape(ctx context.Context) (watchMetrics, error) {
 	if err != nil {
 		return watchMetrics{}, err
 	}
-	resp, err := w.client.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return watchMetrics{}, fmt.Errorf("reading the watch's metrics: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return watchMetrics{}, fmt.Errorf("reading the watch's metrics: %s", resp.Status)
-	}
 	return parseWatchMetrics(resp.Body)
 }
 
-// parseWatchMetrics reads the few series the bench needs from the
-// Prometheus text format.
 func parseWatchMetrics(r io.Reader) (watchMetrics, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
 	m := watchMetrics{blocked: map[string]bool{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		name, value := line[:sp], line[sp+1:]
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case name == "nsdoctor_diagnosis_duration_seconds_count":
-			m.diagnoses = v
-		case name == "nsdoctor_diagnosis_duration_seconds_sum":
-			m.diagSeconds = v
-		case name == "nsdoctor_diagnosis_errors_total":
-			m.errors = v
-		case strings.HasPrefix(name, "nsdoctor_namespace_blocker{") && v > 0:
-			if ns := label(name[len("nsdoctor_namespace_blocker{"):], "namespace"); ns != "" {
-				m.blocked[ns] = true
+	if h := fams["nsdoctor_diagnosis_duration_seconds"].GetMetric(); len(h) > 0 {
+		m.diagnoses, m.diagSeconds = float64(h[0].GetHistogram().GetSampleCount()), h[0].GetHistogram().GetSampleSum()
+	}
+	if c := fams["nsdoctor_diagnosis_errors_total"].GetMetric(); len(c) > 0 {
+		m.errors = c[0].GetCounter().GetValue()
+	}
+	for _, g := range fams["nsdoctor_namespace_blocker"].GetMetric() {
+		for _, l := range g.GetLabel() {
+			if l.GetName() == "namespace" && g.GetGauge().GetValue() > 0 {
+				m.blocked[l.GetValue()] = true
 			}
 		}
 	}
-	return m, sc.Err()
-}
-
-// label extracts name="value" from a Prometheus label set (values with no
-// escaped quotes, as namespace names are).
-func label(labels, name string) string {
-	i := strings.Index(","+labels, ","+name+"=\"")
-	if i < 0 {
-		return ""
-	}
-	rest := labels[i+len(name)+2:]
-	end := strings.IndexByte(rest, '"')
-	if end < 0 {
-		return ""
-	}
-	return rest[:end]
-}
-
-// waitBlockers waits until the watch exports a blocker for every one of
-// names.
-func (w *watchProc) waitBlockers(ctx context.Context, names []string, timeout time.Duration) error {
-	var missing []string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := w.gone(); err != nil {
-			return false, err
-		}
-		m, err := w.scrape(ctx)
-		if err != nil {
-			return false, err
-		}
-		missing = missing[:0]
-		for _, n := range names {
-			if !m.blocked[n] {
-				missing = append(missing, n)
-			}
-		}
-		return len(missing) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the watch to export a blocker for %d namespaces (%d without: %s): %w\n%s",
-			len(names), len(missing), strings.Join(missing[:min(len(missing), 5)], ", "), err, tail(w.stderr.String()))
-	}
-	return nil
-}
-
-// quietAfterRound is how long the diagnosis count must stand still for a
-// round of diagnoses to count as over.
-const quietAfterRound = 2 * time.Second
-
-// waitRoundEnd waits for a round of diagnoses to start and end: the count
-// grows, then stands still for quietAfterRound. It returns the count.
-func (w *watchProc) waitRoundEnd(ctx context.Context, timeout time.Duration) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	m, err := w.scrape(ctx)
-	if err != nil {
-		return 0, err
-	}
-	first, last, lastChange, grew := m.diagnoses, m.diagnoses, time.Now(), false
-	for {
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("waiting for a round of diagnoses to end (count %v, first %v): %w", last, first, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-		m, err := w.scrape(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if m.diagnoses != last {
-			last, lastChange, grew = m.diagnoses, time.Now(), true
-			continue
-		}
-		if grew && time.Since(lastChange) >= quietAfterRound {
-			return last, nil
-		}
-	}
-}
-
-// procStatusKiB reads a "kB" field (VmHWM, VmRSS) of /proc/PID/status.
-func procStatusKiB(pid int, field string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return statusField(string(data), field)
-}
-
-func statusField(status, field string) (int64, error) {
-	for line := range strings.SplitSeq(status, "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc status", field)
+	return m, err
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden file and docs/benchmarks.md")
+
+// The markdown of a fixed result (every phase in it) is the golden file's,
+// and docs/benchmarks.md is what docs/benchmarks.json renders to, so a
+// change of the template re-renders it (-update, or -render).
+func TestRenderGolden(t *testing.T) {
+	for json, md := range map[string]string{"testdata/result.json": "testdata/benchmarks.md", "../../docs/benchmarks.json": "../../docs/benchmarks.md"} {
+		if _, err := os.Stat(json); os.IsNotExist(err) && !strings.HasPrefix(json, "testdata") {
+			t.Logf("no %s yet: make bench writes it", json)
+			continue
+		}
+		out := filepath.Join(t.TempDir(), "benchmarks.md")
+		if err := renderFile(json, out); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(out)
+		if err == nil && *update {
+			err = os.WriteFile(md, got, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, err := os.ReadFile(md); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not what %s renders to (%v); go test ./hack/bench -update rewrites it, then read the diff", md, json, err)
+		}
+	}
+	got, _ := os.ReadFile("testdata/benchmarks.md")
+	for _, want := range []string{"## Targets", "**met**", "**MISSED**", "**info**", "| LIST events | – | 60 | 120 |", "| 20 stuck, per resync | 40 stuck, per resync |"} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("no %q in testdata/benchmarks.md", want)
+		}
+	}
+}
+
+// A run that measured nothing yet renders, and says it is incomplete.
+func TestRenderEmpty(t *testing.T) {
+	var b strings.Builder
+	if err := render(&b, &Result{}); err != nil || !strings.Contains(b.String(), "**Incomplete run**") || !strings.Contains(b.String(), "Targets met: 0; MISSED: 0;") {
+		t.Errorf("%v:\n%s", err, b.String())
+	}
+}
+
+func TestTargets(t *testing.T) {
+	at := func(secs ...float64) Series {
+		var s Series
+		for _, x := range secs {
+			s.add(Sample{Seconds: x})
+		}
+		return s
+	}
+	r := &Result{Explain: []*ExplainResult{{Size: sizes["medium"], Explain: at(0.5, 0.4, 0.6), Plugin: at(0.3), Floor: at(0.2), Recipe: at(12)}}}
+	got := map[string]string{}
+	for _, v := range verdicts(r) {
+		got[v.Text[:strings.Index(v.Text, " (")]] = v.Mark
+	}
+	for what, mark := range map[string]string{
+		"explain at least 20x faster than the shell recipe":                               "**met**",    // 12 / 0.5 = 24
+		"explain within 1.5x of the floor, the plugin binary run directly like the floor": "**met**",    // 1.5: the threshold is met
+		"explain within 1.5x of the floor, through kubectl":                               "**MISSED**", // 2.5
+	} {
+		if got[what] != mark {
+			t.Errorf("%s: %s, want %s (%v)", what, got[what], mark, got)
+		}
+	}
+	if s := summary(verdicts(r)); !strings.HasPrefix(s, "Targets met: 4; MISSED: 1;") {
+		t.Errorf("summary %q", s)
+	}
+	for _, c := range []struct {
+		op       string
+		v, limit float64
+		met      bool
+	}{{"<=", 1.5, 1.5, true}, {"<", 60, 60, false}, {">=", 20, 20, true}, {">", 0, 0, false}, {">", 0.1, 0, true}} {
+		if got := (target{op: c.op, limit: c.limit}).met(c.v); got != c.met {
+			t.Errorf("%v %s %v: %v", c.v, c.op, c.limit, got)
+		}
+	}
+}
