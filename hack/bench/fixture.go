@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,8 +28,8 @@ type size struct {
 
 var sizes = map[string]size{"small": {"small", 40, 200}, "medium": {"medium", 150, 10_000}, "large": {"large", 150, 100_000}}
 
-// sizeOf reads a size flag: a name of sizes, or a number of objects over
-// 150 types (a quick check of a phase, e.g. 1000).
+// sizeOf reads a size: a name of sizes, or a number of objects over 150
+// types (a quick check of a phase, e.g. 1000).
 func sizeOf(name string) (size, error) {
 	if n, err := strconv.Atoi(name); err == nil && n > 0 {
 		return size{name, 150, n}, nil
@@ -40,8 +38,6 @@ func sizeOf(name string) (size, error) {
 	}
 	return size{}, fmt.Errorf("unknown size %q (small, medium, large, or a number of objects)", name)
 }
-
-func mustSize(name string) size { s, _ := sizeOf(name); return s } // checked by parseFlags
 
 // createWorkers bounds concurrent creates: enough to keep both cores busy,
 // few enough to stay clear of priority and fairness rejections.
@@ -52,7 +48,13 @@ const createWorkers = 32
 type fixtures struct {
 	*scenario.Cluster
 	disco discovery.DiscoveryInterface
-	crds  []schema.GroupVersionResource // generated so far, in order
+	kinds []kind // ConfigMaps, Secrets, then every CRD generated so far
+}
+
+// kind is a namespaced type objects are made of.
+type kind struct {
+	gvr  schema.GroupVersionResource
+	name string
 }
 
 func newFixtures(cfg *rest.Config) (*fixtures, error) {
@@ -63,8 +65,11 @@ func newFixtures(cfg *rest.Config) (*fixtures, error) {
 		return nil, err
 	}
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
-	return &fixtures{Cluster: cl, disco: d}, err
+	core := func(r, k string) kind { return kind{schema.GroupVersionResource{Version: "v1", Resource: r}, k} }
+	return &fixtures{Cluster: cl, disco: d, kinds: []kind{core("configmaps", "ConfigMap"), core("secrets", "Secret")}}, err
 }
+
+func (f *fixtures) crds() int { return len(f.kinds) - 2 }
 
 // types counts the namespaced types a sweep walks: those that can be
 // listed and deleted, in their preferred versions.
@@ -82,80 +87,86 @@ func (f *fixtures) ensureTypes(ctx context.Context, want int) error {
 	if err != nil || have >= want {
 		return err
 	}
-	start := len(f.crds)
-	f.crds = append(f.crds, make([]schema.GroupVersionResource, want-have)...)
+	start := len(f.kinds)
+	f.kinds = append(f.kinds, make([]kind, want-have)...)
 	// EnsureCRD waits for each to serve; 8 at a time hides that wait.
 	return parallel(ctx, want-have, 8, func(i int) (err error) {
-		f.crds[start+i], err = f.EnsureCRD(ctx, "bench.ns-doctor.io", fmt.Sprintf("Thing%03d", start+i), fmt.Sprintf("thing%03ds", start+i))
+		k := &f.kinds[start+i]
+		k.name = fmt.Sprintf("Thing%03d", start+i)
+		k.gvr, err = f.EnsureCRD(ctx, "bench.ns-doctor.io", k.name, fmt.Sprintf("thing%03ds", start+i))
 		return err
 	})
 }
 
-// content says what goes into one namespace: objects, every n-th held by
-// a finalizer nobody removes (as an uninstalled operator's), and pods
-// bound to a node that does not exist.
-type content struct{ Objects, FinalizerEvery, Pods int }
+// ensureCRD serves a CRD of its own besides the generated ones, for
+// content's Of.
+func (f *fixtures) ensureCRD(ctx context.Context, group, name, plural string) error {
+	gvr, err := f.EnsureCRD(ctx, group, name, plural)
+	f.kinds = append(f.kinds, kind{gvr, name})
+	return err
+}
 
-// populate creates ns (Active) and its content: objects round-robin over
-// ConfigMaps, Secrets and every generated CRD, then the pods.
-func (f *fixtures) populate(ctx context.Context, ns string, c content) error {
-	if err := f.CreateNamespace(ctx, ns); err != nil {
+// namespaces creates each of names with labels and content c, then
+// deletes it unless active (content first: NamespaceLifecycle). With the
+// namespace controller stopped the deleted stay Terminating with all they hold.
+func (f *fixtures) namespaces(ctx context.Context, names []string, labels map[string]string, active bool, c content) error {
+	workers := max(1, createWorkers/max(1, len(names)))
+	return parallel(ctx, len(names), createWorkers, func(i int) error {
+		err := f.CreateNamespaceWithLabels(ctx, names[i], labels)
+		if err == nil {
+			err = f.fill(ctx, names[i], c, workers)
+		}
+		if err == nil && !active {
+			err = f.DeleteNamespace(ctx, names[i])
+		}
 		return err
-	}
-	err := parallel(ctx, c.Objects, createWorkers, func(i int) error {
-		meta := metav1.ObjectMeta{Name: fmt.Sprintf("obj-%06d", i), Namespace: ns, Labels: map[string]string{"bench": "yes"}}
-		if c.FinalizerEvery > 0 && i%c.FinalizerEvery == 0 {
-			meta.Finalizers = []string{"bench.ns-doctor.io/hold"}
-		}
-		switch slot := i % (len(f.crds) + 2); slot {
-		case 0:
-			return f.CreateConfigMap(ctx, ns, meta.Name, meta.Labels, meta.Finalizers...)
-		case 1:
-			_, err := f.Kube.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: meta, StringData: map[string]string{"k": meta.Name}}, metav1.CreateOptions{})
-			return err
-		default:
-			gvr := f.crds[slot-2]
-			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(),
-				"kind": "Thing" + strings.TrimSuffix(strings.TrimPrefix(gvr.Resource, "thing"), "s"), "spec": map[string]any{"index": int64(i)}}}
-			obj.SetName(meta.Name)
-			obj.SetLabels(meta.Labels)
-			obj.SetFinalizers(meta.Finalizers)
-			_, err := f.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-			return err
-		}
 	})
-	if err != nil {
-		return fmt.Errorf("populating %s: %w", ns, err)
+}
+
+// content says what goes into each namespace of a fixture: Objects over
+// ConfigMaps, Secrets and every generated CRD, every FinalizerEvery-th
+// held by a finalizer nobody removes (as an uninstalled operator's); Pods
+// bound to a node that does not exist; Held objects of kind Of (a
+// ConfigMap unless set) held by Finalizer, and Plain ConfigMaps.
+type content struct {
+	Objects, FinalizerEvery, Pods, Held, Plain int    `json:",omitempty"`
+	Of, Finalizer                              string `json:",omitempty"`
+}
+
+func (f *fixtures) fill(ctx context.Context, ns string, c content, workers int) error {
+	held := f.kinds[:1]
+	for _, k := range f.kinds {
+		if k.gvr.GroupResource().String() == c.Of {
+			held = []kind{k}
+		}
+	}
+	for _, o := range []struct {
+		prefix    string
+		n, every  int
+		kinds     []kind
+		finalizer string
+	}{{"obj", c.Objects, c.FinalizerEvery, f.kinds, "bench.ns-doctor.io/hold"}, {"held", c.Held, 1, held, c.Finalizer}, {"plain", c.Plain, 0, f.kinds[:1], ""}} {
+		if err := parallel(ctx, o.n, workers, func(i int) error {
+			k, name, payload := o.kinds[i%len(o.kinds)], fmt.Sprintf("%s-%06d", o.prefix, i), "data"
+			if k.name == "Secret" {
+				payload = "stringData"
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": k.gvr.GroupVersion().String(), "kind": k.name, payload: map[string]any{"k": name}}}
+			obj.SetName(name)
+			obj.SetLabels(map[string]string{"bench": "yes"})
+			if o.every > 0 && i%o.every == 0 {
+				obj.SetFinalizers([]string{o.finalizer})
+			}
+			_, err := f.Dynamic.Resource(k.gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("populating %s: %w", ns, err)
+		}
 	}
 	// Grace periods vary so the controller's estimate has something to read.
-	return parallel(ctx, c.Pods, createWorkers, func(i int) error {
+	return parallel(ctx, c.Pods, workers, func(i int) error {
 		return f.CreateBoundPod(ctx, ns, fmt.Sprintf("pod-%03d", i), int64(30+30*(i%10)))
 	})
-}
-
-// stuckBatch creates namespaces with labels, fills each, then deletes it
-// (content first: NamespaceLifecycle). With the namespace controller
-// stopped they stay Terminating with all they hold.
-func (f *fixtures) stuckBatch(ctx context.Context, names []string, labels map[string]string, fill func(ns string) error) error {
-	return parallel(ctx, len(names), createWorkers, func(i int) error {
-		if err := f.CreateNamespaceWithLabels(ctx, names[i], labels); err != nil {
-			return err
-		}
-		if err := fill(names[i]); err != nil {
-			return err
-		}
-		return f.DeleteNamespace(ctx, names[i])
-	})
-}
-
-// configMaps creates n ConfigMaps prefix-0..n-1 in ns, held by finalizers.
-func (f *fixtures) configMaps(ctx context.Context, ns, prefix string, n int, finalizers ...string) error {
-	for j := range n {
-		if err := f.CreateConfigMap(ctx, ns, fmt.Sprintf("%s-%03d", prefix, j), nil, finalizers...); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // gone fails naming the namespaces of selector still there: purge exits

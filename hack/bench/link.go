@@ -21,46 +21,37 @@ type link struct {
 	delay  time.Duration
 }
 
-// startLink listens on 127.0.0.1:0 and forwards each connection to target
-// (host:port) with delay added each way, until it is closed.
-func startLink(target string, delay time.Duration) (*link, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	l := &link{ln, target, delay}
-	go func() {
-		for client, err := ln.Accept(); err == nil; client, err = ln.Accept() {
-			go l.handle(client)
-		}
-	}()
-	return l, nil
-}
-
 // linkTo starts a link to the server of the kubeconfig at src and writes a
 // copy pointing at it to dst. The API server's serving certificate names
 // 127.0.0.1 (test/support/controlplane/certs.go), where the link listens,
 // so the same CA verifies it: no tls-server-name, no insecure-skip-tls-verify.
-func linkTo(src, dst string, delay time.Duration) (l *link, err error) {
+func linkTo(src, dst string, delay time.Duration) (*link, error) {
 	kc, err := clientcmd.LoadFromFile(src)
 	if err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l := &link{Listener: ln, delay: delay}
 	for _, c := range kc.Clusters {
 		u, err := url.Parse(c.Server)
-		if err == nil && l == nil {
-			l, err = startLink(u.Host, delay)
+		if err != nil || l.target != "" && l.target != u.Host {
+			return l, fmt.Errorf("%s: one cluster wanted (%v)", src, err)
 		}
-		if err != nil {
-			return l, err
-		}
-		u.Host = l.Addr().String()
+		l.target, u.Host = u.Host, ln.Addr().String()
 		c.Server = u.String()
 	}
-	if l == nil {
-		return nil, fmt.Errorf("%s: no cluster", src)
-	}
+	go l.serve()
 	return l, clientcmd.WriteToFile(*kc, dst)
+}
+
+// serve forwards each connection until the link is closed.
+func (l *link) serve() {
+	for client, err := l.Accept(); err == nil; client, err = l.Accept() {
+		go l.handle(client)
+	}
 }
 
 func (l *link) handle(client net.Conn) {
@@ -105,13 +96,11 @@ func (l *link) pipe(dst, src net.Conn) {
 	}()
 	var err error
 	for c := range queue {
-		if err != nil {
-			continue // drained, so the reader is never stuck
-		}
-		time.Sleep(time.Until(c.at.Add(l.delay)))
-		if _, err = dst.Write(c.data); err != nil {
-			_ = src.Close()
-			_ = dst.Close()
+		if err == nil { // else drained, so the reader is never stuck
+			time.Sleep(time.Until(c.at.Add(l.delay)))
+			if _, err = dst.Write(c.data); err != nil {
+				_, _ = src.Close(), dst.Close()
+			}
 		}
 	}
 	if tc, ok := dst.(*net.TCPConn); ok && err == nil {

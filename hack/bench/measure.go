@@ -23,6 +23,7 @@ import (
 type Sample struct {
 	Seconds                      float64 // the command's own wall time
 	FromDelete                   float64 `json:",omitempty"` // from the `kubectl delete namespace` before it to its exit (the controller's: to gone)
+	Build                        float64 `json:",omitempty"` // seconds to build the fixture it ran on, when it had one of its own
 	Requests, Lists, Discoveries float64 // all it caused, of which LIST, and GET /apis (one per discovery)
 	MaxRSS                       int64   `json:",omitempty"` // KiB, the child's ru_maxrss
 	CPU, ServerCPU               float64 `json:",omitempty"` // its user + system s, and etcd's and kube-apiserver's meanwhile
@@ -31,10 +32,20 @@ type Sample struct {
 	ByVerb map[string]float64 `json:",omitempty"`
 }
 
-// Series is one contender's runs.
+// scaled is x with what adds up multiplied by f.
+func (x Sample) scaled(f float64) Sample {
+	x.Seconds, x.Requests, x.Lists, x.Discoveries, x.CPU, x.ServerCPU = f*x.Seconds, f*x.Requests, f*x.Lists, f*x.Discoveries, f*x.CPU, f*x.ServerCPU
+	x.ByVerb = maps.Clone(x.ByVerb)
+	for k := range x.ByVerb {
+		x.ByVerb[k] *= f
+	}
+	return x
+}
+
+// Series is one contender's runs; its Key names it to targets and the template.
 type Series struct {
-	Name string
-	Runs []Sample
+	Key, Name string
+	Runs      []Sample
 }
 
 func (s *Series) add(x Sample) {
@@ -60,9 +71,6 @@ func (s *Series) First() (x Sample) {
 	return x
 }
 
-func named(s *Series, name string) *Series { s.Name = name; return s }
-func med(s *Series, metric string) float64 { return s.Of(metric).Percentile(50) }
-
 // metrics are the numbers of a sample, with the report's words and
 // precision (tables show medians).
 var metrics = map[string]struct {
@@ -72,6 +80,7 @@ var metrics = map[string]struct {
 }{
 	"s":           {"s", 3, func(x Sample) float64 { return x.Seconds }},
 	"delete":      {"s from the delete", 2, func(x Sample) float64 { return x.FromDelete }},
+	"build":       {"fixture built in s", 1, func(x Sample) float64 { return x.Build }},
 	"requests":    {"requests", 0, func(x Sample) float64 { return x.Requests }},
 	"lists":       {"LIST", 0, func(x Sample) float64 { return x.Lists }},
 	"discoveries": {"discoveries (`GET /apis`)", 0, func(x Sample) float64 { return x.Discoveries }},
@@ -83,25 +92,22 @@ var metrics = map[string]struct {
 // floats are one metric over runs.
 type floats []float64
 
-// Percentile interpolates between the closest ranks (numpy's default), so
-// the 50th is the usual median.
-func (xs floats) Percentile(p float64) float64 {
+// Median is the middle value, or the mean of the middle two.
+func (xs floats) Median() float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s, rank := slices.Sorted(slices.Values(xs)), p/100*float64(len(xs)-1)
-	lo := min(int(rank), len(s)-2)
-	if lo < 0 {
-		return s[0]
-	}
-	return s[lo] + (rank-float64(lo))*(s[lo+1]-s[lo])
+	s := slices.Sorted(slices.Values(xs))
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
-func (xs floats) Spread(prec int) string {
-	if len(xs) == 0 {
-		return "–"
+func (xs floats) Max() float64 { return slices.Max(append(xs, 0)) }
+
+func (xs floats) Sum() (t float64) {
+	for _, x := range xs {
+		t += x
 	}
-	return fmt.Sprintf("%.*f–%.*f", prec, slices.Min(xs), prec, slices.Max(xs))
+	return t
 }
 
 func (xs floats) List(prec int) string {
@@ -131,6 +137,69 @@ func paired(a, b floats) floats {
 	return out
 }
 
+// contender is one measured command of a phase.
+type contender struct {
+	*Series
+	max     int                                        // runs at most (0: every run)
+	fresh   func(ctx context.Context, id string) error // builds its own fixture, named id, before each run (nil: none)
+	measure func(ctx context.Context, id string) (Sample, error)
+}
+
+// settle is the pause before each timed run: the API server finishes the
+// previous run's work (GC after a 100k-object list) first.
+const settle = time.Second
+
+// race runs every contender once per run, pause before each.
+func race(ctx context.Context, name string, runs int, pause time.Duration, cs ...contender) error {
+	for r := range runs {
+		if err := round(ctx, name, r, pause, cs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// round is run r of the contenders, in order's order; one with a fixture
+// of its own builds it right before its pause.
+func round(ctx context.Context, name string, r int, pause time.Duration, cs []contender) error {
+	for _, i := range order(r, len(cs)) {
+		c, id, t0 := cs[i], fmt.Sprintf("%s-%d-%d", name, r, i), time.Now()
+		if c.max > 0 && r >= c.max {
+			continue
+		} else if c.fresh != nil {
+			if err := c.fresh(ctx, id); err != nil {
+				return fmt.Errorf("building %s: %w", id, err)
+			}
+		}
+		build := since(t0)
+		time.Sleep(pause)
+		x, err := c.measure(ctx, id)
+		if err != nil {
+			return fmt.Errorf("%s, %s: %w", id, c.Name, err)
+		} else if c.fresh != nil {
+			x.Build = build
+		}
+		c.add(x)
+		logf("[%s] %s: %.2fs (from the delete %.2fs), %.0f requests, %d KiB", id, c.Name, x.Seconds, x.FromDelete, x.Requests, x.MaxRSS)
+	}
+	return nil
+}
+
+// order is the order of n contenders in run r: each run starts with a
+// different one, and every other cycle of n runs goes backwards, so over
+// 2n runs each takes each place (for 3, every order once). Whoever
+// follows a heavy contender finds the API server busier (GC, watch
+// cache): a fixed order would bias the medians.
+func order(r, n int) []int {
+	out := make([]int, n)
+	for k := range out {
+		if out[k] = (r + k) % n; (r/n)%2 == 1 {
+			out[k] = (r + n - k) % n
+		}
+	}
+	return out
+}
+
 // meter reads kube-apiserver's own request counter, so every request a
 // command makes is counted whatever client it uses.
 type meter struct {
@@ -148,28 +217,46 @@ func (m *meter) withPath(dir string) *meter {
 	return &c
 }
 
-// run runs the commands one after another, as a script would, and
-// measures them as one: times and CPU summed, the highest RSS, every
-// request they caused. ok is an exit code accepted besides 0.
-func (m *meter) run(ctx context.Context, argvs [][]string, ok int) (Sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
-	defer cancel()
+// count measures what happens while fn runs: every request the API
+// server counted, and etcd's and kube-apiserver's CPU.
+func (m *meter) count(ctx context.Context, fn func() error) (Sample, error) {
 	before, err := apimetrics.RequestCounts(ctx, m.client)
 	if err != nil {
 		return Sample{}, err
 	}
-	var own Sample
 	server0 := m.serverCPU()
-	for _, argv := range argvs {
-		one, err := m.spawn(ctx, argv, ok)
-		if err != nil {
-			return Sample{}, err
-		}
-		own.Seconds, own.CPU, own.MaxRSS = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS)
+	if err := fn(); err != nil {
+		return Sample{}, err
 	}
 	after, err := apimetrics.RequestCounts(ctx, m.client)
-	s := requestDelta(before, after)
-	s.Seconds, s.CPU, s.MaxRSS, s.ServerCPU = own.Seconds, own.CPU, own.MaxRSS, m.serverCPU()-server0
+	s := Sample{ByVerb: apimetrics.Delta(before, after), ServerCPU: m.serverCPU() - server0}
+	for k, v := range s.ByVerb {
+		if s.Requests += v; strings.HasPrefix(k, "LIST ") {
+			s.Lists += v
+		}
+	}
+	s.Discoveries = s.ByVerb["GET /apis"]
+	return s, err
+}
+
+// run runs the commands one after another, as a script would, and
+// measures them as one: times and CPU summed, the highest RSS, every
+// request they caused. ok is an exit code accepted besides 0.
+func (m *meter) run(ctx context.Context, ok int, argvs ...[]string) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	var own Sample
+	s, err := m.count(ctx, func() error {
+		for _, argv := range argvs {
+			one, err := m.spawn(ctx, argv, ok)
+			if err != nil {
+				return err
+			}
+			own.Seconds, own.CPU, own.MaxRSS = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS)
+		}
+		return nil
+	})
+	s.Seconds, s.CPU, s.MaxRSS = own.Seconds, own.CPU, own.MaxRSS
 	return s, err
 }
 
@@ -214,23 +301,6 @@ func spawn(out string, argv []string) {
 		os.Exit(127)
 	}
 	os.Exit(cmd.ProcessState.ExitCode())
-}
-
-// requestDelta is what was counted between two reads of the counter, less
-// the "before" read of /metrics itself, which "after" counts.
-func requestDelta(before, after map[string]float64) Sample {
-	s, after := Sample{ByVerb: map[string]float64{}}, maps.Clone(after)
-	after["GET /metrics"]--
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			s.ByVerb[k], s.Requests = d, s.Requests+d
-			if strings.HasPrefix(k, "LIST ") {
-				s.Lists += d
-			}
-		}
-	}
-	s.Discoveries = s.ByVerb["GET /apis"]
-	return s
 }
 
 // exec runs argv with the meter's environment but measures nothing, so

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,145 +19,116 @@ import (
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/ns-doctor/ns-doctor/test/support/apimetrics"
 )
 
-// WatchResult is `kubectl-ns_doctor watch` on a cluster of many namespaces
-// and objects, a few of them stuck: its memory and requests per resync,
-// step by step as the stuck namespaces grow.
-type WatchResult struct {
-	Namespaces, ObjectsPer, Types, IdleResyncs, ExitCode int
-	Finalizer, Command                                   string
-	Resync, Quiet                                        time.Duration
-	BuildSeconds                                         float64
-	Idle                                                 Sample // the API server alone, over IdleResyncs resyncs
-	Steps                                                []WatchStep
-	HWM                                                  int64 // VmHWM at the end, KiB
-}
-
-// WatchStep is one window of Resyncs resyncs with Stuck stuck namespaces.
+// WatchStep is one window of Resyncs resyncs with Stuck stuck namespaces
+// (none: the API server alone, before the watch started), per resync: its
+// Sample is the requests counted, the watch's CPU and the API server's,
+// and as MaxRSS the watch's VmHWM at the window's end.
 type WatchStep struct {
-	Stuck, Resyncs                 int
-	Diagnoses, DiagSeconds, Errors float64 // in the window, the watch's seconds per diagnosis, its errors at the end
-	Requests                       Sample
-	CPU, ServerCPU                 float64
-	ReadySeconds                   float64 // from the step's deletions (or the watch's start) to a blocker for each stuck namespace
-	HWM, RSS                       int64   // VmHWM and VmRSS at the window's end, KiB
+	Stuck, Resyncs int
+	Sample
+	RSS                                   int64   `json:",omitempty"` // VmRSS at the window's end, KiB
+	Diagnoses, DiagSeconds, Errors, Ready float64 `json:",omitempty"` // per resync; the watch's seconds per diagnosis; its errors at the end; s until a blocker for each stuck namespace
 }
 
-func (st WatchStep) Per(x float64) float64 { return x / float64(st.Resyncs) }
-func (w *WatchResult) Last() WatchStep     { return w.Steps[len(w.Steps)-1] }
-func (w *WatchResult) IdleTotal() float64  { return apimetrics.Total(perResync(w.Idle, w.IdleResyncs)) }
-
-func perResync(s Sample, resyncs int) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range s.ByVerb {
-		out[k] = v / float64(resyncs)
-	}
-	return out
-}
-
-// Own is the watch's requests per resync: what each request type counts
-// beyond the API server alone (whose sporadic requests, such as its
-// internal watches ending, are not taken off the watch's others).
-func (w *WatchResult) Own(st WatchStep) (t float64) {
-	idle := perResync(w.Idle, w.IdleResyncs)
-	for k, v := range perResync(st.Requests, st.Resyncs) {
-		t += max(v-idle[k], 0)
+// Own is the watch's requests per resync in a step: what each request
+// type counts beyond the API server alone (whose sporadic requests, such
+// as its internal watches ending, are not taken off the watch's others).
+func (s *Section) Own(st WatchStep) (t float64) {
+	for k, v := range st.ByVerb {
+		t += max(v-s.Idle.ByVerb[k], 0)
 	}
 	return t
 }
 
+func (s *Section) Last() WatchStep { return s.Steps[len(s.Steps)-1] }
+
 // Rows are the requests per resync by verb and resource: the API server
 // alone, then each step.
-func (w *WatchResult) Rows() []verbRow {
-	cols := []map[string]float64{perResync(w.Idle, w.IdleResyncs)}
-	for _, st := range w.Steps {
-		cols = append(cols, perResync(st.Requests, st.Resyncs))
+func (s *Section) Rows() []verbRow {
+	cols := []map[string]float64{s.Idle.ByVerb}
+	for _, st := range s.Steps {
+		cols = append(cols, st.ByVerb)
 	}
-	return verbRows(cols)
+	return verbRows(cols...)
 }
 
-// quietAfterRound is how long the diagnosis count stands still once a
-// round of diagnoses is over.
-const quietAfterRound = 2 * time.Second
+const (
+	watchResync, watchResyncs = 15 * time.Second, 4
+	// quietAfterRound is how long the diagnosis count stands still once a
+	// round of diagnoses is over.
+	quietAfterRound = 2 * time.Second
+)
 
-// watch is issue #27's scale target; the namespace controller is stopped
-// while it is measured, so that only the watch talks.
-func (b *bench) watch(ctx context.Context) (*WatchResult, error) {
-	o := b.o
-	res := &WatchResult{Namespaces: o.watchNS, ObjectsPer: o.watchObjects, Finalizer: "example.com/bench-gone", Resync: o.watchResync, Quiet: quietAfterRound, IdleResyncs: 2}
-	if err := b.fx.ensureTypes(ctx, o.watchTypes); err != nil {
-		return nil, err
-	}
+// watch is issue #27's scale target: `kubectl-ns_doctor watch` on a
+// cluster of many namespaces and objects, a few of them stuck, its memory
+// and requests per resync step by step as the stuck namespaces grow. The
+// namespace controller is stopped while it is measured, so that only the
+// watch talks.
+func (b *bench) watch(ctx context.Context) (err error) {
+	const finalizer = "example.com/bench-gone"
+	n, stuck := b.scaled(1000), []int{b.scaled(20), max(b.scaled(40), b.scaled(20)+1)}
+	sec := b.section("watch", "")
+	sec.Namespaces, sec.Content = n, content{Held: 1, Finalizer: finalizer, Plain: 50}
 	// Every namespace holds plain ConfigMaps, the ones that will be stuck
 	// also one held by a finalizer nobody serves.
-	names, t0 := numbered("w", o.watchNS, 4), time.Now()
-	err := parallel(ctx, len(names), createWorkers, func(i int) error {
-		held := min(1, max(0, o.watchStuck[len(o.watchStuck)-1]-i))
-		if err := b.fx.CreateNamespaceWithLabels(ctx, names[i], nil); err != nil {
-			return err
-		}
-		if err := b.fx.configMaps(ctx, names[i], "held", held, res.Finalizer); err != nil {
-			return err
-		}
-		return b.fx.configMaps(ctx, names[i], "cm", o.watchObjects)
-	})
-	if res.BuildSeconds = since(t0); err != nil {
-		return nil, err
+	names, t0 := numbered("w", n, 4), time.Now()
+	err = b.fx.namespaces(ctx, names[:stuck[1]], nil, true, sec.Content)
+	if err == nil {
+		err = b.fx.namespaces(ctx, names[stuck[1]:], nil, true, content{Plain: sec.Content.Plain})
 	}
-	if res.Types, err = b.fx.types(); err != nil {
-		return nil, err
+	if err != nil {
+		return err
 	}
-	var w *watchProc
-	defer func() {
-		if w != nil {
-			w.stop()
-		}
-	}()
-	done := 0
-	for _, stuck := range o.watchStuck {
-		step := WatchStep{Stuck: stuck, Resyncs: o.watchResyncs}
-		if err := b.strand(ctx, names[done:stuck]); err != nil {
-			return nil, err
-		}
-		done, t0 = stuck, time.Now()
-		if w == nil {
-			// The API server alone, before the watch starts, over the same
-			// time; the ConfigMaps' grace (--grace) runs out meanwhile.
-			if res.Idle, err = b.window(ctx, time.Duration(res.IdleResyncs)*o.watchResync, nil); err != nil {
-				return nil, err
+	sec.Builds = floats{since(t0)}
+	if sec.Types, err = b.fx.types(); err != nil {
+		return err
+	}
+	sec.Scope = fmt.Sprintf("%d namespaces, %d objects, up to %d stuck, %d types", n, n*sec.Content.Plain, stuck[1], sec.Types)
+	if err := b.strand(ctx, names[:stuck[0]]); err != nil {
+		return err
+	}
+	// The API server alone, before the watch starts, over the same time;
+	// the ConfigMaps' grace (--grace) runs out meanwhile.
+	sec.Idle = &WatchStep{Resyncs: 2}
+	if sec.Idle.Sample, err = b.window(ctx, 2*watchResync); err != nil {
+		return err
+	}
+	sec.Idle.Sample = sec.Idle.scaled(0.5)
+	w, err := b.startWatch(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	t0 = time.Now()
+	sec.Commands = []string{strings.Join(append([]string{"kubectl-ns_doctor"}, w.Args[1:]...), " ")}
+	for i, k := range stuck {
+		if i > 0 {
+			if err := b.strand(ctx, names[stuck[i-1]:k]); err != nil {
+				return err
 			}
-			w, t0 = b.startWatch(ctx), time.Now()
-			res.Command = strings.Join(append([]string{"kubectl-ns_doctor"}, w.cmd.Args[1:]...), " ")
+			t0 = time.Now()
 		}
 		// A blocker series for every stuck namespace: their finalizers are
 		// young, so this waits out --grace (30 s).
-		var missing []string
-		if err := w.poll(ctx, time.Second, 2*time.Minute+4*o.watchResync, func(m watchMetrics) bool {
-			missing = missing[:0]
-			for _, n := range names[:stuck] {
-				if !m.blocked[n] {
-					missing = append(missing, n)
-				}
-			}
-			return len(missing) == 0
+		if err := w.poll(ctx, time.Second, 2*time.Minute+4*watchResync, func(m watchMetrics) bool {
+			return !slices.ContainsFunc(names[:k], func(ns string) bool { return !m.blocked[ns] })
 		}); err != nil {
-			return nil, fmt.Errorf("waiting for a blocker of every stuck namespace (%d without, such as %v): %w", len(missing), missing[:min(3, len(missing))], err)
+			return fmt.Errorf("waiting for a blocker series of each of the %d stuck namespaces: %w", k, err)
 		}
-		step.ReadySeconds = since(t0)
+		step := WatchStep{Stuck: k, Resyncs: watchResyncs, Ready: since(t0)}
 		if err := b.watchWindow(ctx, w, &step); err != nil {
-			return nil, err
+			return err
 		}
-		res.Steps = append(res.Steps, step)
-		logf("[watch] %d stuck: %.0f requests per resync, %.0f diagnoses, VmHWM %d KiB", stuck, step.Per(step.Requests.Requests), step.Diagnoses, step.HWM)
+		sec.Steps = append(sec.Steps, step)
+		logf("[watch] %d stuck: %.0f requests per resync, %.0f diagnoses, VmHWM %d KiB", k, step.Requests, step.Diagnoses, step.MaxRSS)
 	}
-	_, res.HWM, _ = procStat(w.cmd.Process.Pid)
-	if res.ExitCode = w.stop(); res.ExitCode != 0 {
-		return nil, fmt.Errorf("watch exited %d on SIGTERM (want 0)\n%s", res.ExitCode, w.stderr())
+	if code := w.stop(); code != 0 {
+		data, _ := os.ReadFile(w.log)
+		return fmt.Errorf("watch exited %d on SIGTERM (want 0)\n%s", code, tail(string(data)))
 	}
-	return res, nil
+	return nil
 }
 
 // strand deletes the namespaces and lets the real namespace controller work
@@ -180,33 +153,23 @@ func (b *bench) strand(ctx context.Context, names []string) error {
 	})
 }
 
-// window counts the API server's requests over d; a watch (when not nil)
-// that exits meanwhile is an error.
-func (b *bench) window(ctx context.Context, d time.Duration, w *watchProc) (Sample, error) {
-	before, err := apimetrics.RequestCounts(ctx, b.meter.client)
-	if err != nil {
-		return Sample{}, err
-	}
-	exited := make(<-chan struct{})
-	if w != nil {
-		exited = w.done
-	}
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-		return Sample{}, ctx.Err()
-	case <-exited:
-		return Sample{}, w.gone()
-	}
-	after, err := apimetrics.RequestCounts(ctx, b.meter.client)
-	return requestDelta(before, after), err
+// window counts the API server's requests over d.
+func (b *bench) window(ctx context.Context, d time.Duration) (Sample, error) {
+	return b.meter.count(ctx, func() error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 }
 
 // watchWindow measures exactly Resyncs resyncs from the quiet gap right
 // after a round of diagnoses, so it ends in the same gap rounds later.
 func (b *bench) watchWindow(ctx context.Context, w *watchProc, step *WatchStep) error {
 	last, changed, grew := -1.0, time.Now(), false
-	if err := w.poll(ctx, 200*time.Millisecond, 3*b.o.watchResync+time.Minute, func(m watchMetrics) bool {
+	if err := w.poll(ctx, 200*time.Millisecond, 3*watchResync+time.Minute, func(m watchMetrics) bool {
 		if m.diagnoses != last {
 			grew, last, changed = last >= 0, m.diagnoses, time.Now()
 		}
@@ -215,96 +178,64 @@ func (b *bench) watchWindow(ctx context.Context, w *watchProc, step *WatchStep) 
 		return fmt.Errorf("waiting for a round of diagnoses to end: %w", err)
 	}
 	m0, err := w.scrape(ctx)
-	if err != nil {
-		return err
+	cpu0, _, _ := procStat(w.Process.Pid)
+	if err == nil {
+		step.Sample, err = b.window(ctx, time.Duration(step.Resyncs)*watchResync)
 	}
-	pid := w.cmd.Process.Pid
-	cpu0, _, _ := procStat(pid)
-	server0 := b.meter.serverCPU()
-	if step.Requests, err = b.window(ctx, time.Duration(step.Resyncs)*b.o.watchResync, w); err != nil {
-		return err
-	}
-	cpu1, _, _ := procStat(pid)
-	step.CPU, step.ServerCPU = cpu1-cpu0, b.meter.serverCPU()-server0
-	m1, err := w.scrape(ctx)
-	step.Diagnoses, step.Errors = m1.diagnoses-m0.diagnoses, m1.errors
-	step.DiagSeconds = ratio(m1.diagSeconds-m0.diagSeconds, step.Diagnoses)
-	_, step.HWM, step.RSS = procStat(pid)
-	return err
+	cpu1, hwm, rss := procStat(w.Process.Pid)
+	m1, err2 := w.scrape(ctx)
+	per := 1 / float64(step.Resyncs)
+	step.CPU = cpu1 - cpu0
+	step.Sample = step.scaled(per)
+	step.MaxRSS, step.RSS, step.Diagnoses, step.Errors = hwm, rss, per*(m1.diagnoses-m0.diagnoses), m1.errors
+	step.DiagSeconds = ratio(m1.diagSeconds-m0.diagSeconds, m1.diagnoses-m0.diagnoses)
+	return cmp.Or(err, err2)
 }
 
 // watchProc is the running watch: the plugin binary, not through kubectl,
 // so that its PID is the watch's.
 type watchProc struct {
-	cmd       *exec.Cmd
-	stop0     context.CancelFunc
-	addr, log string        // its /metrics, its stderr
-	done      chan struct{} // closed once it exited, waitErr then set
-	waitErr   error
+	*exec.Cmd
+	cancel    context.CancelFunc
+	addr, log string // its /metrics, its stderr
 }
 
-func (b *bench) startWatch(ctx context.Context) *watchProc {
-	w := &watchProc{addr: freeAddr(), log: filepath.Join(b.tmp, "watch.log"), done: make(chan struct{})}
-	ctx, w.stop0 = context.WithCancel(ctx)
-	w.cmd = exec.CommandContext(ctx, b.plugin, "watch", "--after=0s", "--resync="+b.o.watchResync.String(), "--metrics-addr="+w.addr)
+func (b *bench) startWatch(ctx context.Context) (*watchProc, error) {
+	w := &watchProc{addr: "127.0.0.1:0", log: filepath.Join(b.tmp, "watch.log")}
+	if ln, err := net.Listen("tcp", w.addr); err == nil { // a port nothing listens on right now
+		w.addr = ln.Addr().String()
+		_ = ln.Close()
+	}
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.Cmd = exec.CommandContext(ctx, b.plugin, "watch", "--after=0s", "--resync="+watchResync.String(), "--metrics-addr="+w.addr)
 	// A clean stop is SIGTERM (exit 0); a watch still there 30 s later is killed.
-	w.cmd.Cancel = func() error { return w.cmd.Process.Signal(syscall.SIGTERM) }
-	w.cmd.WaitDelay, w.cmd.Env = 30*time.Second, b.meter.env
-	logFile, err := os.Create(w.log)
-	w.cmd.Stderr = logFile
-	if err == nil {
-		err = w.cmd.Start()
+	w.Cancel = func() error { return w.Process.Signal(syscall.SIGTERM) }
+	w.WaitDelay, w.Env = 30*time.Second, b.meter.env
+	log, err := os.Create(w.log)
+	if w.Stderr = log; err == nil {
+		err = w.Start()
 	}
-	go func() {
-		if err == nil {
-			err = w.cmd.Wait()
-		}
-		w.waitErr = err
-		_ = logFile.Close()
-		close(w.done)
-	}()
-	return w
-}
-
-// freeAddr is a loopback address nothing listens on right now.
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	return w, err
 }
 
 // stop sends SIGTERM and returns the exit code (-1 if it was killed).
 func (w *watchProc) stop() int {
-	w.stop0()
-	<-w.done
-	return w.cmd.ProcessState.ExitCode()
+	w.cancel()
+	_, _ = w.Wait(), w.Stderr.(*os.File).Close()
+	return w.ProcessState.ExitCode()
 }
 
-func (w *watchProc) stderr() string {
-	data, _ := os.ReadFile(w.log)
-	return tail(string(data))
-}
-
-// gone is an error once the watch has exited, nil while it runs.
-func (w *watchProc) gone() error {
-	select {
-	case <-w.done:
-		return fmt.Errorf("watch exited: %v\n%s", w.waitErr, w.stderr())
-	default:
-		return nil
-	}
-}
-
-// poll reads the watch's metrics every so often until done says so; it
-// fails once the watch has exited, not while its server is not up yet.
+// poll reads the watch's metrics every so often until done says so.
 func (w *watchProc) poll(ctx context.Context, every, timeout time.Duration, done func(watchMetrics) bool) error {
-	return wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
 		m, err := w.scrape(ctx)
-		return err == nil && done(m), w.gone()
+		return err == nil && done(m), nil
 	})
+	if err != nil {
+		data, _ := os.ReadFile(w.log)
+		err = fmt.Errorf("%w; the watch's stderr:\n%s", err, tail(string(data)))
+	}
+	return err
 }
 
 // watchMetrics is what the bench reads of the watch's /metrics.
