@@ -55,7 +55,6 @@ func (s *Series) add(x Sample) {
 	s.Runs = append(s.Runs, x)
 }
 
-// Of is one metric of every run.
 func (s *Series) Of(metric string) floats {
 	out := make(floats, len(s.Runs))
 	for i, x := range s.Runs {

@@ -58,7 +58,8 @@ func (b *bench) many(ctx context.Context) (err error) {
 	if err = b.fx.ensureTypes(ctx, 150); err == nil {
 		err = b.fx.namespaces(ctx, numbered("many", n, 2), nil, false, c)
 	}
-	if sec.Builds = (floats{since(t0)}); err == nil {
+	sec.Builds = floats{since(t0)}
+	if err == nil {
 		sec.Types, err = b.fx.types()
 	}
 	if err != nil {
@@ -139,7 +140,7 @@ func (b *bench) purge(ctx context.Context) error {
 		return err
 	}
 	sec.Size, sec.CRDs = s, b.fx.crds()
-	purge, floor := b.purgeArgv("kubectl", "ns-doctor"), func(ns string) []string { return []string{b.floor, "-purge", ns} }
+	c, purge, floor := content{Objects: s.Objects}, b.purgeArgv("kubectl", "ns-doctor"), func(ns string) []string { return []string{b.floor, "-purge", ns} }
 	var paths [][]contender
 	for _, p := range b.paths {
 		part, cs := &Section{Phase: "purge", Scope: p.name}, []contender(nil)
@@ -147,12 +148,12 @@ func (b *bench) purge(ctx context.Context) error {
 			sec.Delay = b.o.linkDelay
 		}
 		if b.o.controller {
-			cs = append(cs, b.emptying(part.series("controller", "namespace controller"), p.m, content{Objects: s.Objects}, nil))
+			cs = append(cs, b.emptying(part.series("controller", "namespace controller"), p.m, c, nil))
 		}
-		cs = append(cs, b.emptying(part.series("purge", "`kubectl ns-doctor purge --force`"), p.m, content{Objects: s.Objects}, purge),
-			b.emptying(part.series("floor", "purge's floor"), p.m, content{Objects: s.Objects}, floor))
+		cs = append(cs, b.emptying(part.series("purge", "`kubectl ns-doctor purge --force`"), p.m, c, purge),
+			b.emptying(part.series("floor", "purge's floor"), p.m, c, floor))
 		if b.compare != "" {
-			cs = append(cs, b.emptying(part.series("compare", "the -purge-compare build"), p.m.withPath(filepath.Dir(b.compare)), content{Objects: s.Objects}, purge))
+			cs = append(cs, b.emptying(part.series("compare", "the -purge-compare build"), p.m.withPath(filepath.Dir(b.compare)), c, purge))
 		}
 		paths = append(paths, cs)
 	}
@@ -181,7 +182,7 @@ func (b *bench) purgeMemory(ctx context.Context) error {
 // purgeArgv is `purge NS --force` through plugin, backed up apart.
 func (b *bench) purgeArgv(plugin ...string) func(ns string) []string {
 	return func(ns string) []string {
-		return append(plugin, "purge", ns, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", ns))
+		return slices.Concat(plugin, []string{"purge", ns, "--force", "--yes", "-o", "json", "--backup-dir", filepath.Join(b.tmp, "backup", ns)})
 	}
 }
 

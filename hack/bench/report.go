@@ -43,7 +43,6 @@ type Section struct {
 	Steps                   []WatchStep   `json:",omitempty"`
 }
 
-// series adds an empty series to s.
 func (s *Section) series(key, name string) *Series {
 	x := &Series{Key: key, Name: name}
 	s.Series = append(s.Series, x)
@@ -60,7 +59,6 @@ func (s *Section) S(key string) *Series {
 	return &Series{}
 }
 
-// Med is the median of a metric of the series of key.
 func (s *Section) Med(key, metric string) float64 { return s.S(key).Of(metric).Median() }
 
 func (s *Section) RTT() time.Duration { return 2 * s.Delay }
@@ -92,7 +90,7 @@ func machine() Run {
 var tmplText string
 
 var tmpl = template.Must(template.New("benchmarks").Funcs(template.FuncMap{
-	"table": table, "breakdown": breakdown, "paired": paired, "trim": trim, "verbRows": verbRows,
+	"table": table, "breakdown": breakdown, "paired": paired, "trim": trim,
 	"quiet": func() time.Duration { return quietAfterRound },
 	"add":   func(a, b any) float64 { return num(a) + num(b) },
 	"sub":   func(a, b any) float64 { return num(a) - num(b) },
@@ -266,15 +264,15 @@ func vs(a, b, metric string) func(*Section) (float64, string, bool) {
 	}
 }
 
-// peak is the highest run of metric of the series keys (their medians if
-// med), once one ran.
-func peak(med bool, metric string, keys ...string) func(*Section) (float64, string, bool) {
+// peak is the highest max RSS of the series keys' runs (of their medians
+// if med), once one ran.
+func peak(med bool, keys ...string) func(*Section) (float64, string, bool) {
 	return func(s *Section) (v float64, detail string, ok bool) {
 		var each []string
 		for _, k := range keys {
-			x := s.S(k).Of(metric).Max()
+			x := s.S(k).Of("rss").Max()
 			if med {
-				x = s.Med(k, metric)
+				x = s.Med(k, "rss")
 			}
 			v, ok, each = max(v, x), ok || len(s.S(k).Runs) > 0, append(each, fmt.Sprintf("%s %.1f MiB", s.S(k).Name, x))
 		}
@@ -313,7 +311,7 @@ var targets = []target{
 	{"explain", "explain's other requests (/version, the namespace, discovery, 6 holders' status reads, 2 of the API server's own)", "<=", 4 + 6 + 2, "", func(s *Section) (float64, string, bool) {
 		return s.Med("explain", "requests") - s.Med("explain", "lists"), "", len(s.S("explain").Runs) > 0
 	}, ""},
-	{"explain", "explain's peak memory (median), the plugin binary or through kubectl, whichever is higher", "<=", 100, " MiB", at("large", peak(true, "rss", "plugin", "explain")),
+	{"explain", "explain's peak memory (median), the plugin binary or through kubectl, whichever is higher", "<=", 100, " MiB", at("large", peak(true, "plugin", "explain")),
 		"explain keeps, per type, every object that holds the namespace and a few examples, and counts the rest while paging; a namespace where most objects hold it keeps them all, and GOGC=100 lets the heap grow to about twice that."},
 	{"explain-link", "explain over the link within 1.3x of the floor through the same link, through kubectl", "<=", 1.3, "x", vs("link-explain", "link-floor", "s"), ""},
 	{"explain-link", "explain over the link within 1.3x of the floor through the same link, the plugin binary run directly", "<=", 1.3, "x", vs("link-plugin", "link-floor", "s"), ""},
@@ -324,7 +322,7 @@ var targets = []target{
 		runs := paired(s.S("purge").Of("s"), s.S("floor").Of("s"))
 		return v, fmt.Sprintf("%s; run by run %s, median %.2fx", detail, runs.List(2), runs.Median()), ok
 	}, ""},
-	{"purge-memory", "purge --force's peak memory, the highest of the runs", "<=", 150, " MiB", peak(false, "rss", "purge"), ""},
+	{"purge-memory", "purge --force's peak memory, the highest of the runs", "<=", 150, " MiB", peak(false, "purge"), ""},
 	{"many", "explain with no name shares one discovery: its discovery requests beyond one explain's", "<=", 0, "", func(s *Section) (float64, string, bool) {
 		d := func(key string) float64 {
 			v := s.S(key).First().ByVerb
@@ -339,7 +337,7 @@ var targets = []target{
 	{"purge-1000", "explain with no name over the terminating namespaces", "<", 5, " s", func(s *Section) (float64, string, bool) {
 		return s.Med("explain", "s"), fmt.Sprintf("median of %d", len(s.S("explain").Runs)), len(s.S("explain").Runs) > 0
 	}, ""},
-	{"purge-1000", "peak RSS of explain with no name and purge -l, the highest of the runs", "<", 200, " MiB", peak(false, "rss", "explain", "one"), ""},
+	{"purge-1000", "peak RSS of explain with no name and purge -l, the highest of the runs", "<", 200, " MiB", peak(false, "explain", "one"), ""},
 	{"purge-1000", "the per-namespace loop's time over purge -l's", "", 0, "x", vs("loop", "one", "s"), ""},
 	{"purge-1000", "purge -l, the -purge-compare build's time over this tree's", "", 0, "x", vs("compare", "one", "s"), ""},
 	{"watch", "the watch's peak RSS (VmHWM at the end)", "<", 100, " MiB", watchRead(func(s *Section) (float64, string) { return float64(s.Last().MaxRSS) / 1024, "" }), ""},

@@ -125,8 +125,7 @@ func (b *bench) watch(ctx context.Context) (err error) {
 		logf("[watch] %d stuck: %.0f requests per resync, %.0f diagnoses, VmHWM %d KiB", k, step.Requests, step.Diagnoses, step.MaxRSS)
 	}
 	if code := w.stop(); code != 0 {
-		data, _ := os.ReadFile(w.log)
-		return fmt.Errorf("watch exited %d on SIGTERM (want 0)\n%s", code, tail(string(data)))
+		return w.failed(fmt.Errorf("watch exited %d on SIGTERM (want 0)", code))
 	}
 	return nil
 }
@@ -189,7 +188,10 @@ func (b *bench) watchWindow(ctx context.Context, w *watchProc, step *WatchStep) 
 	step.Sample = step.scaled(per)
 	step.MaxRSS, step.RSS, step.Diagnoses, step.Errors = hwm, rss, per*(m1.diagnoses-m0.diagnoses), m1.errors
 	step.DiagSeconds = ratio(m1.diagSeconds-m0.diagSeconds, m1.diagnoses-m0.diagnoses)
-	return cmp.Or(err, err2)
+	if err := cmp.Or(err, err2); err != nil {
+		return w.failed(err)
+	}
+	return nil
 }
 
 // watchProc is the running watch: the plugin binary, not through kubectl,
@@ -232,10 +234,15 @@ func (w *watchProc) poll(ctx context.Context, every, timeout time.Duration, done
 		return err == nil && done(m), nil
 	})
 	if err != nil {
-		data, _ := os.ReadFile(w.log)
-		err = fmt.Errorf("%w; the watch's stderr:\n%s", err, tail(string(data)))
+		return w.failed(err)
 	}
-	return err
+	return nil
+}
+
+// failed is err with the end of the watch's stderr.
+func (w *watchProc) failed(err error) error {
+	data, _ := os.ReadFile(w.log)
+	return fmt.Errorf("%w; the watch's stderr:\n%s", err, tail(string(data)))
 }
 
 // watchMetrics is what the bench reads of the watch's /metrics.

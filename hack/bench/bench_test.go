@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,5 +80,16 @@ func TestTargets(t *testing.T) {
 	var b strings.Builder
 	if err := render(&b, &Result{}); err != nil || !strings.Contains(b.String(), "**Incomplete run**") || !strings.Contains(b.String(), "Targets met: 0; MISSED: 0;") {
 		t.Errorf("%v:\n%s", err, b.String())
+	}
+}
+
+// Over 2n runs every contender takes every place; for 3, every order runs once.
+func TestOrder(t *testing.T) {
+	seen := map[string]bool{}
+	for r := range 6 {
+		seen[fmt.Sprint(order(r, 3))] = true
+	}
+	if len(seen) != 6 || !slices.Equal(order(0, 3), []int{0, 1, 2}) || !slices.Equal(order(1, 2), []int{1, 0}) {
+		t.Errorf("orders %v", seen)
 	}
 }
