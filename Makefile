@@ -64,8 +64,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzClassifyMessage$$' -fuzztime $(FUZZTIME) ./internal/apierror
 
 # Benchmarks on the local control plane (about 45 min on 2 cores, the 1,000-namespace
-# phases purge-1000 and watch included); writes
-# docs/benchmarks.md. BENCH_FLAGS='-sizes small,medium' skips the large fixture.
+# phases purge-1000 and watch included); writes docs/benchmarks.json and renders
+# docs/benchmarks.md from it. BENCH_FLAGS='-sizes small,medium' skips the large fixture;
+# BENCH_FLAGS='-sizes small -scale 0.1 -runs 1' runs every phase once, small (~10 min).
 bench:
 	@bin_dir=$$(bash hack/build-controlplane.sh) && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) run ./hack/bench -out docs/benchmarks.md $(BENCH_FLAGS)

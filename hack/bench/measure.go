@@ -4,254 +4,337 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ns-doctor/ns-doctor/test/support/apimetrics"
 )
 
-// sample is one measured command run.
-type sample struct {
-	Seconds  float64
-	Requests float64            // all API requests it caused
-	Lists    float64            // of which LIST
-	ByVerb   map[string]float64 // "VERB resource" -> count, for the raw table
-	MaxRSS   int64              // KiB, from the child's rusage; 0 when not read
-	// CPU is the child's user + system time, s: on a machine of few cores
-	// the client's CPU is taken from the API server it waits on.
-	CPU float64
-	// ServerCPU is what etcd and kube-apiserver spent (user + system, s)
-	// while the command ran: the work it caused on the server's side.
-	ServerCPU float64
+// Sample is one measured run of a command, or of several run as one.
+type Sample struct {
+	Seconds                      float64 // the command's own wall time
+	FromDelete                   float64 `json:",omitempty"` // from the `kubectl delete namespace` before it to its exit (the controller's: to gone)
+	Build                        float64 `json:",omitempty"` // seconds to build the fixture it ran on, when it had one of its own
+	Requests, Lists, Discoveries float64 // all it caused, of which LIST, and GET /apis (one per discovery)
+	MaxRSS                       int64   `json:",omitempty"` // KiB, the child's ru_maxrss
+	CPU, ServerCPU               float64 `json:",omitempty"` // its user + system s, and etcd's and kube-apiserver's meanwhile
+	// ByVerb counts its requests by "VERB resource"; kept for a series'
+	// first run only, the one the report shows: all would make the JSON huge.
+	ByVerb map[string]float64 `json:",omitempty"`
 }
 
-// meter reads kube-apiserver's own request counter, so every request a
-// command makes is counted whatever client it uses. The namespace
-// controller is stopped while measuring: only the command talks.
-type meter struct {
-	client kubernetes.Interface
-	env    []string
-	tmp    string
-	// servers are the PIDs of etcd and kube-apiserver.
-	servers func() []int
-}
-
-// withPath is m with dir first on PATH, where kubectl finds its plugins.
-func (m *meter) withPath(dir string) *meter {
-	c := *m
-	// The last PATH wins (os/exec keeps the last of duplicate keys).
-	c.env = append(slices.Clone(m.env), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return &c
-}
-
-// run runs argv (no shell when it is a single command, so rusage is the
-// command's own) and measures it. okCodes are accepted exit codes besides
-// 0 (explain exits 3 on a stuck namespace).
-func (m *meter) run(ctx context.Context, argv []string, okCodes ...int) (sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
-	defer cancel()
-	before, err := m.counts(ctx)
-	if err != nil {
-		return sample{}, err
+// scaled is x with what adds up multiplied by f.
+func (x Sample) scaled(f float64) Sample {
+	x.Seconds, x.Requests, x.Lists, x.Discoveries, x.CPU, x.ServerCPU = f*x.Seconds, f*x.Requests, f*x.Lists, f*x.Discoveries, f*x.CPU, f*x.ServerCPU
+	x.ByVerb = maps.Clone(x.ByVerb)
+	for k := range x.ByVerb {
+		x.ByVerb[k] *= f
 	}
-	serverBefore := m.serverCPU()
-	// Through the spawn helper (see spawn.go) for a true ru_maxrss.
-	self, err := os.Executable()
-	if err != nil {
-		return sample{}, err
+	return x
+}
+
+// Series is one contender's runs; its Key names it to targets and the template.
+type Series struct {
+	Key, Name string
+	Runs      []Sample
+}
+
+func (s *Series) add(x Sample) {
+	if len(s.Runs) > 0 {
+		x.ByVerb = nil
 	}
-	res := filepath.Join(m.tmp, "spawn.out")
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, self, argv...)
-	cmd.Env = append(m.env, spawnEnv+"="+res)
-	cmd.Stderr = &stderr // stdout goes to /dev/null: printing is not measured
-	err = cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		for _, c := range okCodes {
-			if ee.ExitCode() == c {
-				err = nil
-			}
+	s.Runs = append(s.Runs, x)
+}
+
+func (s *Series) Of(metric string) floats {
+	out := make(floats, len(s.Runs))
+	for i, x := range s.Runs {
+		out[i] = metrics[metric].of(x)
+	}
+	return out
+}
+
+func (s *Series) First() (x Sample) {
+	if len(s.Runs) > 0 {
+		x = s.Runs[0]
+	}
+	return x
+}
+
+// metrics are the numbers of a sample, with the report's words and
+// precision (tables show medians).
+var metrics = map[string]struct {
+	head string
+	prec int
+	of   func(Sample) float64
+}{
+	"s":           {"s", 3, func(x Sample) float64 { return x.Seconds }},
+	"delete":      {"s from the delete", 2, func(x Sample) float64 { return x.FromDelete }},
+	"build":       {"fixture built in s", 1, func(x Sample) float64 { return x.Build }},
+	"requests":    {"requests", 0, func(x Sample) float64 { return x.Requests }},
+	"lists":       {"LIST", 0, func(x Sample) float64 { return x.Lists }},
+	"discoveries": {"discoveries (`GET /apis`)", 0, func(x Sample) float64 { return x.Discoveries }},
+	"rss":         {"max RSS MiB", 1, func(x Sample) float64 { return float64(x.MaxRSS) / 1024 }},
+	"cpu":         {"CPU s", 2, func(x Sample) float64 { return x.CPU }},
+	"server":      {"etcd + kube-apiserver CPU s", 2, func(x Sample) float64 { return x.ServerCPU }},
+}
+
+// floats are one metric over runs.
+type floats []float64
+
+// Median is the middle value, or the mean of the middle two.
+func (xs floats) Median() float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
+
+func (xs floats) Max() float64 { return slices.Max(append(xs, 0)) }
+
+func (xs floats) Sum() (t float64) {
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+func (xs floats) List(prec int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.*f", prec, x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ratio is a over b, 0 when b is: what was not measured has no ratio.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// paired divides each run's a by the same run's b: contenders of one run
+// share the control plane's state (etcd's size, compaction), which drifts
+// from run to run more than they differ.
+func paired(a, b floats) floats {
+	out := make(floats, min(len(a), len(b)))
+	for i := range out {
+		out[i] = ratio(a[i], b[i])
+	}
+	return out
+}
+
+// contender is one measured command of a phase.
+type contender struct {
+	*Series
+	max     int                                        // runs at most (0: every run)
+	fresh   func(ctx context.Context, id string) error // builds its own fixture, named id, before each run (nil: none)
+	measure func(ctx context.Context, id string) (Sample, error)
+}
+
+// settle is the pause before each timed run: the API server finishes the
+// previous run's work (GC after a 100k-object list) first.
+const settle = time.Second
+
+// race runs every contender once per run, pause before each.
+func race(ctx context.Context, name string, runs int, pause time.Duration, cs ...contender) error {
+	for r := range runs {
+		if err := round(ctx, name, r, pause, cs); err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		return sample{}, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(stderr.String()))
-	}
-	serverCPU := m.serverCPU() - serverBefore
-	var secs, cpu float64
-	var rss int64
-	raw, err := os.ReadFile(res)
-	if err != nil {
-		return sample{}, err
-	}
-	if _, err := fmt.Sscan(string(raw), &secs, &rss, &cpu); err != nil {
-		return sample{}, fmt.Errorf("reading %s: %w", res, err)
-	}
-	after, err := m.counts(ctx)
-	if err != nil {
-		return sample{}, err
-	}
-	s := requestDelta(before, after)
-	s.Seconds, s.MaxRSS, s.CPU, s.ServerCPU = secs, rss, cpu, serverCPU
-	return s, nil
-}
-
-// runAll runs the commands one after another, as exec does, and measures
-// them as one: wall time from the first's start to the last's exit, and
-// every request they caused. Their memory is not read: started straight
-// from the bench, rusage would charge them its peak (see spawn.go).
-func (m *meter) runAll(ctx context.Context, argvs [][]string) (sample, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
-	defer cancel()
-	before, err := m.counts(ctx)
-	if err != nil {
-		return sample{}, err
-	}
-	t0 := time.Now()
-	for _, argv := range argvs {
-		if err := m.exec(ctx, nil, argv...); err != nil {
-			return sample{}, err
-		}
-	}
-	secs := since(t0)
-	after, err := m.counts(ctx)
-	if err != nil {
-		return sample{}, err
-	}
-	s := requestDelta(before, after)
-	s.Seconds = secs
-	return s, nil
-}
-
-// requestDelta is what was counted between two reads of the request
-// counter, less the "before" read of /metrics itself, which "after"
-// counts.
-func requestDelta(before, after map[string]float64) sample {
-	s := sample{ByVerb: map[string]float64{}}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			s.ByVerb[k] += d
-			s.Requests += d
-			if strings.HasPrefix(k, "LIST ") {
-				s.Lists += d
-			}
-		}
-	}
-	if s.ByVerb["GET /metrics"] > 0 {
-		s.ByVerb["GET /metrics"]--
-		s.Requests--
-		if s.ByVerb["GET /metrics"] == 0 {
-			delete(s.ByVerb, "GET /metrics")
-		}
-	}
-	return s
-}
-
-// discoveries counts the discovery rounds in s: each starts with GET /apis.
-func discoveries(s sample) float64 { return s.ByVerb["GET /apis"] }
-
-// exec runs argv with the meter's environment but measures nothing: no
-// /metrics reads, so nothing but the command itself lands in a timed
-// window around it. stdout is dropped; stderr goes to stderr when not
-// nil, and is in the error otherwise.
-func (m *meter) exec(ctx context.Context, stderr io.Writer, argv ...string) error {
-	var buf bytes.Buffer
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = m.env
-	cmd.Stderr = &buf
-	if stderr != nil {
-		cmd.Stderr = stderr
-	}
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(buf.String()))
 	}
 	return nil
 }
 
-// serverCPU is the user + system time etcd and kube-apiserver have spent
-// so far, s, from /proc (0 where it cannot be read).
-func (m *meter) serverCPU() float64 {
-	if m.servers == nil {
-		return 0
+// round is run r of the contenders, in order's order; one with a fixture
+// of its own builds it right before its pause.
+func round(ctx context.Context, name string, r int, pause time.Duration, cs []contender) error {
+	for _, i := range order(r, len(cs)) {
+		c, id, t0 := cs[i], fmt.Sprintf("%s-%d-%d", name, r, i), time.Now()
+		if c.max > 0 && r >= c.max {
+			continue
+		} else if c.fresh != nil {
+			if err := c.fresh(ctx, id); err != nil {
+				return fmt.Errorf("building %s: %w", id, err)
+			}
+		}
+		build := since(t0)
+		time.Sleep(pause)
+		x, err := c.measure(ctx, id)
+		if err != nil {
+			return fmt.Errorf("%s, %s: %w", id, c.Name, err)
+		} else if c.fresh != nil {
+			x.Build = build
+		}
+		c.add(x)
+		logf("[%s] %s: %.2fs (from the delete %.2fs), %.0f requests, %d KiB", id, c.Name, x.Seconds, x.FromDelete, x.Requests, x.MaxRSS)
 	}
-	total := 0.0
+	return nil
+}
+
+// order is the order of n contenders in run r: each run starts with a
+// different one, and every other cycle of n runs goes backwards, so over
+// 2n runs each takes each place (for 3, every order once). Whoever
+// follows a heavy contender finds the API server busier (GC, watch
+// cache): a fixed order would bias the medians.
+func order(r, n int) []int {
+	out := make([]int, n)
+	for k := range out {
+		if out[k] = (r + k) % n; (r/n)%2 == 1 {
+			out[k] = (r + n - k) % n
+		}
+	}
+	return out
+}
+
+// meter reads kube-apiserver's own request counter, so every request a
+// command makes is counted whatever client it uses.
+type meter struct {
+	client  kubernetes.Interface
+	env     []string
+	tmp     string
+	servers func() []int // etcd's and kube-apiserver's PIDs
+}
+
+// withPath is m with dir first on PATH, where kubectl finds its plugins
+// (os/exec keeps the last of duplicate keys).
+func (m *meter) withPath(dir string) *meter {
+	c := *m
+	c.env = append(slices.Clone(m.env), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return &c
+}
+
+// count measures what happens while fn runs: every request the API
+// server counted, and etcd's and kube-apiserver's CPU.
+func (m *meter) count(ctx context.Context, fn func() error) (Sample, error) {
+	before, err := apimetrics.RequestCounts(ctx, m.client)
+	if err != nil {
+		return Sample{}, err
+	}
+	server0 := m.serverCPU()
+	if err := fn(); err != nil {
+		return Sample{}, err
+	}
+	after, err := apimetrics.RequestCounts(ctx, m.client)
+	s := Sample{ByVerb: apimetrics.Delta(before, after), ServerCPU: m.serverCPU() - server0}
+	for k, v := range s.ByVerb {
+		if s.Requests += v; strings.HasPrefix(k, "LIST ") {
+			s.Lists += v
+		}
+	}
+	s.Discoveries = s.ByVerb["GET /apis"]
+	return s, err
+}
+
+// run runs the commands one after another, as a script would, and
+// measures them as one: times and CPU summed, the highest RSS, every
+// request they caused. ok is an exit code accepted besides 0.
+func (m *meter) run(ctx context.Context, ok int, argvs ...[]string) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	var own Sample
+	s, err := m.count(ctx, func() error {
+		for _, argv := range argvs {
+			one, err := m.spawn(ctx, argv, ok)
+			if err != nil {
+				return err
+			}
+			own.Seconds, own.CPU, own.MaxRSS = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS)
+		}
+		return nil
+	})
+	s.Seconds, s.CPU, s.MaxRSS = own.Seconds, own.CPU, own.MaxRSS
+	return s, err
+}
+
+// spawnEnv switches the bench binary into its spawn helper (spawn).
+const spawnEnv = "NSDOCTOR_BENCH_SPAWN_OUT"
+
+func (m *meter) spawn(ctx context.Context, argv []string, ok int) (s Sample, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return s, err
+	}
+	var stderr bytes.Buffer
+	out := filepath.Join(m.tmp, "spawn.out")
+	cmd := exec.CommandContext(ctx, self, argv...)
+	cmd.Env, cmd.Stderr = append(m.env, spawnEnv+"="+out), &stderr // stdout: printing is not measured
+	if err := cmd.Run(); err != nil && (ok == 0 || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != ok) {
+		return s, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(stderr.String()))
+	}
+	raw, err := os.ReadFile(out)
+	if err == nil {
+		_, err = fmt.Sscan(string(raw), &s.Seconds, &s.MaxRSS, &s.CPU)
+	}
+	return s, err
+}
+
+// spawn starts the command the meter measures and writes its wall time,
+// ru_maxrss (KiB) and CPU time to out. Go starts children with CLONE_VM
+// (vfork), and Linux charges the parent's peak RSS to the child's
+// ru_maxrss at exec: started straight from the bench, which holds
+// fixtures of 100k objects, every command would "use" the bench's memory.
+func spawn(out string, argv []string) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	if _, exited := err.(*exec.ExitError); err == nil || exited {
+		ps := cmd.ProcessState
+		err = os.WriteFile(out, fmt.Appendf(nil, "%f %d %f\n", time.Since(start).Seconds(), ps.SysUsage().(*syscall.Rusage).Maxrss, (ps.UserTime()+ps.SystemTime()).Seconds()), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "spawn:", err)
+		os.Exit(127)
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
+}
+
+// exec runs argv with the meter's environment but measures nothing, so
+// nothing but the command lands in a timed window around it.
+func (m *meter) exec(ctx context.Context, argv ...string) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = m.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(string(out)))
+	}
+	return nil
+}
+
+func (m *meter) serverCPU() (total float64) {
 	for _, pid := range m.servers() {
-		total += processCPU(pid)
+		cpu, _, _ := procStat(pid)
+		total += cpu
 	}
 	return total
 }
 
-// processCPU reads utime + stime of a process from /proc/PID/stat, in
-// seconds (clock ticks of 1/100 s, as on every Linux machine here).
-func processCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// procStat is a process's user + system time so far (s), its VmHWM and
+// VmRSS (KiB); zeros once it is gone.
+func procStat(pid int) (cpu float64, hwm, rss int64) {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: fields count
-	// from after its closing one.
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	var utime, stime float64
-	_, _ = fmt.Sscan(fields[11], &utime)
-	_, _ = fmt.Sscan(fields[12], &stime)
-	return (utime + stime) / 100
-}
-
-// counts reads kube-apiserver's request counter (test/support/apimetrics).
-func (m *meter) counts(ctx context.Context) (map[string]float64, error) {
-	return apimetrics.RequestCounts(ctx, m.client)
-}
-
-func tail(s string) string {
-	if len(s) > 2000 {
-		return "..." + s[len(s)-2000:]
-	}
-	return s
-}
-
-// stats is the median and spread (min..max) of xs.
-func stats(xs []float64) (med, lo, hi float64) {
-	if len(xs) == 0 {
 		return 0, 0, 0
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	med = s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
+	if st, err := p.Stat(); err == nil {
+		cpu = st.CPUTime()
 	}
-	return med, s[0], s[n-1]
+	if st, err := p.NewStatus(); err == nil {
+		hwm, rss = int64(st.VmHWM/1024), int64(st.VmRSS/1024)
+	}
+	return cpu, hwm, rss
 }
 
-// breakdown prints a ByVerb map compactly, biggest first.
-func breakdown(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s ×%.0f", k, m[k])
-	}
-	return b.String()
-}
+func tail(s string) string { return s[max(0, len(s)-2000):] }

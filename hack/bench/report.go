@@ -1,527 +1,192 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
+	_ "embed"
+	"encoding/json"
 	"fmt"
-	"maps"
+	"io"
 	"math"
 	"os"
 	"os/exec"
-	"runtime"
+	"reflect"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
+	"text/template"
 	"time"
 )
 
-// report accumulates docs/benchmarks.md. It is rewritten after every
-// phase, so an interrupted run still leaves what it measured.
-type report struct {
-	o        options
-	head     string
-	sections []string
-	verdicts []string
-	done     string
+// Result is what one run of the bench measured: docs/benchmarks.md is
+// rendered from it alone, so -render gives the same markdown from its JSON.
+type Result struct {
+	Run      Run
+	Sections []*Section
 }
 
-func newReport(o options) *report {
+// Section is what one phase measured at one scope (a size, a path, a
+// count of namespaces): its contenders' series, and the facts its block of
+// benchmarks.md.tmpl, named as the phase, shows (zero when it has none).
+type Section struct {
+	Phase, Scope            string
+	Size                    size          `json:",omitzero"`
+	Content                 content       `json:",omitzero"`  // of each namespace of its fixture
+	Namespace               string        `json:",omitempty"` // its stuck namespace
+	Namespaces, Types, CRDs int           `json:",omitempty"` // its namespaces; namespaced types in discovery; of them generated CRDs
+	Delay, Pause            time.Duration `json:",omitempty"` // the link's one-way delay; the pause after building a batch
+	Builds                  floats        `json:",omitempty"` // seconds building the fixture the whole section shares
+	Commands                []string      `json:",omitempty"`
+	Series                  []*Series     `json:",omitempty"`
+	Parts                   []*Section    `json:",omitempty"` // purge's paths
+	Idle                    *WatchStep    `json:",omitempty"` // the watch's steps; Idle: the API server alone
+	Steps                   []WatchStep   `json:",omitempty"`
+}
+
+func (s *Section) series(key, name string) *Series {
+	x := &Series{Key: key, Name: name}
+	s.Series = append(s.Series, x)
+	return x
+}
+
+// S is the series of key, empty when s has none.
+func (s *Section) S(key string) *Series {
+	for _, x := range s.Series {
+		if x.Key == key {
+			return x
+		}
+	}
+	return &Series{}
+}
+
+func (s *Section) Med(key, metric string) float64 { return s.S(key).Of(metric).Median() }
+
+func (s *Section) RTT() time.Duration { return 2 * s.Delay }
+
+// Run is how and where the bench ran.
+type Run struct {
+	Command, CPUs, CPU, Kernel, Memory, Go, Kubectl string
+	Date                                            time.Time
+	Phases                                          []PhaseTime
+	Minutes                                         float64 // the whole run; 0 while it runs
+}
+
+type PhaseTime struct {
+	Name string
+	Took time.Duration
+}
+
+func machine() Run {
 	sh := func(cmd string) string {
 		out, _ := exec.Command("bash", "-c", cmd).CombinedOutput()
 		return strings.TrimSpace(string(out))
 	}
+	return Run{Command: strings.TrimSpace("go run ./hack/bench " + strings.Join(os.Args[1:], " ")), Date: time.Now().UTC(),
+		CPUs: sh("nproc"), CPU: sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs"), Kernel: sh("uname -sr"),
+		Memory: sh("free -h"), Go: sh("go version"), Kubectl: sh("kubectl version --client 2>/dev/null | head -1")}
+}
+
+//go:embed benchmarks.md.tmpl
+var tmplText string
+
+var tmpl = template.Must(template.New("benchmarks").Funcs(template.FuncMap{
+	"table": table, "breakdown": breakdown, "paired": paired, "trim": trim,
+	"quiet": func() time.Duration { return quietAfterRound },
+	"add":   func(a, b any) float64 { return num(a) + num(b) },
+	"sub":   func(a, b any) float64 { return num(a) - num(b) },
+	"mul":   func(a, b any) float64 { return num(a) * num(b) },
+	"div":   func(a, b any) float64 { return ratio(num(a), num(b)) },
+}).Parse(tmplText))
+
+func num(x any) float64 {
+	if d, ok := x.(time.Duration); ok {
+		return d.Seconds()
+	}
+	return reflect.ValueOf(x).Convert(reflect.TypeFor[float64]()).Float()
+}
+
+// render writes the head (the run, the targets), then each section
+// through the template block of its phase.
+func render(w io.Writer, r *Result) error {
+	vs := verdicts(r)
+	err := tmpl.Execute(w, struct {
+		*Result
+		Verdicts []verdict
+		Summary  string
+	}{r, vs, summary(vs)})
+	for _, s := range r.Sections {
+		if err == nil {
+			err = tmpl.ExecuteTemplate(w, s.Phase, s)
+		}
+	}
+	return err
+}
+
+func writeMarkdown(r *Result, path string) error {
+	var buf bytes.Buffer
+	if err := render(&buf, r); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// renderFile renders the markdown at out from the JSON file at in.
+func renderFile(in, out string) error {
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return err
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	return writeMarkdown(&r, out)
+}
+
+// table is a markdown table of a section's series: the median of each
+// metric, and the spread of times; "–" where nothing was measured.
+func table(s *Section, cols ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmarks\n\n")
-	fmt.Fprintf(&b, "Generated by `make bench` (hack/bench); do not edit by hand, re-run it. It measures ns-doctor on the\n")
-	fmt.Fprintf(&b, "local control plane (etcd, kube-apiserver and kube-controller-manager v1.36.3 on loopback, etcd without\n")
-	fmt.Fprintf(&b, "fsync), so the numbers are about ns-doctor's own work, not network latency. Times are wall-clock seconds\n")
-	fmt.Fprintf(&b, "of the whole command (process start included); requests are read from kube-apiserver's own\n")
-	fmt.Fprintf(&b, "`apiserver_request_total`, with the namespace controller stopped so only the measured command talks to it;\n")
-	fmt.Fprintf(&b, "the API server's own background requests (lease renewals) can add 1–2 to any count, as the\n")
-	fmt.Fprintf(&b, "`kubectl ns-doctor version` row (no API call) shows. Max RSS is the child's `rusage.ru_maxrss`, read through a\n")
-	fmt.Fprintf(&b, "small helper process (hack/bench/spawn.go). Medians, with the spread as min–max over the runs; contenders are\n")
-	fmt.Fprintf(&b, "interleaved and each run starts with a different one. The API server and etcd spend a fifth more or less CPU\n")
-	fmt.Fprintf(&b, "on the same work from one run to the next, and more from one bench invocation to the next: the purge phase\n")
-	fmt.Fprintf(&b, "also gives each run's purge over the same run's floor, and `-purge-compare BUILD` measures another build of\n")
-	fmt.Fprintf(&b, "the plugin in the same runs (a same-run A/B; `-purge-controller=false -phases purge` for a quick one).\n")
-	if o.linkDelay > 0 && (o.purgeSize != "" || o.linkSize != "") {
-		fmt.Fprintf(&b, "The sections over a link put a TCP proxy (hack/bench/link.go) between the commands and the API server that holds\n"+
-			"every chunk %v each way, so a round trip costs %v, to show what a slow network costs; the namespace controller keeps\n"+
-			"its direct connection, as it runs in the cluster.\n", o.linkDelay, 2*o.linkDelay)
-	}
-	b.WriteString("\n")
-	fmt.Fprintf(&b, "## Run\n\n")
-	fmt.Fprintf(&b, "- command: `NSDOCTOR_CONTROLPLANE_BIN=$(bash hack/build-controlplane.sh) %s`\n", o.commandStr)
-	fmt.Fprintf(&b, "- date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "- machine: %s CPUs (`nproc`), %s; %s\n", sh("nproc"), sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs"), sh("uname -sr"))
-	fmt.Fprintf(&b, "- memory (`free -h`):\n\n```\n%s\n```\n\n", sh("free -h"))
-	fmt.Fprintf(&b, "- %s; kubectl: %s (the gcloud dispatcher when it says so: it execs a versioned kubectl)\n", sh("go version"), sh("kubectl version --client 2>/dev/null | head -1"))
-	return &report{o: o, head: b.String()}
-}
-
-func (r *report) add(s string) { r.sections = append(r.sections, s) }
-func (r *report) verdict(format string, args ...any) {
-	r.verdicts = append(r.verdicts, fmt.Sprintf(format, args...))
-}
-
-// why attaches a reason (and what would fix it) to the last verdict.
-func (r *report) why(format string, args ...any) {
-	r.verdicts[len(r.verdicts)-1] += "\n  " + fmt.Sprintf(format, args...)
-}
-
-func (r *report) finish(d time.Duration) {
-	r.done = fmt.Sprintf("Whole run: %.1f minutes.\n", d.Minutes())
-}
-
-func (r *report) write() error {
-	var b strings.Builder
-	b.WriteString(r.head)
-	if r.done == "" {
-		b.WriteString("\n**Incomplete run**: the phases below are all that finished.\n")
-	} else {
-		b.WriteString("- " + r.done)
-	}
-	b.WriteString("\n## Targets\n\n")
-	for _, v := range r.verdicts {
-		b.WriteString("- " + v + "\n")
-	}
-	for _, s := range r.sections {
-		b.WriteString("\n" + s)
-	}
-	return os.WriteFile(r.o.out, []byte(b.String()), 0o644)
-}
-
-func secs(ss []sample) []float64 {
-	out := make([]float64, len(ss))
-	for i, s := range ss {
-		out[i] = s.Seconds
-	}
-	return out
-}
-
-func field(ss []sample, f func(sample) float64) []float64 {
-	out := make([]float64, len(ss))
-	for i, s := range ss {
-		out[i] = f(s)
-	}
-	return out
-}
-
-func list(xs []float64, format string) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprintf(format, x)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func medianOf(xs []float64) float64 { m, _, _ := stats(xs); return m }
-
-func mark(ok bool) string {
-	if ok {
-		return "**met**"
-	}
-	return "**MISSED**"
-}
-
-// infoMark starts a Targets line that has no target to meet: the numbers
-// are written down for comparison only.
-const infoMark = "**info**"
-
-func (r *report) explainSection(s size, ns string, c content, crdSecs, popSecs float64, types, pages int, cs []contender) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## explain, %s: %d types, %d objects\n\n", s.Name, types, c.Objects+c.Pods)
-	fmt.Fprintf(&b, "Fixture `%s`: %d objects round-robin over ConfigMaps, Secrets and the generated CRDs, every %dth with finalizer `%s`, "+
-		"plus %d pods bound to a node that does not exist (grace 30–300 s); then deleted, so Terminating with nobody working on it. "+
-		"%d namespaced types in discovery. Built in %.1f s for CRDs and %.1f s for objects (%.0f objects/s, %d workers, client QPS 1000/burst 2000). "+
-		"A metadata sweep of it takes %d list requests (one per type, plus extra pages of 500).\n\n",
-		ns, c.Objects, c.FinalizerEvery, holdFinalizer, c.Pods, types, crdSecs, popSecs, float64(c.Objects+c.Pods)/popSecs, createWorkers, pages)
-	b.WriteString("| command | runs | median s | spread s | requests (LIST) | max RSS MiB |\n|---|---|---|---|---|---|\n")
-	for _, c := range cs {
-		m, lo, hi := stats(secs(c.samples))
-		rss := "–"
-		if c.argv[0] != "bash" {
-			rss = fmt.Sprintf("%.1f", medianOf(field(c.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024)
-		}
-		fmt.Fprintf(&b, "| `%s` | %d | %.3f | %.3f–%.3f | %.0f (%.0f) | %s |\n", c.name, len(c.samples), m, lo, hi,
-			medianOf(field(c.samples, func(s sample) float64 { return s.Requests })),
-			medianOf(field(c.samples, func(s sample) float64 { return s.Lists })), rss)
-	}
-	b.WriteString("\nRaw, per run:\n\n")
-	for _, c := range cs {
-		fmt.Fprintf(&b, "- `%s`: seconds %s; requests %s", c.name, list(secs(c.samples), "%.3f"), list(field(c.samples, func(s sample) float64 { return s.Requests }), "%.0f"))
-		if c.argv[0] != "bash" {
-			fmt.Fprintf(&b, "; max RSS KiB %s", list(field(c.samples, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"))
-		}
-		b.WriteString("\n")
-	}
-	ex, plug, floor, recipe := cs[0], cs[1], cs[2], cs[4]
-	fmt.Fprintf(&b, "\nRequests of one explain (first run), by verb and resource: %s\n", collapse(ex.samples[0].ByVerb))
-	fmt.Fprintf(&b, "\nRequests of one floor run: %s\n", collapse(floor.samples[0].ByVerb))
-
-	tEx, tPlug, tFloor, tRecipe := medianOf(secs(ex.samples)), medianOf(secs(plug.samples)), medianOf(secs(floor.samples)), medianOf(secs(recipe.samples))
-	speedup := tRecipe / tEx
-	if s.Name == "medium" {
-		r.verdict("%s explain at least 20x faster than the shell recipe (medium): %.1fx (%.2f s vs %.2f s).", mark(speedup >= 20), speedup, tEx, tRecipe)
-	}
-	// The floor is a binary run directly: the plugin binary is the like
-	// for like comparison; through kubectl adds kubectl's plugin lookup.
-	r.verdict("%s explain within 1.5x of the floor (%s), plugin binary run directly like the floor: %.2fx (%.3f s vs %.3f s).",
-		mark(tPlug/tFloor <= 1.5), s.Name, tPlug/tFloor, tPlug, tFloor)
-	r.verdict("%s explain within 1.5x of the floor (%s), through kubectl: %.2fx (%.3f s vs %.3f s; `kubectl ns-doctor version` alone takes %.3f s).",
-		mark(tEx/tFloor <= 1.5), s.Name, tEx/tFloor, tEx, tFloor, medianOf(secs(cs[3].samples)))
-	if tEx/tFloor > 1.5 {
-		r.why("Through kubectl, the gap to the floor is kubectl's own start-up: it finds the plugin on PATH and execs it, " +
-			"and the gcloud kubectl here is a dispatcher that first execs a versioned kubectl; `kubectl ns-doctor version` " +
-			"(no API call) measures that fixed cost. It is not ns-doctor's work and it does not grow with the namespace; " +
-			"the plugin binary run like the floor is the like-for-like row. Only a faster kubectl (no dispatcher) would remove it.")
-	}
-	if tPlug/tFloor > 1.5 {
-		r.why("The plugin binary is more than 1.5x the floor: beyond the floor's sweep it lists the pods again with their spec, " +
-			"reads webhooks, CRDs and the namespace, evaluates the controller's deletion pass and encodes the JSON report; " +
-			"on 2 cores it also competes with kube-apiserver and etcd for CPU, so the spread is wide. Fix: fold the pod " +
-			"grace periods into the sweep (list pods once, with spec) and aggregate while paging instead of after.")
-	}
-	// Beyond the sweep's pages, explain may only make a constant number
-	// of requests: the pods again with their spec (grace periods), the
-	// namespace, cluster-wide lists (webhooks, APIServices). extraLists
-	// names them, so a per-object request would show up here. The other
-	// requests are /version, the namespace, discovery's two and at most
-	// maxHolderReads holders' status reads, plus what the API server
-	// sends itself meanwhile (lease renewals, OpenAPI aggregation), which
-	// its counter cannot tell apart: up to 2 in a run of a few seconds.
-	lists := medianOf(field(ex.samples, func(s sample) float64 { return s.Lists }))
-	other := medianOf(field(ex.samples, func(s sample) float64 { return s.Requests - s.Lists }))
-	const maxHolderReads, background = 6, 2
-	const bound = 4 + maxHolderReads + background
-	perObject := lists-float64(pages) > 8 || other > bound
-	r.verdict("%s explain's requests (%s) are one discovery plus one list per type and page, nothing per object: %.0f LIST for %d types / %d pages (beyond the floor's: %s), "+
-		"%.0f other requests (at most %d: /version, the namespace, discovery, %d holders' status reads, %d of the API server's own).",
-		mark(!perObject), s.Name, lists, types, pages, extraLists(ex.samples[0], floor.samples[0]), other, bound, maxHolderReads, background)
-	if s.Name == "large" {
-		rssPlug := medianOf(field(plug.samples, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
-		rssEx := medianOf(field(ex.samples, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
-		r.verdict("%s explain's peak memory at most 100 MiB (large): plugin binary %.1f MiB, through kubectl %.1f MiB (floor %.1f MiB).", mark(math.Max(rssPlug, rssEx) <= 100), rssPlug, rssEx,
-			medianOf(field(floor.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024)
-		if math.Max(rssPlug, rssEx) > 100 {
-			r.why("Why: explain keeps, per type, every object that holds the namespace (finalizers, deletionTimestamp, owner " +
-				"references) and a few examples, and counts the rest while paging; a namespace where most of its objects hold it " +
-				"keeps them all, and Go's default GOGC=100 lets the heap grow to about twice that before collecting.")
+	b.WriteString("| command | runs |")
+	for _, c := range cols {
+		if b.WriteString(" " + metrics[c].head + " |"); spread(c) {
+			b.WriteString(" spread |")
 		}
 	}
-	r.add(b.String())
-}
-
-// collapse shows each verb spread over many resources (LIST, DELETE) as
-// one count, the rest one by one.
-func collapse(m map[string]float64) string {
-	type agg struct {
-		n     float64
-		kinds int
-	}
-	byVerb := map[string]*agg{}
-	for k, v := range m {
-		verb, _, _ := strings.Cut(k, " ")
-		if byVerb[verb] == nil {
-			byVerb[verb] = &agg{}
-		}
-		byVerb[verb].n += v
-		byVerb[verb].kinds++
-	}
-	rest := map[string]float64{}
-	var parts []string
-	for k, v := range m {
-		verb, _, _ := strings.Cut(k, " ")
-		if a := byVerb[verb]; a.kinds > 4 {
-			continue
-		}
-		rest[k] = v
-	}
-	verbs := make([]string, 0, len(byVerb))
-	for verb := range byVerb {
-		verbs = append(verbs, verb)
-	}
-	sort.Strings(verbs)
-	for _, verb := range verbs {
-		if a := byVerb[verb]; a.kinds > 4 {
-			parts = append(parts, fmt.Sprintf("%s ×%.0f over %d resources", verb, a.n, a.kinds))
-		}
-	}
-	if len(rest) > 0 {
-		parts = append(parts, breakdown(rest))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// purgeSection writes the purge phase: per path (loopback, the link), the
-// namespace controller, purge --force and purge's floor side by side.
-func (r *report) purgeSection(s size, delay time.Duration, crds int, runs []*purgeRun) {
-	var b strings.Builder
-	names := make([]string, len(runs))
-	for i, pr := range runs {
-		names[i] = pr.path.name
-	}
-	fmt.Fprintf(&b, "## purge --force against the namespace controller and purge's floor, %s: %d objects, %s\n\n", s.Name, s.Objects, strings.Join(names, " and "))
-	contenders := "three namespaces"
-	if len(runs[0].ctrl) == 0 {
-		contenders = "two namespaces (purge and the floor; the controller was not timed: -purge-controller=false)"
-	}
-	fmt.Fprintf(&b, "Per run and path, %s with the same content (%d objects round-robin over ConfigMaps, Secrets and %d generated CRD types, "+
-		"no finalizers, no pods), on a fresh control plane with %d namespaced types. Each run starts with a different path and contender.\n\n",
-		contenders, s.Objects, crds, s.Types)
-	b.WriteString("- namespace controller: kube-controller-manager (`--controllers=namespace,garbagecollector`, otherwise default settings), " +
-		"started 10 s before the clock, always on its own direct connection (it runs in the cluster); timed from `kubectl delete namespace` " +
-		"to the namespace being gone (polled every 100 ms, directly).\n")
-	b.WriteString("- purge: the controller stopped, a 1 s pause; timed from `kubectl delete namespace` to the exit of " +
-		"`kubectl ns-doctor purge NAME --force --yes` (which waits for the namespace to be gone): the delete's wall time plus purge's, " +
-		"leaving out the bench's own read of the request counter between them.\n")
-	b.WriteString("- floor: the same, with `floor -purge NAME` (hack/bench/floor): discovery and a GET of the namespace at once, then every " +
-		"deletable type's deletecollection sent at once (no concurrency bound, background propagation), then " +
-		"`PUT /api/v1/namespaces/NAME/finalize` with `spec.finalizers` emptied, then a GET until it is gone. What no purge can beat.\n")
-	if delay > 0 {
-		fmt.Fprintf(&b, "- %s: a TCP proxy in the bench (hack/bench/link.go) holding every chunk %v in each direction, so a round trip costs %v "+
-			"and throughput is not limited; TLS passes through, verified with the same CA (the serving certificate names 127.0.0.1). "+
-			"On it, `kubectl delete namespace`, purge and the floor go through the link; the controller does not.\n",
-			runs[len(runs)-1].path.name, delay, 2*delay)
-	}
-	b.WriteString("- \"command alone\": the purge or floor process's own wall time, without the `kubectl delete namespace` before it.\n\n")
-	b.WriteString("| contender |")
-	for _, pr := range runs {
-		fmt.Fprintf(&b, " %s: runs | median s | spread s |", pr.path.name)
-	}
-	b.WriteString("\n|---|")
-	for range runs {
-		b.WriteString("---|---|---|")
-	}
-	b.WriteString("\n")
-	row := func(name string, get func(*purgeRun) []float64) {
-		fmt.Fprintf(&b, "| %s |", name)
-		for _, pr := range runs {
-			xs := get(pr)
-			m, lo, hi := stats(xs)
-			fmt.Fprintf(&b, " %d | %.2f | %.2f–%.2f |", len(xs), m, lo, hi)
-		}
-		b.WriteString("\n")
-	}
-	row("namespace controller", func(pr *purgeRun) []float64 { return pr.ctrl })
-	row("`kubectl ns-doctor purge --force`", func(pr *purgeRun) []float64 { return pr.pur })
-	row("purge's floor", func(pr *purgeRun) []float64 { return pr.floor })
-	if len(runs[0].cmp) > 0 {
-		row("`kubectl ns-doctor purge --force`, the -purge-compare build", func(pr *purgeRun) []float64 { return pr.cmp })
-	}
-	row("`kubectl ns-doctor purge --force`, command alone", func(pr *purgeRun) []float64 { return secs(pr.ps) })
-	row("purge's floor, command alone", func(pr *purgeRun) []float64 { return secs(pr.fs) })
-	if len(runs[0].cmp) > 0 {
-		row("the -purge-compare build, command alone", func(pr *purgeRun) []float64 { return secs(pr.cs) })
-	}
-	for _, pr := range runs {
-		fmt.Fprintf(&b, "\n%s, raw: fixtures built in %s s; controller %s; purge %s (command %s); floor %s (command %s). "+
-			"purge's requests per run: %s; max RSS KiB %s; CPU s (user + system) %s; etcd and kube-apiserver CPU s meanwhile %s. "+
-			"Floor's requests per run: %s; max RSS KiB %s; CPU s %s; etcd and kube-apiserver CPU s %s.\n",
-			pr.path.name, list(pr.pops, "%.1f"), list(pr.ctrl, "%.2f"), list(pr.pur, "%.2f"), list(secs(pr.ps), "%.2f"),
-			list(pr.floor, "%.2f"), list(secs(pr.fs), "%.2f"),
-			list(field(pr.ps, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.ps, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"),
-			list(field(pr.ps, func(s sample) float64 { return s.CPU }), "%.2f"), list(field(pr.ps, func(s sample) float64 { return s.ServerCPU }), "%.2f"),
-			list(field(pr.fs, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(pr.fs, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"),
-			list(field(pr.fs, func(s sample) float64 { return s.CPU }), "%.2f"), list(field(pr.fs, func(s sample) float64 { return s.ServerCPU }), "%.2f"))
-		if len(pr.ps) > 0 {
-			fmt.Fprintf(&b, "\nRequests of purge (%s, first run): %s\n", pr.path.name, collapse(pr.ps[0].ByVerb))
-			fmt.Fprintf(&b, "\nRequests of the floor (%s, first run): %s\n", pr.path.name, collapse(pr.fs[0].ByVerb))
-		}
-	}
-	for _, pr := range runs {
-		if len(pr.cmp) == 0 {
-			continue
-		}
-		paired := pairedRatios(secs(pr.cs), secs(pr.ps))
-		fmt.Fprintf(&b, "\n%s, the -purge-compare build against this tree's purge, command alone: %.2f s vs %.2f s (medians); run by run %s, median %.2fx; "+
-			"over its floor, run by run %s. Its CPU s %s; etcd and kube-apiserver CPU s %s.\n",
-			pr.path.name, medianOf(secs(pr.cs)), medianOf(secs(pr.ps)), list(paired, "%.2f"), medianOf(paired),
-			list(pairedRatios(secs(pr.cs), secs(pr.fs)), "%.2f"),
-			list(field(pr.cs, func(s sample) float64 { return s.CPU }), "%.2f"), list(field(pr.cs, func(s sample) float64 { return s.ServerCPU }), "%.2f"))
-	}
-	// What the link costs each command, in round trips: a command whose
-	// requests all went out at once pays a few; one that waits for each
-	// answer before the next pays one per request.
-	if len(runs) == 2 && delay > 0 {
-		loop, slow := runs[0], runs[1]
-		rtt := (2 * delay).Seconds()
-		dp := medianOf(secs(slow.ps)) - medianOf(secs(loop.ps))
-		df := medianOf(secs(slow.fs)) - medianOf(secs(loop.fs))
-		fmt.Fprintf(&b, "\nWhat the link adds (medians of the command alone): purge %+.2f s, about %.0f round trips of %v, "+
-			"for %.0f requests; the floor %+.2f s, about %.0f round trips, for %.0f requests.\n",
-			dp, dp/rtt, 2*delay, medianOf(field(slow.ps, func(s sample) float64 { return s.Requests })),
-			df, df/rtt, medianOf(field(slow.fs, func(s sample) float64 { return s.Requests })))
-	}
-	for _, pr := range runs {
-		if len(pr.ctrl) == 0 {
-			continue // -purge-controller=false
-		}
-		mc, mp := medianOf(pr.ctrl), medianOf(pr.pur)
-		r.verdict("%s purge --force at least 1.5x faster than the namespace controller (%s, %s): %.2fx (%.2f s vs %.2f s, from `kubectl delete namespace` to gone).",
-			mark(mc/mp >= 1.5), s.Name, pr.path.name, mc/mp, mp, mc)
-	}
-	for _, pr := range runs {
-		cp, cf := medianOf(secs(pr.ps)), medianOf(secs(pr.fs))
-		tp, tf := medianOf(pr.pur), medianOf(pr.floor)
-		paired := pairedRatios(secs(pr.ps), secs(pr.fs))
-		r.verdict("%s purge --force within 1.3x of the parallel floor through the same path (%s, %s): %.2fx, command alone (%.2f s vs %.2f s); "+
-			"%.2fx from `kubectl delete namespace` (%.2f s vs %.2f s). Run by run (the same run's purge over its floor): %s, median %.2fx.",
-			mark(cp/cf <= 1.3), s.Name, pr.path.name, cp/cf, cp, cf, tp/tf, tp, tf, list(paired, "%.2f"), medianOf(paired))
-		cpu := func(xs []sample, f func(sample) float64) float64 { return medianOf(field(xs, f)) }
-		own := func(s sample) float64 { return s.CPU }
-		server := func(s sample) float64 { return s.ServerCPU }
-		r.why("Where the time goes (medians): purge's own CPU %.2f s against the floor's %.2f s; etcd and kube-apiserver spent "+
-			"%.2f s of CPU during purge against %.2f s during the floor, on the same %d cores. Before each type's deletecollection, "+
-			"purge lists that type in full and saves it (nothing is deleted unsaved), which the floor does not: the API server "+
-			"serves every object once more.",
-			cpu(pr.ps, own), cpu(pr.fs, own), cpu(pr.ps, server), cpu(pr.fs, server), runtime.NumCPU())
-	}
-	r.add(b.String())
-}
-
-// pairedRatios divides each run's a by the same run's b: contenders of one
-// run share the control plane's state (etcd's size, compaction), which
-// drifts from run to run more than the contenders differ.
-func pairedRatios(a, b []float64) []float64 {
-	var out []float64
-	for i := range min(len(a), len(b)) {
-		out = append(out, a[i]/b[i])
-	}
-	return out
-}
-
-// explainLinkSection writes explain and its floor on loopback and over
-// the link, at one size.
-func (r *report) explainLinkSection(s size, ns string, delay time.Duration, types, pages int, cs []contender) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## explain over a link with %v round trips, %s: %d types, %d list pages\n\n", 2*delay, s.Name, types, pages)
-	fmt.Fprintf(&b, "The stuck fixture `%s` (as in explain, %s), read on loopback and through the link: a TCP proxy in the bench "+
-		"(hack/bench/link.go) holding every chunk %v in each direction, so a round trip costs %v without limiting throughput. "+
-		"The kubeconfig through the link is the admin one with its server pointed at the proxy; the same CA verifies the API server, "+
-		"whose serving certificate names 127.0.0.1. Contenders interleaved, a 1 s pause before each.\n\n", ns, s.Name, delay, 2*delay)
-	b.WriteString("| command | runs | median s | spread s | requests (LIST) | max RSS MiB |\n|---|---|---|---|---|---|\n")
-	for _, c := range cs {
-		m, lo, hi := stats(secs(c.samples))
-		fmt.Fprintf(&b, "| `%s` | %d | %.3f | %.3f–%.3f | %.0f (%.0f) | %.1f |\n", c.name, len(c.samples), m, lo, hi,
-			medianOf(field(c.samples, func(s sample) float64 { return s.Requests })),
-			medianOf(field(c.samples, func(s sample) float64 { return s.Lists })),
-			medianOf(field(c.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024)
-	}
-	b.WriteString("\nRaw seconds per run:\n\n")
-	for _, c := range cs {
-		fmt.Fprintf(&b, "- `%s`: %s\n", c.name, list(secs(c.samples), "%.3f"))
-	}
-	exL, flL, exS, plS, flS := cs[0], cs[1], cs[2], cs[3], cs[4]
-	fmt.Fprintf(&b, "\nRequests of one explain over the link (first run): %s\n", collapse(exS.samples[0].ByVerb))
-	rtt := (2 * delay).Seconds()
-	tExL, tFlL := medianOf(secs(exL.samples)), medianOf(secs(flL.samples))
-	tExS, tPlS, tFlS := medianOf(secs(exS.samples)), medianOf(secs(plS.samples)), medianOf(secs(flS.samples))
-	fmt.Fprintf(&b, "\nWhat the link adds (medians): explain %+.2f s (about %.0f round trips of %v), the floor %+.2f s (about %.0f).\n",
-		tExS-tExL, (tExS-tExL)/rtt, 2*delay, tFlS-tFlL, (tFlS-tFlL)/rtt)
-	r.verdict("%s explain over the %v link within 1.3x of the floor through the same link (%s), through kubectl: %.2fx (%.3f s vs %.3f s); on loopback %.2fx (%.3f s vs %.3f s).",
-		mark(tExS/tFlS <= 1.3), 2*delay, s.Name, tExS/tFlS, tExS, tFlS, tExL/tFlL, tExL, tFlL)
-	r.verdict("%s explain over the %v link within 1.3x of the floor through the same link (%s), plugin binary run directly like the floor: %.2fx (%.3f s vs %.3f s).",
-		mark(tPlS/tFlS <= 1.3), 2*delay, s.Name, tPlS/tFlS, tPlS, tFlS)
-	if rcL, rcS := cs[5], cs[6]; len(rcL.samples) > 0 && len(rcS.samples) > 0 {
-		tRcL, tRcS := medianOf(secs(rcL.samples)), medianOf(secs(rcS.samples))
-		r.verdict("%s the shell recipe over the %v link (%s): %.2f s (%.2f s on loopback); explain through the same link is %.0fx faster (%.0fx on loopback).",
-			infoMark, 2*delay, s.Name, tRcS, tRcL, tRcS/tExS, tRcL/tExL)
-	}
-	r.add(b.String())
-}
-
-// memorySection writes purge --force's peak memory on a big namespace.
-func (r *report) memorySection(s size, crds int, pops, totals []float64, ps []sample) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## purge --force's memory, %s: %d objects\n\n", s.Name, s.Objects)
-	fmt.Fprintf(&b, "Per run, one namespace of %d objects round-robin over ConfigMaps, Secrets and %d generated CRD types (no finalizers, no pods; built in %s s), "+
-		"deleted, then `kubectl ns-doctor purge NAME --force --yes` on loopback with the controller stopped. Max RSS is the purge process's (the plugin, "+
-		"which kubectl execs: kubectl itself stays small).\n\n", s.Objects, crds, list(pops, "%.1f"))
-	rss := field(ps, func(s sample) float64 { return float64(s.MaxRSS) / 1024 })
-	m, lo, hi := stats(rss)
-	b.WriteString("| runs | max RSS MiB, median | spread | seconds from delete, median | command alone | requests |\n|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %d | %.1f | %.1f–%.1f | %.2f | %.2f | %.0f |\n\n", len(ps), m, lo, hi, medianOf(totals), medianOf(secs(ps)),
-		medianOf(field(ps, func(s sample) float64 { return s.Requests })))
-	fmt.Fprintf(&b, "Raw: max RSS MiB %s; seconds %s (command %s).\n", list(rss, "%.1f"), list(totals, "%.2f"), list(secs(ps), "%.2f"))
-	if len(ps) > 0 {
-		fmt.Fprintf(&b, "\nRequests of purge (first run): %s\n", collapse(ps[0].ByVerb))
-	}
-	r.verdict("%s purge --force's peak memory at most 150 MiB (%s, %d objects): %.1f MiB at most over %d run(s) (median %.1f MiB).",
-		mark(hi <= 150), s.Name, s.Objects, hi, len(ps), m)
-	r.add(b.String())
-}
-
-func (r *report) manySection(n int, c content, popSecs float64, cs []contender) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## explain with no name, %d terminating namespaces\n\n", n)
-	fmt.Fprintf(&b, "Each namespace holds %d objects (every %dth with a finalizer) and %d pod bound to a missing node; 150 namespaced types. Built in %.1f s.\n\n",
-		c.Objects, c.FinalizerEvery, c.Pods, popSecs)
-	b.WriteString("| command | runs | median s | spread s | requests (LIST) | max RSS MiB |\n|---|---|---|---|---|---|\n")
-	for _, c := range cs {
-		m, lo, hi := stats(secs(c.samples))
-		fmt.Fprintf(&b, "| `%s` | %d | %.3f | %.3f–%.3f | %.0f (%.0f) | %.1f |\n", c.name, len(c.samples), m, lo, hi,
-			medianOf(field(c.samples, func(s sample) float64 { return s.Requests })),
-			medianOf(field(c.samples, func(s sample) float64 { return s.Lists })),
-			medianOf(field(c.samples, func(s sample) float64 { return float64(s.MaxRSS) }))/1024)
-	}
-	b.WriteString("\nRaw seconds per run: ")
-	for i, c := range cs {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "`%s` %s", c.name, list(secs(c.samples), "%.3f"))
-	}
-	all, one := medianOf(secs(cs[0].samples)), medianOf(secs(cs[1].samples))
-	fmt.Fprintf(&b, "\n\nRequests of explain with no name (first run): %s\n\nRequests of explain of one namespace (first run): %s\n",
-		collapse(cs[0].samples[0].ByVerb), collapse(cs[1].samples[0].ByVerb))
-	disco := func(s sample) float64 {
-		return s.ByVerb["GET (non-resource)"] + s.ByVerb["GET /api"] + s.ByVerb["GET /apis"]
-	}
-	dAll, dOne := disco(cs[0].samples[0]), disco(cs[1].samples[0])
-	r.verdict("%s explain with no name shares one discovery over %d namespaces (discovery requests %.0f, as for one namespace: %.0f); %.3f s per namespace (%.2f s in all) against %.3f s for one explain alone.",
-		mark(dAll == dOne), n, dAll, dOne, all/float64(n), all, one)
-	if all/float64(n) > one {
-		r.why("Discovery is shared, but each namespace still gets its own sweep of every type (%.0f LISTs for %d namespaces), "+
-			"so a namespace costs about what one explain alone does. Fix: sweep once cluster-wide (one paged LIST per type across all "+
-			"namespaces, grouped by namespace client-side), at the price of reading the metadata of active namespaces too.",
-			cs[0].samples[0].Lists, n)
-	}
-	r.add(b.String())
-}
-
-// collapseLists names every request but the LISTs of many types with the
-// same count (a sweep's), summed as one entry per count: LIST configmaps
-// ×1000 or a GET per namespace stays visible.
-func collapseLists(m map[string]float64) string {
-	byCount := map[float64][]string{}
-	for k, v := range m {
-		if strings.HasPrefix(k, "LIST ") {
-			byCount[v] = append(byCount[v], k)
-		}
-	}
-	rest := maps.Clone(m)
-	var groups []float64
-	for v, ks := range byCount {
-		if len(ks) > 4 {
-			groups = append(groups, v)
-			for _, k := range ks {
-				delete(rest, k)
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", strings.Count(b.String(), "|")-3) + "\n")
+	for _, x := range s.Series {
+		fmt.Fprintf(&b, "| %s | %d |", x.Name, len(x.Runs))
+		for _, c := range cols {
+			xs, med, spr := x.Of(c), "–", "–"
+			if p := metrics[c].prec; xs.Max() > 0 {
+				med, spr = fmt.Sprintf("%.*f", p, xs.Median()), fmt.Sprintf("%.*f–%.*f", p, slices.Min(xs), p, xs.Max())
+			}
+			if fmt.Fprintf(&b, " %s |", med); spread(c) {
+				fmt.Fprintf(&b, " %s |", spr)
 			}
 		}
+		b.WriteString("\n")
 	}
-	sort.Sort(sort.Reverse(sort.Float64Slice(groups)))
-	out := breakdown(rest)
-	for _, v := range groups {
-		out += fmt.Sprintf(", LIST ×%.0f each of %d other resources", v, len(byCount[v]))
-	}
-	return out
+	return b.String()
 }
 
-// extraLists names the LISTs a has beyond b's.
-func extraLists(a, b sample) string {
+func spread(metric string) bool { return metric == "s" || metric == "delete" }
+
+// breakdown is requests by verb and resource, biggest first (as verbRows).
+func breakdown(m map[string]float64) string {
+	var parts []string
+	for _, r := range verbRows(m) {
+		parts = append(parts, r.Name+" ×"+trim(r.Values[0]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// extraLists names the LISTs of a beyond b's.
+func extraLists(a, b map[string]float64) string {
 	d := map[string]float64{}
-	for k, v := range a.ByVerb {
-		if strings.HasPrefix(k, "LIST ") && v > b.ByVerb[k] {
-			d[k] = v - b.ByVerb[k]
+	for k, v := range a {
+		if strings.HasPrefix(k, "LIST ") && v > b[k] {
+			d[k] = v - b[k]
 		}
 	}
 	if len(d) == 0 {
@@ -530,411 +195,232 @@ func extraLists(a, b sample) string {
 	return breakdown(d)
 }
 
-// purgeManySection writes the purge-many phase: one purge over a batch of
-// namespaces against a purge per namespace, one after another.
-func (r *report) purgeManySection(n, crds int, pops []float64, cs []*manyPurge) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "## purge of %d namespaces an uninstalled operator left stuck: one run against %d separate runs\n\n", n, n)
-	fmt.Fprintf(&b, "Per run and contender, %d fresh namespaces labelled `batch=<id>` (an id per run and contender), each holding one custom resource "+
-		"of `leftovers.%s` with finalizer `%s` (the operator that would remove it is not installed) and %d plain ConfigMaps, then deleted; "+
-		"%d generated CRD types besides the built-in ones. The namespace controller is stopped: only the measured commands work. Built in %s s.\n\n",
-		n, operatorGroup, operatorFinalizer, manyPurgeConfigMaps, crds, list(pops, "%.1f"))
-	fmt.Fprintf(&b, "- one run: `kubectl ns-doctor purge --all-terminating -l batch=<id> --force --yes --remove-finalizers='%s/*' --backup-dir DIR`.\n", operatorGroup)
-	fmt.Fprintf(&b, "- separate runs: `kubectl ns-doctor purge NAME --force --yes --remove-finalizers='%s/*' --backup-dir DIR/NAME` for each namespace, "+
-		"one after another from a loop in the bench.\n", operatorGroup)
-	b.WriteString("- Timed from the first command's start to the last one's exit; requests are all those the commands caused, discoveries their " +
-		"`GET /apis`. Every namespace is checked gone after each run. Contenders interleaved, each run starts with the other one, a 1 s pause before each.\n\n")
-	b.WriteString("| contender | runs | median s | spread s | requests | discoveries (`GET /apis`) |\n|---|---|---|---|---|---|\n")
-	for _, c := range cs {
-		m, lo, hi := stats(secs(c.samples))
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f–%.2f | %.0f | %.0f |\n", c.name, len(c.samples), m, lo, hi,
-			medianOf(field(c.samples, func(s sample) float64 { return s.Requests })), medianOf(field(c.samples, discoveries)))
-	}
-	b.WriteString("\nRaw, per run:\n\n")
-	for _, c := range cs {
-		fmt.Fprintf(&b, "- %s: seconds %s; requests %s; discoveries %s\n", c.name, list(secs(c.samples), "%.2f"),
-			list(field(c.samples, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(c.samples, discoveries), "%.0f"))
-	}
-	for _, c := range cs {
-		fmt.Fprintf(&b, "\nRequests of %s (first run): %s\n", c.name, collapse(c.samples[0].ByVerb))
-	}
-	one, sep := cs[0], cs[1]
-	tOne, tSep := medianOf(secs(one.samples)), medianOf(secs(sep.samples))
-	r.verdict("%s purge of %d namespaces an uninstalled operator left stuck, one run vs separate runs: %s (%.2f s vs %.2f s), "+
-		"discoveries %.0f vs %.0f, requests %.0f vs %.0f.", infoMark, n, fasterOrSlower(tOne, tSep), tOne, tSep,
-		medianOf(field(one.samples, discoveries)), medianOf(field(sep.samples, discoveries)),
-		medianOf(field(one.samples, func(s sample) float64 { return s.Requests })), medianOf(field(sep.samples, func(s sample) float64 { return s.Requests })))
-	if tOne > tSep {
-		r.why("Why: not known from these numbers; run purge with -v=4 and look for \"client-side throttling\" (one process shares one " +
-			"token bucket across the batch when the server does not run API Priority and Fairness) or for a slow namespace holding a slot.")
-	}
-	r.add(b.String())
-}
-
-// fasterOrSlower says how a time compares with another: "1.40x faster"
-// when t is the shorter, "1.32x slower" otherwise.
-func fasterOrSlower(t, other float64) string {
-	if t <= other {
-		return fmt.Sprintf("%.2fx faster", other/t)
-	}
-	return fmt.Sprintf("%.2fx slower", t/other)
-}
-
-// watchSection writes the watch phase: the watch's memory and its
-// requests per resync at each number of stuck namespaces, beside the API
-// server's own.
-func (r *report) watchSection(res *watchResult) {
-	var b strings.Builder
-	objects := res.Namespaces * res.ObjectsPer
-	last := res.Steps[len(res.Steps)-1]
-	fmt.Fprintf(&b, "## watch on %d namespaces and %d objects: memory and requests per resync\n\n", res.Namespaces, objects)
-	fmt.Fprintf(&b, "A fresh control plane with %d namespaced types (%s); %d namespaces holding %d ConfigMaps each (%d objects; built in %.1f s, %.0f objects/s). "+
-		"In each step, more of them get one more ConfigMap with finalizer `%s` (created with the rest) and are deleted with the namespace controller on, "+
-		"which deletes the other ConfigMaps, sets `NamespaceFinalizersRemaining` and is stopped again: stuck on a finalizer nobody serves, "+
-		"as after an operator's uninstall. Then `%s` (the plugin binary, run directly) runs through every step: the bench polls its "+
-		"`/metrics` until `nsdoctor_namespace_blocker` has a series for every stuck namespace (their ConfigMaps wait out the default --grace, 30 s), "+
-		"waits for the end of a round of diagnoses (`nsdoctor_diagnosis_duration_seconds_count` still for %v), and counts kube-apiserver's "+
-		"`apiserver_request_total` over exactly %d resyncs (%v) from there, so the window holds whole rounds. The namespace controller is "+
-		"stopped while measured: only the watch talks, besides the API server's own background, measured over %v before the watch started "+
-		"(\"API server alone\"). Peak RSS is the watch's `VmHWM` from `/proc/PID/status`, read at the end of each window; the watch then gets SIGTERM and exited %d.\n\n",
-		res.Types, typesWords(res.Types), res.Namespaces, res.ObjectsPer, objects, res.BuildSeconds, float64(objects)/res.BuildSeconds,
-		watchFinalizer, strings.Join(append([]string{"kubectl-ns_doctor"}, res.Argv[1:]...), " "), quietAfterRound,
-		last.Resyncs, time.Duration(last.Resyncs)*res.Resync, time.Duration(res.IdleResyncs)*res.Resync, res.ExitCode)
-	idle := perResync(res.Idle, res.IdleResyncs)
-	stepsHeader(&b, "| | API server alone, per resync's time |", res.Steps, " %d stuck, per resync |")
-	row := func(name, alone string, f func(st watchStep) string) {
-		fmt.Fprintf(&b, "| %s | %s |", name, alone)
-		for _, st := range res.Steps {
-			fmt.Fprintf(&b, " %s |", f(st))
-		}
-		b.WriteString("\n")
-	}
-	row("requests, all", fmt.Sprintf("%.1f", apiTotal(idle)), func(st watchStep) string {
-		return fmt.Sprintf("%.1f", st.Requests.Requests/float64(st.Resyncs))
-	})
-	// The watch's own: what each request type counts beyond the API
-	// server alone (the latter's sporadic requests, such as its internal
-	// watches ending, are not taken off the watch's other requests).
-	net := func(st watchStep) float64 { return beyond(perResync(st.Requests, st.Resyncs), idle) }
-	row("requests, the watch's (each type's count beyond the API server alone's)", "–", func(st watchStep) string {
-		return fmt.Sprintf("%.1f", net(st))
-	})
-	row("of which per stuck namespace", "–", func(st watchStep) string {
-		return fmt.Sprintf("%.1f", net(st)/float64(st.Stuck))
-	})
-	row("diagnoses (the watch's count)", "–", func(st watchStep) string { return fmt.Sprintf("%.1f", st.Diagnoses/float64(st.Resyncs)) })
-	row("seconds per diagnosis (the watch's histogram)", "–", func(st watchStep) string { return fmt.Sprintf("%.3f", st.DiagSeconds) })
-	row("the watch's CPU s (user + system)", "–", func(st watchStep) string { return fmt.Sprintf("%.2f", st.CPU/float64(st.Resyncs)) })
-	row("etcd and kube-apiserver CPU s", "–", func(st watchStep) string { return fmt.Sprintf("%.2f", st.ServerCPU/float64(st.Resyncs)) })
-	row("the watch's VmHWM / VmRSS MiB at the window's end", "–", func(st watchStep) string {
-		return fmt.Sprintf("%.1f / %.1f", float64(st.HWM)/1024, float64(st.RSS)/1024)
-	})
-	row("s until a blocker series for each stuck namespace", "–", func(st watchStep) string { return fmt.Sprintf("%.1f", st.ReadySeconds) })
-	fmt.Fprintf(&b, "\nThe first step's wait counts from the watch's start; the next ones from their deletions. Diagnosis errors at the end: %.0f.\n", last.Errors)
-
-	b.WriteString("\nRequests per resync by verb and resource (kube-apiserver's counter over the window, divided by its resyncs; " +
-		"a LIST of many types with the same count is one row):\n\n")
-	stepsHeader(&b, "| verb resource | API server alone |", res.Steps, " %d stuck |")
-	cols := []map[string]float64{idle}
-	for _, st := range res.Steps {
-		cols = append(cols, perResync(st.Requests, st.Resyncs))
-	}
-	for _, row := range verbRows(cols) {
-		fmt.Fprintf(&b, "| %s |", row.name)
-		for _, v := range row.values {
-			fmt.Fprintf(&b, " %s |", trimFloat(v))
-		}
-		b.WriteString("\n")
-	}
-
-	// The verdicts: memory, and requests that follow the stuck
-	// namespaces, not the cluster.
-	hwm := float64(res.HWM) / 1024
-	r.verdict("%s the watch's peak RSS under 100 MiB (%d namespaces, %d objects, up to %d stuck, %d types): %.1f MiB (VmHWM at the end).",
-		mark(hwm < 100), res.Namespaces, objects, last.Stuck, res.Types, hwm)
-	perObject, perCluster := 0.0, ""
-	for _, st := range res.Steps {
-		per := perResync(st.Requests, st.Resyncs)
-		perObject += per["GET configmaps"] + per["GET secrets"]
-		for k, v := range per {
-			if v >= float64(res.Namespaces)/2 && perCluster == "" {
-				perCluster = fmt.Sprintf("%s ×%.0f per resync with %d stuck", k, v, st.Stuck)
-			}
-		}
-	}
-	first := res.Steps[0]
-	words := fmt.Sprintf("%.0f with %d stuck", net(first), first.Stuck)
-	grows := true
-	if len(res.Steps) > 1 {
-		slope := (net(last) - net(first)) / float64(last.Stuck-first.Stuck)
-		fixed := net(first) - slope*float64(first.Stuck)
-		words = fmt.Sprintf("%.0f with %d stuck, %.0f with %d, that is about %.0f + %.1f per stuck namespace", net(first), first.Stuck, net(last), last.Stuck, fixed, slope)
-		grows = slope > 0
-	}
-	ok := grows && perObject == 0 && perCluster == ""
-	var cmLists []string
-	for _, st := range res.Steps {
-		cmLists = append(cmLists, fmt.Sprintf("%.0f with %d stuck", perResync(st.Requests, st.Resyncs)["LIST configmaps"], st.Stuck))
-	}
-	r.verdict("%s the watch's requests per resync grow with the stuck namespaces, not the cluster (%d namespaces, %d objects): %s (beyond the API server's own %.1f); "+
-		"LIST configmaps per resync %s; GETs of single ConfigMaps or Secrets per resync: %.0f; no request type near one per namespace of the cluster%s.",
-		mark(ok), res.Namespaces, objects, words, apiTotal(idle), strings.Join(cmLists, ", "), perObject, orNone(perCluster))
-	if !ok {
-		r.why("See the by-verb table of the watch section for the request type that breaks it.")
-	}
-	r.add(b.String())
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (but: " + s + ")"
-}
-
-func typesWords(types int) string {
-	if types > 60 {
-		return "the built-in ones and generated CRDs"
-	}
-	return "the built-in ones, no CRDs"
-}
-
-// beyond sums what each request type of m counts over base's count.
-func beyond(m, base map[string]float64) float64 {
-	t := 0.0
-	for k, v := range m {
-		t += max(v-base[k], 0)
-	}
-	return t
-}
-
-// perResync divides a window's counts by its resyncs.
-func perResync(s sample, resyncs int) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range s.ByVerb {
-		out[k] = v / float64(resyncs)
-	}
-	return out
-}
-
-func apiTotal(m map[string]float64) float64 {
-	t := 0.0
-	for _, v := range m {
-		t += v
-	}
-	return t
-}
-
-// trimFloat prints a count per resync: whole numbers bare, others to one
-// decimal, nothing as "–".
-func trimFloat(v float64) string {
-	switch {
-	case v == 0:
-		return "–"
-	case v == math.Trunc(v):
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.1f", v)
-}
-
 type verbRow struct {
-	name   string
-	values []float64
+	Name   string
+	Values floats
 }
 
 // verbRows lays out columns of "VERB resource" counts as rows, biggest
 // first; resources of one verb with the same counts in every column are
 // one row when there are more than 4 of them ("LIST, each of 30
 // resources (a, b, ...)").
-func verbRows(cols []map[string]float64) []verbRow {
-	keys := map[string]bool{}
+func verbRows(cols ...map[string]float64) (rows []verbRow) {
+	values := func(k string) (vs floats) {
+		for _, c := range cols {
+			vs = append(vs, c[k])
+		}
+		return vs
+	}
+	groups := map[string][]string{} // verb and values -> resources
 	for _, c := range cols {
 		for k := range c {
-			keys[k] = true
-		}
-	}
-	type group struct {
-		verb   string
-		values []float64
-		names  []string
-	}
-	groups := map[string]*group{}
-	for k := range keys {
-		verb, res, _ := strings.Cut(k, " ")
-		vals := make([]float64, len(cols))
-		for i, c := range cols {
-			vals[i] = c[k]
-		}
-		id := verb + fmt.Sprint(vals)
-		if groups[id] == nil {
-			groups[id] = &group{verb: verb, values: vals}
-		}
-		groups[id].names = append(groups[id].names, res)
-	}
-	var rows []verbRow
-	for _, g := range groups {
-		sort.Strings(g.names)
-		if len(g.names) <= 4 {
-			for _, n := range g.names {
-				rows = append(rows, verbRow{name: g.verb + " " + n, values: g.values})
+			verb, res, _ := strings.Cut(k, " ")
+			if id := verb + " " + fmt.Sprint(values(k)); !slices.Contains(groups[id], res) {
+				groups[id] = append(groups[id], res)
 			}
-			continue
 		}
-		shown := g.names[:4]
-		rows = append(rows, verbRow{name: fmt.Sprintf("%s, each of %d resources (%s, …)", g.verb, len(g.names), strings.Join(shown, ", ")), values: g.values})
 	}
-	sum := func(xs []float64) float64 {
-		t := 0.0
-		for _, x := range xs {
-			t += x
+	for id, names := range groups {
+		verb, _, _ := strings.Cut(id, " ")
+		slices.Sort(names)
+		if vs := values(verb + " " + names[0]); len(names) > 4 {
+			rows = append(rows, verbRow{fmt.Sprintf("%s, each of %d resources (%s, …)", verb, len(names), strings.Join(names[:4], ", ")), vs})
+		} else {
+			for _, n := range names {
+				rows = append(rows, verbRow{verb + " " + n, vs})
+			}
 		}
-		return t
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		if a, b := sum(rows[i].values), sum(rows[j].values); a != b {
-			return a > b
-		}
-		return rows[i].name < rows[j].name
+	slices.SortFunc(rows, func(a, b verbRow) int {
+		return cmp.Or(cmp.Compare(b.Values.Sum(), a.Values.Sum()), strings.Compare(a.Name, b.Name))
 	})
 	return rows
 }
 
-// purge1000Section writes the purge-1000 phase: explain with no name,
-// purge -l (and the -purge-compare build's) and the per-namespace loop
-// over a thousand namespaces an uninstalled operator left stuck.
-func (r *report) purge1000Section(res *p1kResult, compare bool) {
-	var b strings.Builder
-	n := res.N
-	fmt.Fprintf(&b, "## %d namespaces an uninstalled operator left stuck: explain, purge -l and the per-namespace loop\n\n", n)
-	fmt.Fprintf(&b, "A fresh control plane with %d namespaced types, the namespace controller stopped. For each contender of each run, %d new namespaces "+
-		"labelled `%s`, each holding %d ConfigMaps with finalizer `%s` (its operator is uninstalled) and one plain ConfigMap, then deleted: "+
-		"Terminating with all four (built in %s s, %d workers). After a %v pause, `explain` with no name is measured on every fixture; "+
-		"then, after 1 s, one contender empties it, and every namespace is checked gone. The plugin binary is run directly (not through kubectl), "+
-		"as a script would: times are the whole process's, requests kube-apiserver's own count, max RSS the process's `ru_maxrss`.\n\n",
-		res.Types, n, p1kSelector, p1kHeld, p1kFinalizer, list(res.pops, "%.1f"), createWorkers, p1kSettle)
-	for _, who := range []string{"explain", "purge", "compare", "loop"} {
-		if argv := res.argv[who]; len(argv) > 0 {
-			fmt.Fprintf(&b, "- %s: `%s`\n", map[string]string{"explain": "explain", "purge": "purge -l", "compare": "purge -l, the -purge-compare build", "loop": "the loop, per namespace"}[who],
-				strings.Join(append([]string{"kubectl-ns_doctor"}, argv[1:]...), " "))
-		}
+// trim prints a count as g does, nothing as "–".
+func trim(v float64) string {
+	if v == 0 {
+		return "–"
 	}
-	var loopWords string
-	if len(res.loops) > 0 {
-		l := res.loops[0]
-		if l.Extrapolated() {
-			loopWords = fmt.Sprintf("the loop ran over the first %d namespaces of its fixture, one command after another, and its time is scaled up to all %d "+
-				"(×%.0f; the rest were then purged with one unmeasured purge -l): running all would take over -purge1000-loop-max (%v).", l.Ran, l.Of, float64(l.Of)/float64(l.Ran), r.o.p1kLoopMax)
-		} else {
-			loopWords = fmt.Sprintf("the loop ran over all %d namespaces, one command after another (its sample of %d said it takes under -purge1000-loop-max, %v): measured, not scaled.", l.Of, r.o.p1kLoopSample, r.o.p1kLoopMax)
-		}
-		fmt.Fprintf(&b, "- In the table, %s\n", loopWords)
-	}
-	b.WriteString("\n| contender | runs | median s | spread s | requests | max RSS MiB | CPU s | etcd + kube-apiserver CPU s |\n|---|---|---|---|---|---|---|---|\n")
-	one := func(name string, ss []sample) {
-		if len(ss) == 0 {
-			return
-		}
-		m, lo, hi := stats(secs(ss))
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f–%.2f | %.0f | %.1f | %.2f | %.2f |\n", name, len(ss), m, lo, hi,
-			medianOf(field(ss, func(s sample) float64 { return s.Requests })),
-			slices.Max(field(ss, func(s sample) float64 { return float64(s.MaxRSS) }))/1024,
-			medianOf(field(ss, func(s sample) float64 { return s.CPU })), medianOf(field(ss, func(s sample) float64 { return s.ServerCPU })))
-	}
-	one(fmt.Sprintf("`explain` (no name, %d terminating)", n), res.explain)
-	one("`purge -l "+p1kSelector+"`", res.purge)
-	if compare {
-		one("`purge -l "+p1kSelector+"`, the -purge-compare build", res.compare)
-	}
-	var loopEst []float64
-	for _, l := range res.loops {
-		loopEst = append(loopEst, l.Estimate())
-	}
-	if len(res.loops) > 0 {
-		m, lo, hi := stats(loopEst)
-		l := res.loops[0]
-		what := "measured"
-		if l.Extrapolated() {
-			what = fmt.Sprintf("%d measured, scaled up", l.Ran)
-		}
-		fmt.Fprintf(&b, "| the per-namespace loop, %d commands (%s) | %d | %.2f | %.2f–%.2f | %.0f (%.1f per namespace) | – | – | – |\n",
-			n, what, len(res.loops), m, lo, hi, l.s.Requests*float64(l.Of)/float64(l.Ran), l.s.Requests/float64(l.Ran))
-	}
-	b.WriteString("\nMax RSS is the highest over the runs. Raw, per run:\n\n")
-	rawLine := func(name string, ss []sample) {
-		if len(ss) == 0 {
-			return
-		}
-		fmt.Fprintf(&b, "- %s: seconds %s; requests %s; max RSS KiB %s\n", name, list(secs(ss), "%.2f"),
-			list(field(ss, func(s sample) float64 { return s.Requests }), "%.0f"), list(field(ss, func(s sample) float64 { return float64(s.MaxRSS) }), "%.0f"))
-	}
-	rawLine("explain", res.explain)
-	rawLine("purge -l", res.purge)
-	rawLine("purge -l, the -purge-compare build", res.compare)
-	for i, l := range res.loops {
-		fmt.Fprintf(&b, "- the loop, run %d: %.2f s for %d namespaces (%.3f s each), %.0f requests\n", i+1, l.s.Seconds, l.Ran, l.s.Seconds/float64(l.Ran), l.s.Requests)
-	}
-	b.WriteString("\nRequests by verb and resource (first run of each; LISTs over many types summed):\n\n")
-	if len(res.explain) > 0 {
-		fmt.Fprintf(&b, "- explain: %s\n", collapseLists(res.explain[0].ByVerb))
-	}
-	if len(res.purge) > 0 {
-		fmt.Fprintf(&b, "- purge -l: %s\n", collapseLists(res.purge[0].ByVerb))
-	}
-	if len(res.compare) > 0 {
-		fmt.Fprintf(&b, "- purge -l, the -purge-compare build: %s\n", collapseLists(res.compare[0].ByVerb))
-	}
-	if len(res.loops) > 0 {
-		fmt.Fprintf(&b, "- the loop (its %d commands): %s\n", res.loops[0].Ran, collapseLists(res.loops[0].s.ByVerb))
-	}
-
-	maxRSS := func(ss []sample) float64 {
-		if len(ss) == 0 {
-			return 0
-		}
-		return slices.Max(field(ss, func(s sample) float64 { return float64(s.MaxRSS) })) / 1024
-	}
-	if len(res.purge) > 0 {
-		t := medianOf(secs(res.purge))
-		r.verdict("%s purge -l of %d namespaces an uninstalled operator left stuck under 60 s (%d types, %d cores): %.1f s (median of %d; %.0f requests).",
-			mark(t < 60), n, res.Types, runtime.NumCPU(), t, len(res.purge), medianOf(field(res.purge, func(s sample) float64 { return s.Requests })))
-		if t >= 60 {
-			own, server := medianOf(field(res.purge, func(s sample) float64 { return s.CPU })), medianOf(field(res.purge, func(s sample) float64 { return s.ServerCPU }))
-			r.why("Where the time goes (medians): purge's own CPU %.1f s and etcd's and kube-apiserver's %.1f s in %.1f s on %d cores, %.0f%% of the machine's CPU "+
-				"(below 100%%: something besides CPU bounds it, such as how many namespaces run at once and the waits between passes); "+
-				"%.1f requests per namespace, %.0f per second.", own, server, t, runtime.NumCPU(), 100*(own+server)/(t*float64(runtime.NumCPU())),
-				medianOf(field(res.purge, func(s sample) float64 { return s.Requests }))/float64(n), medianOf(field(res.purge, func(s sample) float64 { return s.Requests }))/t)
-		}
-	}
-	if len(res.explain) > 0 {
-		t := medianOf(secs(res.explain))
-		r.verdict("%s explain with no name over %d terminating namespaces under 5 s: %.2f s (median of %d; %.0f requests).",
-			mark(t < 5), n, t, len(res.explain), medianOf(field(res.explain, func(s sample) float64 { return s.Requests })))
-	}
-	if len(res.purge) > 0 && len(res.explain) > 0 {
-		e, p := maxRSS(res.explain), maxRSS(res.purge)
-		r.verdict("%s peak RSS under 200 MiB over %d namespaces: explain %.1f MiB, purge -l %.1f MiB (the highest of the runs).", mark(math.Max(e, p) < 200), n, e, p)
-	}
-	if len(res.purge) > 0 && len(loopEst) > 0 {
-		t, loop := medianOf(secs(res.purge)), medianOf(loopEst)
-		how := "measured"
-		if res.loops[0].Extrapolated() {
-			how = fmt.Sprintf("scaled up from %d", res.loops[0].Ran)
-		}
-		r.verdict("%s purge -l against the per-namespace loop over %d namespaces: %s (%.1f s vs %.1f s, the loop's %s).", infoMark, n, fasterOrSlower(t, loop), t, loop, how)
-	}
-	if len(res.compare) > 0 && len(res.purge) > 0 {
-		t, c := medianOf(secs(res.purge)), medianOf(secs(res.compare))
-		r.verdict("%s purge -l over %d namespaces, this tree against the -purge-compare build: %s (%.1f s vs %.1f s).", infoMark, n, fasterOrSlower(t, c), t, c)
-	}
-	r.add(b.String())
+	return g(v)
 }
 
-// stepsHeader writes a watch table's header: two first columns, then one
-// column per step, named by format with its stuck namespaces.
-func stepsHeader(b *strings.Builder, first string, steps []watchStep, format string) {
-	b.WriteString(first)
-	for _, st := range steps {
-		fmt.Fprintf(b, format, st.Stuck)
+// target is one goal of the bench: a value read on each section (and
+// part) of a phase, compared with a threshold. The Targets section's lines
+// and its summary all come from this list.
+type target struct {
+	phase, what, op string // op: "<=", "<", ">=", ">"; "": written down for comparison only (info)
+	limit           float64
+	unit            string
+	read            func(*Section) (v float64, detail string, ok bool) // not ok: the section lacks what it reads
+	why             string                                             // under a MISSED line: why, and what would fix it
+}
+
+// vs is the median of metric of the series a over b's, once both ran.
+func vs(a, b, metric string) func(*Section) (float64, string, bool) {
+	return func(s *Section) (float64, string, bool) {
+		x, y := s.Med(a, metric), s.Med(b, metric)
+		return ratio(x, y), fmt.Sprintf("%s s vs %s s", g(x), g(y)), len(s.S(a).Runs) > 0 && len(s.S(b).Runs) > 0
 	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(steps)) + "\n")
+}
+
+// peak is the highest max RSS of the series keys' runs (of their medians
+// if med), once one ran.
+func peak(med bool, keys ...string) func(*Section) (float64, string, bool) {
+	return func(s *Section) (v float64, detail string, ok bool) {
+		var each []string
+		for _, k := range keys {
+			x := s.S(k).Of("rss").Max()
+			if med {
+				x = s.Med(k, "rss")
+			}
+			v, ok, each = max(v, x), ok || len(s.S(k).Runs) > 0, append(each, fmt.Sprintf("%s %.1f MiB", s.S(k).Name, x))
+		}
+		return v, strings.Join(each, ", "), ok
+	}
+}
+
+// at reads only the section of one scope.
+func at(scope string, read func(*Section) (float64, string, bool)) func(*Section) (float64, string, bool) {
+	return func(s *Section) (float64, string, bool) {
+		v, detail, ok := read(s)
+		return v, detail, ok && s.Scope == scope
+	}
+}
+
+// g prints a number to three significant digits, bigger ones whole.
+func g(x float64) string {
+	if math.Abs(x) >= 100 {
+		return strconv.FormatFloat(math.Round(x), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+var targets = []target{
+	{"explain", "explain at least 20x faster than the shell recipe (the recipe's time over explain's)", ">=", 20, "x", at("medium", vs("recipe", "explain", "s")), ""},
+	{"explain", "explain within 1.5x of the floor, the plugin binary run directly like the floor", "<=", 1.5, "x", vs("plugin", "floor", "s"),
+		"beyond the floor's sweep explain lists the pods again with their spec, reads webhooks, CRDs and the namespace, evaluates the controller's deletion pass and encodes the JSON report, and on 2 cores it competes with kube-apiserver and etcd for CPU. Fix: fold the pod grace periods into the sweep and aggregate while paging."},
+	{"explain", "explain within 1.5x of the floor, through kubectl", "<=", 1.5, "x", vs("explain", "floor", "s"),
+		"the gap is kubectl's own start-up: it finds the plugin on PATH and execs it, and the gcloud kubectl is a dispatcher that first execs a versioned kubectl; `kubectl ns-doctor version` (no API call, in the table) measures that fixed cost, which does not grow with the namespace. The plugin binary run like the floor is the like-for-like line; only a kubectl without dispatcher removes it."},
+	{"explain", "explain's LISTs beyond the floor's one per type and page (cluster-wide lists, nothing per object)", "<=", 8, "", func(s *Section) (float64, string, bool) {
+		return s.Med("explain", "lists") - s.Med("floor", "lists"), extraLists(s.S("explain").First().ByVerb, s.S("floor").First().ByVerb), len(s.S("floor").Runs) > 0
+	}, ""},
+	// Besides LISTs, explain sends /version, a GET of the namespace,
+	// discovery's two and at most 6 holders' status reads; the API server's
+	// own (lease renewals, OpenAPI aggregation) add up to 2 meanwhile.
+	{"explain", "explain's other requests (/version, the namespace, discovery, 6 holders' status reads, 2 of the API server's own)", "<=", 4 + 6 + 2, "", func(s *Section) (float64, string, bool) {
+		return s.Med("explain", "requests") - s.Med("explain", "lists"), "", len(s.S("explain").Runs) > 0
+	}, ""},
+	{"explain", "explain's peak memory (median), the plugin binary or through kubectl, whichever is higher", "<=", 100, " MiB", at("large", peak(true, "plugin", "explain")),
+		"explain keeps, per type, every object that holds the namespace and a few examples, and counts the rest while paging; a namespace where most objects hold it keeps them all, and GOGC=100 lets the heap grow to about twice that."},
+	{"explain-link", "explain over the link within 1.3x of the floor through the same link, through kubectl", "<=", 1.3, "x", vs("link-explain", "link-floor", "s"), ""},
+	{"explain-link", "explain over the link within 1.3x of the floor through the same link, the plugin binary run directly", "<=", 1.3, "x", vs("link-plugin", "link-floor", "s"), ""},
+	{"explain-link", "the shell recipe over the link, its time over explain's through the same link", "", 0, "x", vs("link-recipe", "link-explain", "s"), ""},
+	{"purge", "purge --force at least 1.5x faster than the namespace controller (its time over purge's, from `kubectl delete namespace` to gone)", ">=", 1.5, "x", vs("controller", "purge", "delete"), ""},
+	{"purge", "purge --force within 1.3x of the parallel floor through the same path, command alone", "<=", 1.3, "x", func(s *Section) (float64, string, bool) {
+		v, detail, ok := vs("purge", "floor", "s")(s)
+		runs := paired(s.S("purge").Of("s"), s.S("floor").Of("s"))
+		return v, fmt.Sprintf("%s; run by run %s, median %.2fx", detail, runs.List(2), runs.Median()), ok
+	}, ""},
+	{"purge-memory", "purge --force's peak memory, the highest of the runs", "<=", 150, " MiB", peak(false, "purge"), ""},
+	{"many", "explain with no name shares one discovery: its discovery requests beyond one explain's", "<=", 0, "", func(s *Section) (float64, string, bool) {
+		d := func(key string) float64 {
+			v := s.S(key).First().ByVerb
+			return v["GET (non-resource)"] + v["GET /api"] + v["GET /apis"]
+		}
+		return d("all") - d("one"), fmt.Sprintf("%s vs %s", g(d("all")), g(d("one"))), len(s.S("one").Runs) > 0
+	}, ""},
+	{"purge-many", "purge of namespaces an uninstalled operator left stuck, the separate runs' time over one run's", "", 0, "x", vs("loop", "one", "s"), ""},
+	{"purge-1000", "purge -l of the namespaces an uninstalled operator left stuck", "<", 60, " s", func(s *Section) (float64, string, bool) {
+		return s.Med("one", "s"), fmt.Sprintf("median of %d", len(s.S("one").Runs)), len(s.S("one").Runs) > 0
+	}, ""},
+	{"purge-1000", "explain with no name over the terminating namespaces", "<", 5, " s", func(s *Section) (float64, string, bool) {
+		return s.Med("explain", "s"), fmt.Sprintf("median of %d", len(s.S("explain").Runs)), len(s.S("explain").Runs) > 0
+	}, ""},
+	{"purge-1000", "peak RSS of explain with no name and purge -l, the highest of the runs", "<", 200, " MiB", peak(false, "explain", "one"), ""},
+	{"purge-1000", "the per-namespace loop's time over purge -l's", "", 0, "x", vs("loop", "one", "s"), ""},
+	{"purge-1000", "purge -l, the -purge-compare build's time over this tree's", "", 0, "x", vs("compare", "one", "s"), ""},
+	{"watch", "the watch's peak RSS (VmHWM at the end)", "<", 100, " MiB", watchRead(func(s *Section) (float64, string) { return float64(s.Last().MaxRSS) / 1024, "" }), ""},
+	{"watch", "the watch's requests per resync grow with the stuck namespaces: its own requests per resync and stuck namespace", ">", 0, "", watchRead(func(s *Section) (float64, string) {
+		first, last := s.Steps[0], s.Last()
+		if last.Stuck == first.Stuck {
+			return s.Own(first) / float64(first.Stuck), ""
+		}
+		return (s.Own(last) - s.Own(first)) / float64(last.Stuck-first.Stuck), "between the first step and the last"
+	}), ""},
+	{"watch", "the watch's GETs of single ConfigMaps or Secrets per resync (nothing per object)", "<=", 0, "", watchRead(func(s *Section) (n float64, _ string) {
+		for _, st := range s.Steps {
+			n += st.ByVerb["GET configmaps"] + st.ByVerb["GET secrets"]
+		}
+		return n, ""
+	}), ""},
+	{"watch", "the watch's most requests of one type per resync, over the cluster's namespaces (nothing near one per namespace)", "<", 0.5, "", watchRead(func(s *Section) (most float64, detail string) {
+		for _, st := range s.Steps {
+			for k, v := range st.ByVerb {
+				if v/float64(s.Namespaces) > most {
+					most, detail = v/float64(s.Namespaces), fmt.Sprintf("%s ×%s with %d stuck", k, g(v), st.Stuck)
+				}
+			}
+		}
+		return most, detail
+	}), ""},
+}
+
+// watchRead reads a watch section that measured at least one step.
+func watchRead(read func(*Section) (float64, string)) func(*Section) (float64, string, bool) {
+	return func(s *Section) (float64, string, bool) {
+		if len(s.Steps) == 0 || s.Idle == nil {
+			return 0, "", false
+		}
+		v, detail := read(s)
+		return v, detail, true
+	}
+}
+
+// verdict is one line of the Targets section.
+type verdict struct{ Mark, Text, Why string }
+
+func (t target) met(v float64) bool {
+	switch t.op {
+	case "<=":
+		return v <= t.limit
+	case "<":
+		return v < t.limit
+	case ">=":
+		return v >= t.limit
+	}
+	return v > t.limit
+}
+
+func verdicts(r *Result) (out []verdict) {
+	for _, t := range targets {
+		for _, sec := range r.Sections {
+			for _, s := range append([]*Section{sec}, sec.Parts...) {
+				v, detail, ok := t.read(s)
+				if s.Phase != t.phase || !ok {
+					continue
+				}
+				line := verdict{"**info**", fmt.Sprintf("%s (%s): %s%s", t.what, s.Scope, g(v), t.unit), ""}
+				if t.op != "" {
+					line.Mark, line.Text = "**met**", line.Text+fmt.Sprintf(", target %s %s%s", t.op, g(t.limit), t.unit)
+					if !t.met(v) {
+						line.Mark, line.Why = "**MISSED**", t.why
+					}
+				}
+				if detail != "" {
+					line.Text += "; " + detail
+				}
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+func summary(vs []verdict) string {
+	n := map[string]int{}
+	for _, v := range vs {
+		n[v.Mark]++
+	}
+	return fmt.Sprintf("Targets met: %d; MISSED: %d; numbers for comparison only (info): %d.", n["**met**"], n["**MISSED**"], n["**info**"])
 }

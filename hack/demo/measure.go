@@ -31,7 +31,7 @@ func measure(ctx context.Context, cp *controlplane.ControlPlane, env []string) e
 	}
 	fmt.Printf("%-32s %10s %10s\n", "command", "seconds", "requests")
 	for _, r := range runs {
-		before, err := requestTotal(ctx, client)
+		before, err := apimetrics.RequestCounts(ctx, client)
 		if err != nil {
 			return err
 		}
@@ -42,17 +42,11 @@ func measure(ctx context.Context, cp *controlplane.ControlPlane, env []string) e
 			return fmt.Errorf("%s: %v\n%s", r.name, err, out)
 		}
 		elapsed := time.Since(start)
-		after, err := requestTotal(ctx, client)
+		after, err := apimetrics.RequestCounts(ctx, client)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-32s %10.2f %10.0f\n", r.name, elapsed.Seconds(), after-before)
+		fmt.Printf("%-32s %10.2f %10.0f\n", r.name, elapsed.Seconds(), apimetrics.Total(apimetrics.Delta(before, after)))
 	}
 	return nil
-}
-
-func requestTotal(ctx context.Context, client kubernetes.Interface) (float64, error) {
-	counts, err := apimetrics.RequestCounts(ctx, client)
-	// Our own reads of /metrics are not the measured command's.
-	return apimetrics.Total(counts) - counts["GET /metrics"], err
 }

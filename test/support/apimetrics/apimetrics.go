@@ -53,6 +53,21 @@ func RequestCounts(ctx context.Context, client kubernetes.Interface) (map[string
 	return out, sc.Err()
 }
 
+// Delta is what was counted between two reads of RequestCounts, less
+// the "before" read of /metrics itself, which "after" counts.
+func Delta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if k == "GET /metrics" {
+			v--
+		}
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
 // Total sums counts.
 func Total(counts map[string]float64) float64 {
 	t := 0.0

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ type process struct {
 	args    []string
 	logPath string
 	cmd     *exec.Cmd
+	cancel  context.CancelFunc // stops it: SIGTERM, then SIGKILL after 10 s
 	done    chan struct{}
 	waitErr error
 }
@@ -28,14 +30,19 @@ func (p *process) start() error {
 	if err != nil {
 		return fmt.Errorf("opening %s log: %w", p.name, err)
 	}
-	cmd := exec.Command(p.path, p.args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, p.path, p.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
+	// Asked politely, then killed: a wedged etcd must not hang a test run.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
+		cancel()
 		_ = logFile.Close()
 		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
-	p.cmd, p.done = cmd, make(chan struct{})
+	p.cmd, p.cancel, p.done = cmd, cancel, make(chan struct{})
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = logFile.Close()
@@ -56,16 +63,9 @@ func (p *process) running() bool {
 	}
 }
 
-// stop asks politely, then kills: a wedged etcd must not hang a test run.
 func (p *process) stop() {
-	if !p.running() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
+	if p.running() {
+		p.cancel()
 		<-p.done
 	}
 }

@@ -59,6 +59,7 @@ type Server struct {
 	Dir string
 
 	cmd    *exec.Cmd
+	cancel context.CancelFunc // stops it: SIGTERM, then SIGKILL after 10 s
 	done   chan struct{}
 	err    error
 	client *http.Client
@@ -110,7 +111,8 @@ func start(ctx context.Context, binary, dir, config string) (*Server, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(binary,
+	procCtx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(procCtx, binary,
 		"--config.file="+config,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr,
@@ -119,11 +121,14 @@ func start(ctx context.Context, binary, dir, config string) (*Server, error) {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
+		cancel()
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", binary, err)
 	}
-	s := &Server{URL: "http://" + addr, Dir: dir, cmd: cmd, done: make(chan struct{}), client: &http.Client{Timeout: 10 * time.Second}}
+	s := &Server{URL: "http://" + addr, Dir: dir, cmd: cmd, cancel: cancel, done: make(chan struct{}), client: &http.Client{Timeout: 10 * time.Second}}
 	go func() {
 		s.err = cmd.Wait()
 		_ = logFile.Close()
@@ -219,18 +224,8 @@ func (s *Server) Stop() {
 }
 
 func (s *Server) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	s.cancel()
+	<-s.done
 	s.client.CloseIdleConnections()
 }
 
