@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -83,5 +86,37 @@ func TestMCPServesOverStdio(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the server did not end with its client")
+	}
+}
+
+// Every flag of mcp is documented in docs/integrations.md and offered by
+// the shell completion.
+func TestEveryMCPFlagIsDocumentedAndCompleted(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "integrations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(true)
+	root := newRootCommand(flags, flagsFactory{flags}, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	cmd, _, err := root.Find([]string{"mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	completed := completion(t, "mcp", "--")
+	n := 0
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		n++
+		if !strings.Contains(string(doc), "`--"+f.Name) {
+			t.Errorf("--%s is not documented in docs/integrations.md", f.Name)
+		}
+		if !strings.Contains(completed, "--"+f.Name+"\t") && !strings.Contains(completed, "--"+f.Name+"\n") {
+			t.Errorf("completion of 'mcp --' does not offer --%s", f.Name)
+		}
+	})
+	if n < 8 {
+		t.Fatalf("only %d mcp flags seen", n)
+	}
+	if got := completion(t, "mcp", "--allow-purge="); !strings.Contains(got, "without-confirmation") {
+		t.Errorf("completion of --allow-purge's values: %q", got)
 	}
 }

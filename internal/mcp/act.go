@@ -16,7 +16,7 @@ import (
 
 // PurgeInput is purge_namespace's arguments.
 type PurgeInput struct {
-	PlanID string `json:"plan_id" jsonschema:"the planId plan_purge returned on this connection"`
+	PlanID string `json:"planId" jsonschema:"the planId plan_purge returned on this connection"`
 	Detail Detail `json:"detail,omitempty" jsonschema:"how much of the purge document to return, bounded for a context window: brief, normal (the default) or full; what is left out is counted in cut"`
 }
 
@@ -63,7 +63,7 @@ func (s *server) purgeNamespace(ctx context.Context, req *sdk.CallToolRequest, i
 		return nil, out, err
 	}
 	if in.PlanID == "" {
-		return nil, out, errors.New("plan_id is required: plan_purge returns one")
+		return nil, out, errors.New("planId is required: plan_purge returns one")
 	}
 	p, err := s.plans.claim(req.Session, in.PlanID)
 	if err != nil {

@@ -104,12 +104,18 @@ func bound[T any](build func() T, detail Detail) (T, Bounded) {
 
 // shrink divides limits for a result over its budget by ratio: lists hold
 // lists of texts, so each bound is divided by about the square root of
-// the ratio, at least by two.
+// the ratio, at least by two. The rows (a list's namespaces, a
+// namespace's resource types) go last: each item told in fewer words is
+// worth more than fewer items.
 func shrink(l printer.Limits, ratio float64) printer.Limits {
 	f := max(math.Sqrt(ratio), 2)
 	div := func(n, least int) int { return max(int(float64(n)/f), least) }
-	return printer.Limits{Rows: div(l.Rows, minLimits.Rows), Items: div(l.Items, minLimits.Items),
-		Evidence: div(l.Evidence, minLimits.Evidence), Text: div(l.Text, minLimits.Text)}
+	inner := printer.Limits{Rows: l.Rows, Items: div(l.Items, minLimits.Items), Evidence: div(l.Evidence, minLimits.Evidence), Text: div(l.Text, minLimits.Text)}
+	if inner != l {
+		return inner
+	}
+	inner.Rows = div(l.Rows, minLimits.Rows)
+	return inner
 }
 
 // minLimits are the least a result keeps of each list and string.

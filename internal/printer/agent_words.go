@@ -30,7 +30,7 @@ func AgentDiagnosis(r diagnose.Report, name string) string {
 	case r.Verdict.State == diagnose.StateActive && r.Verdict.IfDeleted:
 		fmt.Fprintf(&b, "Namespace %s is Active; deleted now, it would be held by %d blocker(s)%s.", name, len(blocking), kindList(blocking))
 	case r.Verdict.State == diagnose.StateActive:
-		fmt.Fprintf(&b, "Namespace %s is Active: it is not being deleted (if_deleted: true shows what would block its deletion).", name)
+		fmt.Fprintf(&b, "Namespace %s is Active: it is not being deleted (ifDeleted: true shows what would block its deletion).", name)
 	case r.Verdict.State == diagnose.StateTerminating && len(r.Progress) > 0:
 		fmt.Fprintf(&b, "Namespace %s is being deleted, slowly but not stuck: %d thing(s) still going within their time.", name, len(r.Progress))
 	case r.Verdict.State == diagnose.StateTerminating:
