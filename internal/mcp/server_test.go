@@ -287,3 +287,16 @@ func TestFleetListsEveryCluster(t *testing.T) {
 		t.Errorf("explain in context test: %s", text(res))
 	}
 }
+
+// A bug's panic in a tool is that call's error; the server serves on.
+func TestPanicIsAToolError(t *testing.T) {
+	cfg := testConfig(stuck(), PurgeOff)
+	cfg.Ordering = func(*kube.Clients) deletion.Ordering { panic("a bug") }
+	cs := session(t, cfg, nil, "")
+	for range 2 {
+		res := call(t, cs, ToolExplain, map[string]any{"namespace": "demo"}, nil)
+		if !res.IsError || !strings.Contains(text(res), "internal error in explain_namespace: a bug") {
+			t.Fatalf("%s", text(res))
+		}
+	}
+}

@@ -87,8 +87,21 @@ func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, patch func(*jsonschema.S
 	if t.OutputSchema, err = schemaFor[Out](nil); err != nil {
 		return err
 	}
-	sdk.AddTool(srv, t, h)
+	sdk.AddTool(srv, t, recovering(t.Name, h))
 	return nil
+}
+
+// recovering turns a bug's panic in a tool into that tool's error: the
+// server, and the agent's other calls, go on.
+func recovering[In, Out any](name string, h sdk.ToolHandlerFor[In, Out]) sdk.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *sdk.CallToolRequest, in In) (res *sdk.CallToolResult, out Out, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = nil, fmt.Errorf("internal error in %s: %v (please report it with what you asked)", name, printer.Clip(fmt.Sprint(r), 300))
+			}
+		}()
+		return h(ctx, req, in)
+	}
 }
 
 func (s *server) addTools(srv *sdk.Server) error {
