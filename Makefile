@@ -18,12 +18,14 @@ controlplane:
 
 # All tests, unit and against the real control plane, then a bounded fuzz
 # run of every parser of outside input. goreleaser is installed first (test/
-# distribution would do it too), and Prometheus (test/monitoring and
-# test/support/prometheus): a cold install takes minutes, which should not
-# count against the test timeout or compete with the other packages.
+# distribution would do it too), Prometheus (test/monitoring and
+# test/support/prometheus), krew, and the MCP Inspector from npm (test/mcp):
+# a cold install takes minutes, which should not count against the test
+# timeout or compete with the other packages.
 test: lint
 	@bin_dir=$$(bash hack/build-controlplane.sh) && bash hack/install-goreleaser.sh >/dev/null && \
 	bash hack/install-prometheus.sh >/dev/null && bash hack/install-krew.sh >/dev/null && \
+	bash hack/install-inspector.sh >/dev/null && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) test -count=1 -timeout 40m ./...
 	@$(MAKE) --no-print-directory fuzz
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -413,40 +412,11 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	return o.expectAnswer(ctx, want)
 }
 
-// confirmation is what the confirmation says, and the answer that goes on.
+// confirmation is what the confirmation says, and the answer that goes on
+// (printer.Confirmation: the words an agent's elicitation says too).
 func (o *PurgeOptions) confirmation(names []string) (string, string) {
-	var b strings.Builder
-	kubeContext, cluster := o.Purge.Context, o.Purge.Cluster
-	want := strconv.Itoa(len(names))
-	switch {
-	case o.Flags.Orphans:
-		if len(names) == 1 {
-			want = names[0]
-		}
-		fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on what former namespace(s) %s left in storage\n  context %q, cluster %q\n", strings.Join(names, ", "), kubeContext, cluster)
-	case len(names) == 1:
-		want = names[0]
-		fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on namespace %q\n  context %q, cluster %q\n", want, kubeContext, cluster)
-	default:
-		fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces: %s\n  context %q, cluster %q\n", len(names), strings.Join(names, ", "), kubeContext, cluster)
-	}
-	b.WriteString(o.consent())
-	if len(names) == 1 {
-		b.WriteString("Everything it deletes or changes is saved first. Type the namespace name to go on: ")
-	} else {
-		fmt.Fprintf(&b, "Everything it deletes or changes is saved first. Type the number of namespaces (%s) to go on: ", want)
-	}
-	return b.String(), want
-}
-
-// consent is what every confirmation says of the escalations asked for,
-// from their entries (purge.Escalations): a line each, and what it costs.
-func (o *PurgeOptions) consent() string {
-	var b strings.Builder
-	for _, line := range o.Purge.Escalations.Consent() {
-		fmt.Fprintf(&b, "  %s\n", printer.Escape(line))
-	}
-	return b.String()
+	return printer.Confirmation{Names: names, Orphans: o.Flags.Orphans, Context: o.Purge.Context, Cluster: o.Purge.Cluster,
+		Consent: o.Purge.Escalations.Consent()}.Prompt()
 }
 
 // expectAnswer reads the answer to a confirmation: only want goes on, and

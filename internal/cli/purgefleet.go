@@ -13,6 +13,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -121,7 +122,7 @@ func (o *PurgeOptions) confirmFleet(ctx context.Context, clusters []*clusterPurg
 			_, _ = fmt.Fprintf(o.ErrOut, "  context %q, cluster %q: %d: %s\n", c.Name, c.Cluster, len(c.names), strings.Join(c.names, ", "))
 		}
 	}
-	_, _ = fmt.Fprint(o.ErrOut, o.consent())
+	_, _ = fmt.Fprint(o.ErrOut, printer.ConsentLines(o.Purge.Escalations.Consent()))
 	_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%d) to go on: ", total)
 	return o.expectAnswer(ctx, strconv.Itoa(total))
 }

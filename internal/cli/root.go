@@ -82,6 +82,7 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 		newExplainCommand(f, flags, streams),
 		newPurgeCommand(f, flags, streams),
 		newWatchCommand(f, flags, streams),
+		newMCPCommand(f, flags, streams),
 		newVersionCommand(streams),
 		newCompletionCommand(streams),
 	)

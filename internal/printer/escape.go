@@ -81,6 +81,27 @@ func Cut(s string, n int) string {
 	return string(runes[:n-len(suffix)]) + suffix
 }
 
+// Clip is Cut(Escape(s), n) that escapes only what it keeps: a message of
+// a megabyte costs what its first n characters cost. What it says it cut
+// counts the rest of s as written (escaping would only lengthen it).
+func Clip(s string, n int) string {
+	i, k := 0, 0
+	for i < len(s) && k < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i, k = i+size, k+1
+	}
+	if i == len(s) {
+		return Cut(Escape(s), n)
+	}
+	head := []rune(Escape(s[:i]))
+	more := len(head) + utf8.RuneCountInString(s[i:]) - n
+	suffix := fmt.Sprintf("... (%d more characters)", more)
+	if n < len(suffix)+8 {
+		return string(head[:max(n-3, 0)]) + "..."
+	}
+	return string(head[:n-len(suffix)]) + suffix
+}
+
 // maxText bounds one cluster string in the human view: a 100 KB condition
 // message stays in -o json, not on the screen.
 const maxText = 800
@@ -96,6 +117,19 @@ const (
 	maxEvidence = 12  // evidence lines of one blocker
 	maxInCell   = 5   // finalizers named in one table cell
 )
+
+// Limits bound a report for its reader: how many rows and items of each
+// list, evidence lines of one blocker, and characters of one cluster
+// string. The human view's are HumanLimits; an agent's context window gets
+// the same, or a multiple (kubectl ns-doctor mcp's detail argument).
+type Limits struct {
+	Rows, Items, Evidence, Text int
+}
+
+// HumanLimits are the human view's bounds.
+func HumanLimits() Limits {
+	return Limits{Rows: maxRows, Items: maxItems, Evidence: maxEvidence, Text: maxText}
+}
 
 // limit keeps the first n of list, and says how many it left out.
 func limit[T any](list []T, n int) ([]T, int) {

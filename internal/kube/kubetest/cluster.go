@@ -340,11 +340,12 @@ func toPod(o *unstructured.Unstructured) (v1.Pod, error) {
 	return pod, err
 }
 
-// SetNamespaceFinalizers sets a stored namespace's metadata.finalizers.
+// SetNamespaceFinalizers sets a stored namespace's metadata.finalizers,
+// a new resourceVersion with them as the API server gives.
 func (c *Cluster) SetNamespaceFinalizers(name string, finalizers ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ns := c.namespaces[name]; ns != nil {
-		ns.Finalizers = finalizers
+		ns.Finalizers, ns.ResourceVersion = finalizers, c.nextRV()
 	}
 }

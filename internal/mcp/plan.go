@@ -1,0 +1,306 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/ns-doctor/ns-doctor/internal/printer"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+)
+
+// PlanInput is plan_purge's arguments.
+type PlanInput struct {
+	Namespace string `json:"namespace" jsonschema:"the terminating namespace to plan the purge of"`
+	DryRun    string `json:"dryRun,omitempty" jsonschema:"client (the default: the controller's pass played over what the namespace holds, nothing sent) or server (every request sent as a dry run: admission webhooks and RBAC answer, nothing is persisted)"`
+	// Escalations' schema is purge's registry (escalationsSchema).
+	Escalations map[string]any `json:"escalations,omitempty"`
+	Context     string         `json:"context,omitempty" jsonschema:"the kubeconfig context to plan in, when the server reads several (--contexts, --all-contexts); empty: the server's one cluster"`
+	Detail      Detail         `json:"detail,omitempty" jsonschema:"how much of the plan to return, bounded for a context window: brief, normal (the default) or full; what is left out is counted in cut"`
+}
+
+// Target is the namespace a plan is bound to, as it was read.
+type Target struct {
+	Context         string `json:"context,omitempty"`
+	Cluster         string `json:"cluster,omitempty"`
+	Namespace       string `json:"namespace"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// WouldChange counts what a plan would change (a client-side plan, the
+// same that purge_namespace plays again before acting); its fingerprint
+// covers each request, finalizer strip, pod, configuration and the
+// finalize call, so that any change to them makes the plan stale.
+type WouldChange struct {
+	Requests        int    `json:"requests" jsonschema:"requests of the controller's passes and of the escalations"`
+	Objects         int    `json:"objects" jsonschema:"objects those requests reach"`
+	FinalizerStrips int    `json:"finalizerStrips" jsonschema:"objects whose finalizers would be stripped"`
+	Finalizers      int    `json:"finalizers" jsonschema:"finalizers stripped in all"`
+	Pods            int    `json:"pods" jsonschema:"pods force-deleted"`
+	Configurations  int    `json:"configurations" jsonschema:"webhook configurations bypassed for the run"`
+	Finalize        bool   `json:"finalize" jsonschema:"whether the namespace would be finalized (gone)"`
+	Fingerprint     string `json:"fingerprint" jsonschema:"sha256 of all of the above, one line each"`
+}
+
+// PlanResult is plan_purge's structured result.
+type PlanResult struct {
+	PlanID      string      `json:"planId" jsonschema:"what purge_namespace acts on, on this connection only, once, until expiresAt"`
+	ExpiresAt   time.Time   `json:"expiresAt"`
+	Target      Target      `json:"target" jsonschema:"the namespace the plan is bound to: purge_namespace refuses if its uid or resourceVersion changed"`
+	WouldChange WouldChange `json:"wouldChange"`
+	// Purge says how to act on the plan with this server.
+	Purge string `json:"purge"`
+	// Command is the same purge for a person to run.
+	Command string                `json:"command" jsonschema:"the kubectl command that does the same purge, for a person to run (it asks for their confirmation on a terminal)"`
+	Plan    printer.PurgeDocument `json:"plan" jsonschema:"the purge plan: the document kubectl ns-doctor purge -o json prints; plan.escalations says what each escalation asked does, and what it leaks"`
+	Bounded
+}
+
+// planDoc is a plan document where bounding finds it (its cuts' paths).
+type planDoc struct {
+	Plan printer.PurgeDocument `json:"plan"`
+}
+
+func (s *server) addPlanTool(srv *sdk.Server) error {
+	t := &sdk.Tool{Name: ToolPlan, Annotations: readOnly("Plan a purge"), Description: planDescription()}
+	return addTool(srv, t, func(in *jsonschema.Schema) {
+		in.Properties["escalations"] = escalationsSchema()
+		in.Properties["dryRun"].Enum = []any{"client", "server"}
+	}, s.plan)
+}
+
+// planDescription is plan_purge's description: what it does, and each
+// escalation of purge's registry with what it leaks.
+func planDescription() string {
+	var b strings.Builder
+	b.WriteString("What kubectl ns-doctor purge would do to a terminating namespace, changing nothing: the namespace controller's own deletion pass played over what the namespace holds (or sent as server dry runs), with the escalations named. " +
+		"Returns the purge plan, what it would change (counts and a fingerprint) and a planId bound to the namespace's uid and resourceVersion and to that fingerprint: purge_namespace acts on it, on this connection, and refuses if anything moved (plan again). " +
+		"Escalations (each only when named in escalations):")
+	for _, e := range purge.Escalations() {
+		fmt.Fprintf(&b, "\n- %s: %s", e.Name(), escalationWords(e))
+	}
+	return b.String()
+}
+
+func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in PlanInput) (*sdk.CallToolResult, PlanResult, error) {
+	var out PlanResult
+	detail, err := parseDetail(string(in.Detail), DetailNormal)
+	if err != nil {
+		return nil, out, err
+	}
+	mode := purge.DryRunClient
+	switch in.DryRun {
+	case "", "client":
+	case "server":
+		mode = purge.DryRunServer
+	default:
+		return nil, out, fmt.Errorf("invalid dryRun %q: use client or server (purge_namespace acts)", printer.Cut(printer.Escape(in.DryRun), 100))
+	}
+	if err := checkPurgeName(in.Namespace); err != nil {
+		return nil, out, err
+	}
+	asked, err := askedOf(in.Escalations)
+	if err != nil {
+		return nil, out, err
+	}
+	r, err := s.reader(ctx, in.Context)
+	if err != nil {
+		return nil, out, err
+	}
+	target, would, report, err := s.planOnce(ctx, r, in.Namespace, asked, mode)
+	if err != nil {
+		return nil, out, err
+	}
+	p := s.plans.put(req.Session, &plan{cluster: r.Cluster, target: target, asked: asked, fingerprint: would.Fingerprint})
+	out = PlanResult{PlanID: p.id, ExpiresAt: p.expires.UTC(), Target: target, WouldChange: would, Purge: s.howToAct(),
+		Command: printer.PurgeCommandLine(in.Namespace, r.Context, asked.Actions(in.Namespace))}
+	var doc planDoc
+	doc, out.Bounded = bound(func() planDoc { return planDoc{Plan: printer.Purge(report)} }, detail)
+	out.Plan = doc.Plan
+	return result(printer.AgentPlan(report, in.Namespace), out), out, nil
+}
+
+// planOnce reads the namespace and plans: the report in mode, and what a
+// client-side plan would change (the same plan purge_namespace plays again
+// before acting: its fingerprint).
+func (s *server) planOnce(ctx context.Context, r reader, name string, asked purge.Asked, mode purge.DryRun) (Target, WouldChange, *purge.Report, error) {
+	ns, err := r.in.Namespace(ctx, name)
+	if err != nil {
+		return Target{}, WouldChange{}, nil, s.purgeError(name, err, r.Cluster)
+	}
+	target := targetOf(r.Cluster, ns)
+	report, err := s.run(ctx, r, name, asked, mode)
+	if err != nil {
+		return target, WouldChange{}, nil, s.purgeError(name, err, r.Cluster)
+	}
+	client := report
+	if mode != purge.DryRunClient {
+		if client, err = s.run(ctx, r, name, asked, purge.DryRunClient); err != nil {
+			return target, WouldChange{}, nil, s.purgeError(name, err, r.Cluster)
+		}
+	}
+	return target, wouldChange(client), report, nil
+}
+
+func targetOf(c Cluster, ns *v1.Namespace) Target {
+	return Target{Context: c.Context, Cluster: c.Cluster, Namespace: ns.Name, UID: string(ns.UID), ResourceVersion: ns.ResourceVersion}
+}
+
+// run runs purge on one namespace in mode.
+func (s *server) run(ctx context.Context, r reader, name string, asked purge.Asked, mode purge.DryRun) (*purge.Report, error) {
+	p := &purge.Purger{Clients: r.clients, Inspector: r.in, Opts: purge.Options{
+		DryRun: mode, Escalations: asked, Workers: s.cfg.Workers, OrderedDeletion: s.cfg.Ordering(r.clients),
+		Context: r.Context, Cluster: r.Cluster.Cluster,
+	}}
+	return p.Run(ctx, name)
+}
+
+// howToAct says how a plan is acted on, with this server.
+func (s *server) howToAct() string {
+	switch s.cfg.Purge {
+	case PurgeConfirmed:
+		return "purge_namespace with this planId acts, once the person confirms in the client (the same confirmation purge --force asks on a terminal); it refuses if the namespace or what the plan would change moved meanwhile"
+	case PurgeWithoutConfirmation:
+		return "purge_namespace with this planId acts without asking anyone (the server runs with --allow-purge=without-confirmation): ask the person first; it refuses if the namespace or what the plan would change moved meanwhile"
+	}
+	return "this server does not act (started without --allow-purge): give the person the command to run"
+}
+
+// checkPurgeName refuses what purge refuses by name: invalid names and the
+// system namespaces.
+func checkPurgeName(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if purge.IsSystemNamespace(name) {
+		return fmt.Errorf("refusing to purge the system namespace %q (only kubectl ns-doctor purge --allow-system-namespace does, by hand)", name)
+	}
+	return nil
+}
+
+// purgeError is the one line of a purge run's error.
+func (s *server) purgeError(name string, err error, c Cluster) error {
+	var usage *purge.UsageError
+	switch {
+	case errors.As(err, &usage):
+		return errors.New(printer.Cut(printer.Escape(usage.Error()), 1000))
+	case errors.Is(err, purge.ErrNotFound) || apierrors.IsNotFound(err):
+		return fmt.Errorf("namespace %q not found (it may already be deleted)", name)
+	case errors.Is(err, purge.ErrActive):
+		return fmt.Errorf("namespace %q is Active: purge finishes deletions; name the escalation delete-namespace to delete it first", name)
+	}
+	return s.fail(err, c)
+}
+
+// askedOf reads the escalations argument: each by its flag's name, a
+// switch with true, the others with their values; checked by purge's
+// registry (Asked.Check), so a bad one is one line.
+func askedOf(in map[string]any) (purge.Asked, error) {
+	asked := purge.Asked{}
+	names := make([]string, 0, len(in))
+	for name := range in {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e, ok := purge.LookupEscalation(name)
+		if !ok {
+			return nil, fmt.Errorf("%q is not an escalation of purge: use one of %s", printer.Cut(printer.Escape(name), 100), escalationNames())
+		}
+		if e.Switch() {
+			on, ok := in[name].(bool)
+			if !ok {
+				return nil, fmt.Errorf("escalation %s is a switch: give true to ask for it", e.Name())
+			}
+			if on {
+				asked[e.Flag] = nil
+			}
+			continue
+		}
+		values, ok := stringsOf(in[name])
+		if !ok || len(values) == 0 {
+			return nil, fmt.Errorf("escalation %s takes its values as a list of strings, e.g. [%q]", e.Name(), e.Example)
+		}
+		asked[e.Flag] = values
+	}
+	if err := asked.Check(); err != nil {
+		return nil, errors.New(printer.Cut(printer.Escape(err.Error()), 1000))
+	}
+	return asked, nil
+}
+
+func stringsOf(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		s, ok := x.(string)
+		if !ok || s == "" {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+func escalationNames() string {
+	var names []string
+	for _, e := range purge.Escalations() {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// wouldChange counts what a plan would change and fingerprints it: a line
+// per request, strip, pod, configuration and the finalize call, sorted
+// (requests of one pass go out at once, in any order).
+func wouldChange(r *purge.Report) WouldChange {
+	w := WouldChange{Finalize: r.Finalize.Would}
+	var lines []string
+	for _, st := range r.Steps {
+		w.Requests++
+		w.Objects += st.Objects
+		lines = append(lines, fmt.Sprintf("request pass=%d %s %q %q objects=%d", st.Pass, st.Verb, st.Resource, st.Name, st.Objects))
+	}
+	for _, st := range r.Strips {
+		w.FinalizerStrips++
+		w.Finalizers += len(st.Finalizers)
+		lines = append(lines, fmt.Sprintf("strip %q %q %q", st.Resource, st.Name, sorted(st.Finalizers)))
+	}
+	for _, p := range r.ForcedPods {
+		w.Pods++
+		lines = append(lines, fmt.Sprintf("pod %q node=%q", p.Name, p.Node))
+	}
+	for _, b := range r.Bypassed {
+		w.Configurations++
+		lines = append(lines, fmt.Sprintf("bypass %q %q %q", b.Kind, b.Name, sorted(b.Webhooks)))
+	}
+	for _, c := range r.Changes {
+		lines = append(lines, fmt.Sprintf("change %s %s %q %q objects=%d %q", c.Kind, c.Verb, c.Resource, c.Name, c.Objects, sorted(c.Finalizers)))
+	}
+	lines = append(lines, fmt.Sprintf("finalize would=%v remove=%q kept=%q", r.Finalize.Would, sorted(r.Finalize.Remove), sorted(r.Finalize.Kept)))
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	w.Fingerprint = "sha256:" + hex.EncodeToString(sum[:])
+	return w
+}
+
+func sorted(list []string) []string {
+	out := slices.Clone(list)
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,254 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/mcp"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+)
+
+// The tools, each with its input and output schema and its hints;
+// purge_namespace only with --allow-purge.
+func TestToolsAreListedWithSchemasAndHints(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		var args []string
+		if allow {
+			args = []string{"--allow-purge"}
+		}
+		cs, _ := serve(t, cp.Kubeconfig, nil, args...)
+		tools := map[string]*sdk.Tool{}
+		for tool, err := range cs.Tools(context.Background(), nil) {
+			plugintest.Must(t, err)
+			tools[tool.Name] = tool
+		}
+		for _, name := range []string{mcp.ToolListStuck, mcp.ToolExplain, mcp.ToolOrphans, mcp.ToolPlan} {
+			tool := tools[name]
+			if tool == nil {
+				t.Fatalf("--allow-purge=%v: no tool %s", allow, name)
+			}
+			in, _ := json.Marshal(tool.InputSchema)
+			out, _ := json.Marshal(tool.OutputSchema)
+			if !strings.Contains(string(in), `"type":"object"`) || !strings.Contains(string(out), `"type":"object"`) || !tool.Annotations.ReadOnlyHint {
+				t.Errorf("%s: input %s, output %.200s, annotations %+v", name, in, out, tool.Annotations)
+			}
+		}
+		if !strings.Contains(fmt.Sprint(tools[mcp.ToolExplain].OutputSchema), "blockers") {
+			t.Errorf("explain_namespace's output schema is not the diagnosis document's")
+		}
+		purgeTool, ok := tools[mcp.ToolPurge]
+		if ok != allow {
+			t.Fatalf("--allow-purge=%v: purge_namespace listed: %v", allow, ok)
+		}
+		if ok && (purgeTool.Annotations.ReadOnlyHint || purgeTool.Annotations.DestructiveHint == nil || !*purgeTool.Annotations.DestructiveHint) {
+			t.Errorf("purge_namespace's hints: %+v", purgeTool.Annotations)
+		}
+	}
+}
+
+// explain_namespace returns the blockers explain -o json prints, on a
+// finalizer nobody removes, then on an APIService whose service is gone
+// (which holds every terminating namespace of the cluster meanwhile).
+func TestExplainIsExplainJSON(t *testing.T) {
+	ctx := context.Background()
+	cs, _ := serve(t, cp.Kubeconfig, nil)
+	held := heldNamespace(t, "example.com/hold")
+	explainedAlike(t, cs, held, diagnose.BlockerFinalizers)
+
+	apiName := plugintest.UniqueName(t) + "-api"
+	group := fmt.Sprintf("m%d.example.com", time.Now().UnixNano()%100000)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, apiName))
+	svc, err := cluster.BrokenAPIService(ctx, group, "v1", "kube-system", "gone")
+	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), svc) })
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, apiName))
+	settled(t, apiName, v1.NamespaceDeletionDiscoveryFailure)
+	explainedAlike(t, cs, apiName, diagnose.BlockerAPIServiceUnavailable)
+
+	// Both in the list, each diagnosed (in full: the package's other
+	// tests leave stuck namespaces too).
+	var list mcp.DiagnosisListResult
+	call(t, cs, mcp.ToolListStuck, map[string]any{"detail": "full"}, &list)
+	found := 0
+	for _, item := range list.Items {
+		if item.Namespace.Name == apiName || item.Namespace.Name == held {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("list_stuck_namespaces lists %d of the 2: %d items, cut %+v", found, len(list.Items), list.Cut)
+	}
+}
+
+// explainedAlike compares explain_namespace's result on name with explain
+// -o json's, which must hold a blocker of kind.
+func explainedAlike(t *testing.T, cs *sdk.ClientSession, name string, kind diagnose.BlockerKind) {
+	t.Helper()
+	var got mcp.DiagnosisResult
+	res := call(t, cs, mcp.ToolExplain, map[string]any{"namespace": name, "grace": "0s"}, &got)
+	if res.IsError {
+		t.Fatalf("%s: %s", name, summary(res))
+	}
+	j := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--grace=0s", "-o", "json")
+	var want printer.DiagnosisDocument
+	plugintest.Must(t, json.Unmarshal([]byte(j.Stdout), &want))
+	kinds := ""
+	for _, b := range want.Blockers {
+		kinds += " " + string(b.Kind)
+	}
+	if !strings.Contains(kinds, string(kind)) {
+		t.Fatalf("%s: explain -o json's blockers:%s, want %s", name, kinds, kind)
+	}
+	if !reflect.DeepEqual(got.Blockers, want.Blockers) || !reflect.DeepEqual(got.Content, want.Content) || got.Verdict != want.Verdict {
+		t.Errorf("%s: explain_namespace differs from explain -o json:\n%+v\n%+v", name, got.Blockers, want.Blockers)
+	}
+	if s := summary(res); !strings.Contains(s, "stuck in Terminating") || !strings.Contains(s, string(kind)) {
+		t.Errorf("%s: summary %q", name, s)
+	}
+}
+
+// resourceVersions are the namespace's and its ConfigMaps'.
+func resourceVersions(t *testing.T, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	plugintest.Must(t, err)
+	cms, err := cluster.Kube.CoreV1().ConfigMaps(name).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	out := ns.ResourceVersion
+	for _, cm := range cms.Items {
+		out += " " + cm.Name + "=" + cm.ResourceVersion + fmt.Sprint(cm.Finalizers)
+	}
+	return out
+}
+
+// plan plans a purge that strips the namespace's example.com finalizers.
+func plan(t *testing.T, cs *sdk.ClientSession, name string) mcp.PlanResult {
+	t.Helper()
+	var p mcp.PlanResult
+	res := call(t, cs, mcp.ToolPlan, map[string]any{"namespace": name, "escalations": map[string]any{"remove-finalizers": []string{"example.com/*"}}}, &p)
+	if res.IsError || p.PlanID == "" || p.WouldChange.FinalizerStrips != 1 || !p.WouldChange.Finalize {
+		t.Fatalf("plan_purge: %s %+v", summary(res), p)
+	}
+	return p
+}
+
+// plan_purge, then purge_namespace, the person accepting through the
+// client: the namespace is gone, everything deleted or stripped saved.
+func TestPurgeWithThePersonsConsent(t *testing.T) {
+	name := heldNamespace(t, "example.com/hold")
+	backups := t.TempDir()
+	var asked []string
+	cs, _ := serve(t, cp.Kubeconfig, func(req *sdk.ElicitRequest) *sdk.ElicitResult {
+		asked = append(asked, req.Params.Message)
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"namespace": name}}
+	}, "--allow-purge", "--backup-dir", backups)
+	before := resourceVersions(t, name)
+	p := plan(t, cs, name)
+	if after := resourceVersions(t, name); after != before {
+		t.Fatalf("the plan changed the cluster: %s, then %s", before, after)
+	}
+	if !strings.Contains(p.Command, "kubectl ns-doctor purge "+name+" --force") || !strings.Contains(p.Command, "--remove-finalizers='example.com/*'") {
+		t.Errorf("command %q", p.Command)
+	}
+	var done mcp.PurgeResult
+	res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done)
+	if res.IsError {
+		t.Fatalf("purge_namespace: %s", summary(res))
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], fmt.Sprintf("FOR REAL on namespace %q", name)) || !strings.Contains(asked[0], "strip finalizers example.com/*") ||
+		!strings.Contains(asked[0], "Type the namespace name to go on") {
+		t.Errorf("the person was asked: %q", asked)
+	}
+	if done.Purge.Outcome != purge.OutcomeGone || !strings.HasPrefix(done.Purge.BackupDir, backups) || !strings.Contains(done.Consent, "the person confirmed") {
+		t.Fatalf("purge: %s %+v", summary(res), done)
+	}
+	if _, err := cluster.Kube.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
+	saved, err := backup.Saved(done.Purge.BackupDir)
+	plugintest.Must(t, err)
+	if !strings.Contains(strings.Join(saved, " "), "configmaps.core.json/held") {
+		t.Errorf("backup holds %v", saved)
+	}
+	if _, err := os.Stat(filepath.Join(done.Purge.BackupDir, "namespace.yaml")); err != nil {
+		t.Errorf("namespace not saved: %v", err)
+	}
+}
+
+// The person declines, or cancels: nothing changes.
+func TestDeclinedPurgeChangesNothing(t *testing.T) {
+	name := heldNamespace(t, "example.com/hold")
+	for _, action := range []string{"decline", "cancel"} {
+		cs, _ := serve(t, cp.Kubeconfig, func(*sdk.ElicitRequest) *sdk.ElicitResult { return &sdk.ElicitResult{Action: action} }, "--allow-purge")
+		p := plan(t, cs, name)
+		before := resourceVersions(t, name)
+		res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+		if !res.IsError || !strings.Contains(summary(res), "nothing was changed") {
+			t.Fatalf("%s: %s", action, summary(res))
+		}
+		if after := resourceVersions(t, name); after != before {
+			t.Fatalf("%s changed the cluster: %s, then %s", action, before, after)
+		}
+	}
+	// A client that cannot ask its person is refused.
+	cs, _ := serve(t, cp.Kubeconfig, nil, "--allow-purge")
+	p := plan(t, cs, name)
+	res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+	if !res.IsError || !strings.Contains(summary(res), "cannot ask the person") {
+		t.Fatalf("no elicitation: %s", summary(res))
+	}
+}
+
+// A plan whose would-change set moved after it was made (a finalizer
+// gone from the held object) is refused: plan again. So is a planId
+// from another connection.
+func TestStalePlanIsRefused(t *testing.T) {
+	name := heldNamespace(t, "example.com/hold", "example.com/other")
+	accepted := func(*sdk.ElicitRequest) *sdk.ElicitResult {
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"namespace": name}}
+	}
+	cs, _ := serve(t, cp.Kubeconfig, accepted, "--allow-purge")
+	p := plan(t, cs, name)
+	other, _ := serve(t, cp.Kubeconfig, accepted, "--allow-purge")
+	if res := call(t, other, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "unknown planId") {
+		t.Fatalf("a plan from another connection: %s", summary(res))
+	}
+	ctx := context.Background()
+	_, err := cluster.Kube.CoreV1().ConfigMaps(name).Patch(ctx, "held", types.JSONPatchType,
+		[]byte(`[{"op":"test","path":"/metadata/finalizers/1","value":"example.com/other"},{"op":"remove","path":"/metadata/finalizers/1"}]`), metav1.PatchOptions{})
+	plugintest.Must(t, err)
+	before := resourceVersions(t, name)
+	res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+	if !res.IsError || !strings.Contains(summary(res), "plan again") || !strings.Contains(summary(res), "nothing was changed") {
+		t.Fatalf("stale plan: %s", summary(res))
+	}
+	t.Logf("refused: %s", summary(res))
+	if after := resourceVersions(t, name); after != before {
+		t.Fatalf("a stale plan changed the cluster: %s, then %s", before, after)
+	}
+	// Planned again, it goes.
+	settled(t, name, v1.NamespaceFinalizersRemaining)
+	p = plan(t, cs, name)
+	var done mcp.PurgeResult
+	if res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done); res.IsError || done.Purge.Outcome != purge.OutcomeGone {
+		t.Fatalf("planned again: %s %+v", summary(res), done.Purge.Outcome)
+	}
+}
