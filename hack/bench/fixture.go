@@ -44,7 +44,8 @@ func sizeOf(name string) (size, error) {
 const createWorkers = 32
 
 // fixtures creates content fast: the scenarios' clients, with a client
-// rate limit high enough that the API server is the bottleneck.
+// rate limit high enough that the API server is the bottleneck; the
+// guard's warnings at each of its DELETEs are not printed.
 type fixtures struct {
 	*scenario.Cluster
 	disco discovery.DiscoveryInterface
@@ -59,7 +60,7 @@ type kind struct {
 
 func newFixtures(cfg *rest.Config) (*fixtures, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg.QPS, cfg.Burst, cfg.WarningHandler = 1000, 2000, rest.NoWarnings{}
 	cl, err := scenario.NewCluster(cfg)
 	if err != nil {
 		return nil, err

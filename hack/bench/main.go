@@ -40,6 +40,7 @@ var phases = []struct {
 }{
 	{"explain", "stuck", (*bench).explain},
 	{"explain-link", "stuck", (*bench).explainLink},
+	{"guard", "stuck", (*bench).guard},
 	{"purge", "purge", (*bench).purge},
 	{"purge-memory", "purge", (*bench).purgeMemory},
 	{"many", "purge", (*bench).many},

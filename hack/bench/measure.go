@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,12 @@ func (xs floats) Median() float64 {
 	}
 	s := slices.Sorted(slices.Values(xs))
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
+
+// Quantile is the q-quantile by nearest rank (p99 of 30: the highest).
+func (xs floats) Quantile(q float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	return append(s, 0)[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }
 
 func (xs floats) Max() float64 { return slices.Max(append(xs, 0)) }

@@ -41,6 +41,8 @@ type Section struct {
 	Parts                   []*Section    `json:",omitempty"` // purge's paths
 	Idle                    *WatchStep    `json:",omitempty"` // the watch's steps; Idle: the API server alone
 	Steps                   []WatchStep   `json:",omitempty"`
+	Webhook, Predictions    Histogram     `json:",omitzero"`  // the guard's answers as kube-apiserver timed them; its predictions
+	FailedOpen              float64       `json:",omitempty"` // the guard's and kube-apiserver's counts
 }
 
 func (s *Section) series(key, name string) *Series {
@@ -316,6 +318,14 @@ var targets = []target{
 	{"explain-link", "explain over the link within 1.3x of the floor through the same link, through kubectl", "<=", 1.3, "x", vs("link-explain", "link-floor", "s"), ""},
 	{"explain-link", "explain over the link within 1.3x of the floor through the same link, the plugin binary run directly", "<=", 1.3, "x", vs("link-plugin", "link-floor", "s"), ""},
 	{"explain-link", "the shell recipe over the link, its time over explain's through the same link", "", 0, "x", vs("link-recipe", "link-explain", "s"), ""},
+	{"guard", "the guard's p99 as kube-apiserver waited for it, below its budget (--guard-timeout)", "<", guardBudget.Seconds(), " s", func(s *Section) (float64, string, bool) {
+		return s.Webhook.Quantile(0.99), fmt.Sprintf("p50 %s s, of %s calls", g(s.Webhook.Quantile(0.5)), g(s.Webhook.Count)), s.Webhook.Count > 0
+	}, "the prediction is one explain --if-deleted: a discovery and a metadata list per type, which on 2 cores shared with kube-apiserver and etcd take longer as the namespace grows; a prediction past the budget fails open, so a slow guard never blocks a delete."},
+	{"guard", "the guard's answers that failed open (its own count and kube-apiserver's)", "<=", 0, "", func(s *Section) (float64, string, bool) { return s.FailedOpen, "", s.Webhook.Count > 0 }, ""},
+	// The same floor run to run on loopback differs by up to a quarter (the
+	// purge section's spread); the guard is never asked about content, so
+	// a real cost would be a request per object, far beyond.
+	{"guard", "the deletion of content with the guard registered within 1.2x of without (purge's floor, command alone)", "<=", 1.2, "x", vs("floor-guard", "floor", "s"), ""},
 	{"purge", "purge --force at least 1.5x faster than the namespace controller (its time over purge's, from `kubectl delete namespace` to gone)", ">=", 1.5, "x", vs("controller", "purge", "delete"), ""},
 	{"purge", "purge --force within 1.3x of the parallel floor through the same path, command alone", "<=", 1.3, "x", func(s *Section) (float64, string, bool) {
 		v, detail, ok := vs("purge", "floor", "s")(s)
@@ -396,8 +406,11 @@ func verdicts(r *Result) (out []verdict) {
 	for _, t := range targets {
 		for _, sec := range r.Sections {
 			for _, s := range append([]*Section{sec}, sec.Parts...) {
+				if s.Phase != t.phase {
+					continue
+				}
 				v, detail, ok := t.read(s)
-				if s.Phase != t.phase || !ok {
+				if !ok {
 					continue
 				}
 				line := verdict{"**info**", fmt.Sprintf("%s (%s): %s%s", t.what, s.Scope, g(v), t.unit), ""}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -96,7 +93,7 @@ func (b *bench) watch(ctx context.Context) (err error) {
 		return err
 	}
 	sec.Idle.Sample = sec.Idle.scaled(0.5)
-	w, err := b.startWatch(ctx)
+	w, err := b.startWatch(ctx, "--after=0s", "--resync="+watchResync.String())
 	if err != nil {
 		return err
 	}
@@ -124,10 +121,7 @@ func (b *bench) watch(ctx context.Context) (err error) {
 		sec.Steps = append(sec.Steps, step)
 		logf("[watch] %d stuck: %.0f requests per resync, %.0f diagnoses, VmHWM %d KiB", k, step.Requests, step.Diagnoses, step.MaxRSS)
 	}
-	if code := w.stop(); code != 0 {
-		return w.failed(fmt.Errorf("watch exited %d on SIGTERM (want 0)", code))
-	}
-	return nil
+	return w.end()
 }
 
 // strand deletes the namespaces and lets the real namespace controller work
@@ -202,14 +196,14 @@ type watchProc struct {
 	addr, log string // its /metrics, its stderr
 }
 
-func (b *bench) startWatch(ctx context.Context) (*watchProc, error) {
+func (b *bench) startWatch(ctx context.Context, args ...string) (*watchProc, error) {
 	w := &watchProc{addr: "127.0.0.1:0", log: filepath.Join(b.tmp, "watch.log")}
 	if ln, err := net.Listen("tcp", w.addr); err == nil { // a port nothing listens on right now
 		w.addr = ln.Addr().String()
 		_ = ln.Close()
 	}
 	ctx, w.cancel = context.WithCancel(ctx)
-	w.Cmd = exec.CommandContext(ctx, b.plugin, "watch", "--after=0s", "--resync="+watchResync.String(), "--metrics-addr="+w.addr)
+	w.Cmd = exec.CommandContext(ctx, b.plugin, append(append([]string{"watch"}, args...), "--metrics-addr="+w.addr)...)
 	// A clean stop is SIGTERM (exit 0); a watch still there 30 s later is killed.
 	w.Cancel = func() error { return w.Process.Signal(syscall.SIGTERM) }
 	w.WaitDelay, w.Env = 30*time.Second, b.meter.env
@@ -225,6 +219,14 @@ func (w *watchProc) stop() int {
 	w.cancel()
 	_, _ = w.Wait(), w.Stderr.(*os.File).Close()
 	return w.ProcessState.ExitCode()
+}
+
+// end stops it: it must exit 0.
+func (w *watchProc) end() error {
+	if code := w.stop(); code != 0 {
+		return w.failed(fmt.Errorf("%s exited %d on SIGTERM (want 0)", w.Args[1], code))
+	}
+	return nil
 }
 
 // poll reads the watch's metrics every so often until done says so.
@@ -247,34 +249,27 @@ func (w *watchProc) failed(err error) error {
 
 // watchMetrics is what the bench reads of the watch's /metrics.
 type watchMetrics struct {
-	diagnoses, diagSeconds, errors float64
-	blocked                        map[string]bool // namespaces with a nsdoctor_namespace_blocker series
+	diagnoses, diagSeconds, errors, answers, failedOpen float64 // answers, failedOpen: the guard's
+	predictions                                         Histogram
+	blocked                                             map[string]bool // namespaces with a nsdoctor_namespace_blocker series
 }
 
-func (w *watchProc) scrape(ctx context.Context) (watchMetrics, error) {
+func (w *watchProc) scrape(ctx context.Context) (m watchMetrics, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+w.addr+"/metrics", nil)
 	if err != nil {
-		return watchMetrics{}, err
+		return m, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return watchMetrics{}, fmt.Errorf("reading the watch's metrics: %w", err)
+		return m, fmt.Errorf("reading the watch's metrics: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	return parseWatchMetrics(resp.Body)
-}
-
-func parseWatchMetrics(r io.Reader) (watchMetrics, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
-	m := watchMetrics{blocked: map[string]bool{}}
-	if h := fams["nsdoctor_diagnosis_duration_seconds"].GetMetric(); len(h) > 0 {
-		m.diagnoses, m.diagSeconds = float64(h[0].GetHistogram().GetSampleCount()), h[0].GetHistogram().GetSampleSum()
-	}
-	if c := fams["nsdoctor_diagnosis_errors_total"].GetMetric(); len(c) > 0 {
-		m.errors = c[0].GetCounter().GetValue()
-	}
-	for _, g := range fams["nsdoctor_namespace_blocker"].GetMetric() {
+	fams, err := families(resp.Body)
+	diag := histogram(fams["nsdoctor_diagnosis_duration_seconds"])
+	m = watchMetrics{diagnoses: diag.Count, diagSeconds: diag.Sum, errors: sum(fams["nsdoctor_diagnosis_errors_total"]), blocked: map[string]bool{},
+		answers: sum(fams["nsdoctor_guard_admissions_total"]), failedOpen: sum(fams["nsdoctor_guard_admissions_total"], "outcome=failed_open"),
+		predictions: histogram(fams["nsdoctor_guard_prediction_duration_seconds"])}
+	for _, g := range series(fams["nsdoctor_namespace_blocker"]) {
 		for _, l := range g.GetLabel() {
 			if l.GetName() == "namespace" && g.GetGauge().GetValue() > 0 {
 				m.blocked[l.GetValue()] = true
