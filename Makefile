@@ -65,8 +65,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHumanPrinter$$' -fuzztime $(FUZZTIME) ./internal/printer
 	$(GO) test -run '^$$' -fuzz '^FuzzClassifyMessage$$' -fuzztime $(FUZZTIME) ./internal/apierror
 
-# Benchmarks on the local control plane (about 45 min on 2 cores, the 1,000-namespace
-# phases purge-1000 and watch included); writes docs/benchmarks.json and renders
+# Benchmarks on the local control plane (about 50 min on 2 cores, the 1,000-namespace
+# phases purge-1000 and watch and the guard's included); writes docs/benchmarks.json and renders
 # docs/benchmarks.md from it. BENCH_FLAGS='-sizes small,medium' skips the large fixture;
 # BENCH_FLAGS='-sizes small -scale 0.1 -runs 1' runs every phase once, small (~10 min).
 bench:

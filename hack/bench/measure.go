@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
 	"k8s.io/client-go/kubernetes"
 
@@ -23,7 +28,6 @@ import (
 type Sample struct {
 	Seconds                      float64 // the command's own wall time
 	FromDelete                   float64 `json:",omitempty"` // from the `kubectl delete namespace` before it to its exit (the controller's: to gone)
-	Build                        float64 `json:",omitempty"` // seconds to build the fixture it ran on, when it had one of its own
 	Requests, Lists, Discoveries float64 // all it caused, of which LIST, and GET /apis (one per discovery)
 	MaxRSS                       int64   `json:",omitempty"` // KiB, the child's ru_maxrss
 	CPU, ServerCPU               float64 `json:",omitempty"` // its user + system s, and etcd's and kube-apiserver's meanwhile
@@ -63,12 +67,7 @@ func (s *Series) Of(metric string) floats {
 	return out
 }
 
-func (s *Series) First() (x Sample) {
-	if len(s.Runs) > 0 {
-		x = s.Runs[0]
-	}
-	return x
-}
+func (s *Series) First() Sample { return append(s.Runs, Sample{})[0] }
 
 // metrics are the numbers of a sample, with the report's words and
 // precision (tables show medians).
@@ -79,7 +78,6 @@ var metrics = map[string]struct {
 }{
 	"s":           {"s", 3, func(x Sample) float64 { return x.Seconds }},
 	"delete":      {"s from the delete", 2, func(x Sample) float64 { return x.FromDelete }},
-	"build":       {"fixture built in s", 1, func(x Sample) float64 { return x.Build }},
 	"requests":    {"requests", 0, func(x Sample) float64 { return x.Requests }},
 	"lists":       {"LIST", 0, func(x Sample) float64 { return x.Lists }},
 	"discoveries": {"discoveries (`GET /apis`)", 0, func(x Sample) float64 { return x.Discoveries }},
@@ -100,14 +98,13 @@ func (xs floats) Median() float64 {
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
-func (xs floats) Max() float64 { return slices.Max(append(xs, 0)) }
-
-func (xs floats) Sum() (t float64) {
-	for _, x := range xs {
-		t += x
-	}
-	return t
+// Quantile is the q-quantile by nearest rank (p99 of 30: the highest).
+func (xs floats) Quantile(q float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	return append(s, 0)[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }
+
+func (xs floats) Max() float64 { return slices.Max(append(xs, 0)) }
 
 func (xs floats) List(prec int) string {
 	parts := make([]string, len(xs))
@@ -148,38 +145,27 @@ type contender struct {
 // previous run's work (GC after a 100k-object list) first.
 const settle = time.Second
 
-// race runs every contender once per run, pause before each.
+// race runs every contender once per run, in order's order, pause before
+// each; one with a fixture of its own builds it right before its pause.
 func race(ctx context.Context, name string, runs int, pause time.Duration, cs ...contender) error {
 	for r := range runs {
-		if err := round(ctx, name, r, pause, cs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// round is run r of the contenders, in order's order; one with a fixture
-// of its own builds it right before its pause.
-func round(ctx context.Context, name string, r int, pause time.Duration, cs []contender) error {
-	for _, i := range order(r, len(cs)) {
-		c, id, t0 := cs[i], fmt.Sprintf("%s-%d-%d", name, r, i), time.Now()
-		if c.max > 0 && r >= c.max {
-			continue
-		} else if c.fresh != nil {
-			if err := c.fresh(ctx, id); err != nil {
-				return fmt.Errorf("building %s: %w", id, err)
+		for _, i := range order(r, len(cs)) {
+			c, id := cs[i], fmt.Sprintf("%s-%d-%d", name, r, i)
+			if c.max > 0 && r >= c.max {
+				continue
+			} else if c.fresh != nil {
+				if err := c.fresh(ctx, id); err != nil {
+					return fmt.Errorf("building %s: %w", id, err)
+				}
 			}
+			time.Sleep(pause)
+			x, err := c.measure(ctx, id)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", id, c.Name, err)
+			}
+			c.add(x)
+			logf("[%s] %s: %.2fs (from the delete %.2fs), %.0f requests, %d KiB", id, c.Name, x.Seconds, x.FromDelete, x.Requests, x.MaxRSS)
 		}
-		build := since(t0)
-		time.Sleep(pause)
-		x, err := c.measure(ctx, id)
-		if err != nil {
-			return fmt.Errorf("%s, %s: %w", id, c.Name, err)
-		} else if c.fresh != nil {
-			x.Build = build
-		}
-		c.add(x)
-		logf("[%s] %s: %.2fs (from the delete %.2fs), %.0f requests, %d KiB", id, c.Name, x.Seconds, x.FromDelete, x.Requests, x.MaxRSS)
 	}
 	return nil
 }
@@ -202,10 +188,10 @@ func order(r, n int) []int {
 // meter reads kube-apiserver's own request counter, so every request a
 // command makes is counted whatever client it uses.
 type meter struct {
-	client  kubernetes.Interface
-	env     []string
-	tmp     string
-	servers func() []int // etcd's and kube-apiserver's PIDs
+	name, tmp string // the path's; where spawn writes
+	client    kubernetes.Interface
+	env       []string
+	servers   func() []int // etcd's and kube-apiserver's PIDs
 }
 
 // withPath is m with dir first on PATH, where kubectl finds its plugins
@@ -302,39 +288,102 @@ func spawn(out string, argv []string) {
 	os.Exit(cmd.ProcessState.ExitCode())
 }
 
-// exec runs argv with the meter's environment but measures nothing, so
-// nothing but the command lands in a timed window around it.
-func (m *meter) exec(ctx context.Context, argv ...string) error {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = m.env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(string(out)))
-	}
-	return nil
-}
-
 func (m *meter) serverCPU() (total float64) {
 	for _, pid := range m.servers() {
-		cpu, _, _ := procStat(pid)
+		cpu, _ := procStat(pid)
 		total += cpu
 	}
 	return total
 }
 
-// procStat is a process's user + system time so far (s), its VmHWM and
-// VmRSS (KiB); zeros once it is gone.
-func procStat(pid int) (cpu float64, hwm, rss int64) {
+// procStat is a process's user + system time so far (s) and its VmHWM
+// (KiB); zeros once it is gone.
+func procStat(pid int) (cpu float64, hwm int64) {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, 0, 0
+		return 0, 0
 	}
 	if st, err := p.Stat(); err == nil {
 		cpu = st.CPUTime()
 	}
 	if st, err := p.NewStatus(); err == nil {
-		hwm, rss = int64(st.VmHWM/1024), int64(st.VmRSS/1024)
+		hwm = int64(st.VmHWM / 1024)
 	}
-	return cpu, hwm, rss
+	return cpu, hwm
 }
 
 func tail(s string) string { return s[max(0, len(s)-2000):] }
+
+// fams are the metric families of a /metrics text, by name.
+type fams = map[string]*dto.MetricFamily
+
+func parse(r io.Reader) (fams, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+// series are those of f whose labels include each name=value of want.
+func series(f *dto.MetricFamily, want ...string) (out []*dto.Metric) {
+	for _, m := range f.GetMetric() {
+		var have []string
+		for _, l := range m.GetLabel() {
+			have = append(have, l.GetName()+"="+l.GetValue())
+		}
+		if !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(have, w) }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// sum adds up the counters and gauges of f's series with want's labels.
+func sum(f *dto.MetricFamily, want ...string) (t float64) {
+	for _, m := range series(f, want...) {
+		t += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return t
+}
+
+// Histogram is what series of a Prometheus histogram counted: the
+// cumulative count at each finite upper bound, in all, and the values' sum.
+type Histogram struct {
+	Bounds, Counts []float64
+	Count, Sum     float64
+}
+
+func histogram(f *dto.MetricFamily, want ...string) (h Histogram) {
+	for _, m := range series(f, want...) {
+		for i, b := range m.GetHistogram().GetBucket() {
+			if i == len(h.Bounds) && !math.IsInf(b.GetUpperBound(), 1) {
+				h.Bounds, h.Counts = append(h.Bounds, b.GetUpperBound()), append(h.Counts, 0)
+			}
+			if i < len(h.Counts) {
+				h.Counts[i] += float64(b.GetCumulativeCount())
+			}
+		}
+		h.Count, h.Sum = h.Count+float64(m.GetHistogram().GetSampleCount()), h.Sum+m.GetHistogram().GetSampleSum()
+	}
+	return h
+}
+
+// minus is what h counted since o, an earlier read of the same series.
+func (h Histogram) minus(o Histogram) Histogram {
+	d := Histogram{Bounds: h.Bounds, Counts: slices.Clone(h.Counts), Count: h.Count - o.Count, Sum: h.Sum - o.Sum}
+	for i := range min(len(d.Counts), len(o.Counts)) {
+		d.Counts[i] -= o.Counts[i]
+	}
+	return d
+}
+
+// Quantile is PromQL's histogram_quantile: linear within the bucket the
+// rank falls in; beyond the highest finite bound, that bound.
+func (h Histogram) Quantile(q float64) float64 {
+	rank, lower, below := q*h.Count, 0.0, 0.0
+	for i, upper := range h.Bounds {
+		if h.Counts[i] >= rank {
+			return lower + (upper-lower)*ratio(rank-below, h.Counts[i]-below)
+		}
+		lower, below = upper, h.Counts[i]
+	}
+	return lower
+}

@@ -1,13 +1,25 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 // explain measures explain of one stuck namespace per size against its
@@ -29,22 +41,27 @@ func (b *bench) explainLink(ctx context.Context) error {
 	return b.explainOn(ctx, "explain-link", b.size(1), b.paths, 1)
 }
 
-func (b *bench) explainOn(ctx context.Context, phase string, s size, paths []path, recipes int) error {
+func (b *bench) explainOn(ctx context.Context, phase string, s size, paths []*meter, recipes int) error {
 	sec, err := b.stuck(ctx, phase, s)
 	var cs []contender
-	for _, p := range paths {
-		key, on, ns := "", "", sec.Namespace
-		if p.m != b.meter {
-			key, on, sec.Delay = "link-", " ["+p.name+"]", b.o.linkDelay
-		}
-		cs = append(cs, b.cmd(sec.series(key+"explain", "`kubectl ns-doctor explain "+ns+" -o json`"+on), p.m, 3, "kubectl", "ns-doctor", "explain", ns, "-o", "json"),
-			b.cmd(sec.series(key+"plugin", "`kubectl-ns_doctor explain "+ns+" -o json` (plugin binary)"+on), p.m, 3, b.plugin, "explain", ns, "-o", "json"),
-			b.cmd(sec.series(key+"floor", "floor (discovery + metadata sweep)"+on), p.m, 0, b.floor, ns),
-			b.cmd(sec.series(key+"version", "`kubectl ns-doctor version` (no API call)"+on), p.m, 0, "kubectl", "ns-doctor", "version"),
-			b.recipe(sec.series(key+"recipe", "shell recipe"+on), p.m, ns, recipes))
+	for _, m := range paths {
+		key, on := b.via(sec, m)
+		ns := sec.Namespace
+		cs = append(cs, b.cmd(sec.series(key+"explain", "`kubectl ns-doctor explain "+ns+" -o json`"+on), m, 3, "kubectl", "ns-doctor", "explain", ns, "-o", "json"),
+			b.cmd(sec.series(key+"plugin", "`kubectl-ns_doctor explain "+ns+" -o json` (plugin binary)"+on), m, 3, b.plugin, "explain", ns, "-o", "json"),
+			b.cmd(sec.series(key+"floor", "floor (discovery + metadata sweep)"+on), m, 0, b.floor, ns),
+			b.cmd(sec.series(key+"version", "`kubectl ns-doctor version` (no API call)"+on), m, 0, "kubectl", "ns-doctor", "version"))
+		// The loop users run by hand to see what a namespace holds: a
+		// kubectl per listable type; at most recipes runs.
+		c := b.cmd(sec.series(key+"recipe", "shell recipe"+on), m, 123, "bash", "-c", "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n "+ns+" >/dev/null 2>&1")
+		c.max, cs = recipes, append(cs, c)
+	}
+	runs := b.runs(5)
+	if s.Objects >= 100_000 {
+		runs = b.runs(3)
 	}
 	if err == nil {
-		err = race(ctx, phase+"-"+s.Name, b.runsAt(s), settle, cs...)
+		err = race(ctx, phase+"-"+s.Name, runs, settle, cs...)
 	}
 	return err
 }
@@ -52,17 +69,10 @@ func (b *bench) explainOn(ctx context.Context, phase string, s size, paths []pat
 // many is explain with no name over many terminating namespaces against
 // explain of one of them.
 func (b *bench) many(ctx context.Context) (err error) {
-	n, c, t0 := b.scaled(50), content{Objects: 20, FinalizerEvery: 4, Pods: 1}, time.Now()
+	n, c := b.scaled(50), content{Objects: 20, FinalizerEvery: 4, Pods: 1}
 	sec := b.section("many", fmt.Sprintf("%d namespaces", n))
 	sec.Namespaces, sec.Content = n, c
-	if err = b.fx.ensureTypes(ctx, 150); err == nil {
-		err = b.fx.namespaces(ctx, numbered("many", n, 2), nil, false, c)
-	}
-	sec.Builds = floats{since(t0)}
-	if err == nil {
-		sec.Types, err = b.fx.types()
-	}
-	if err != nil {
+	if err := b.fill(ctx, sec, 150, numbered("many", n, 2), false, c); err != nil {
 		return err
 	}
 	// 3 runs: explain over 50 namespaces is client-rate-limited.
@@ -71,61 +81,39 @@ func (b *bench) many(ctx context.Context) (err error) {
 		b.cmd(sec.series("one", "`kubectl ns-doctor explain many-00 -o json`"), b.meter, 3, "kubectl", "ns-doctor", "explain", "many-00", "-o", "json"))
 }
 
-// runsAt is the runs per contender on a fixture of s: fewer at 100k objects.
-func (b *bench) runsAt(s size) int {
-	if s.Objects >= 100_000 {
-		return b.runs(3)
-	}
-	return b.runs(5)
-}
-
 // stuck adds the section of a phase on the stuck namespace of size s,
 // built unless this control plane holds it already (the explain phases
 // share it).
-func (b *bench) stuck(ctx context.Context, phase string, s size) (sec *Section, err error) {
-	sec = b.section(phase, s.Name)
+func (b *bench) stuck(ctx context.Context, phase string, s size) (*Section, error) {
+	sec := b.section(phase, s.Name)
 	sec.Size, sec.Namespace, sec.Content = s, "bench-"+s.Name, content{Objects: s.Objects, FinalizerEvery: 10, Pods: 10}
-	if ns, c, t0 := sec.Namespace, sec.Content, time.Now(); !b.built[ns] {
-		if err := b.fx.ensureTypes(ctx, s.Types); err != nil {
-			return sec, err
-		}
-		sec.Builds, t0 = floats{since(t0)}, time.Now()
-		logf("[%s] creating %d objects (+%d pods) in %s", s.Name, c.Objects, c.Pods, ns)
-		if err := b.fx.namespaces(ctx, []string{ns}, nil, false, c); err != nil {
-			return sec, err
-		}
-		sec.Builds, b.built[ns] = append(sec.Builds, since(t0)), true
-		// One unmeasured floor run checks the content is all there, and
-		// lets the API server settle after the burst of creates.
-		cmd := exec.CommandContext(ctx, b.floor, ns)
-		cmd.Env = b.meter.env
-		out, err := cmd.Output()
-		if got := strings.TrimSpace(string(out)); err != nil || got != fmt.Sprint(c.Objects+c.Pods) {
-			return sec, fmt.Errorf("floor counted %q objects in %s (%v), want %d", got, ns, err, c.Objects+c.Pods)
-		}
+	var names []string
+	if !b.built[sec.Namespace] {
+		names = []string{sec.Namespace}
+		logf("[%s] creating %d objects (+%d pods) in %s", s.Name, s.Objects, sec.Content.Pods, sec.Namespace)
 	}
-	sec.Types, err = b.fx.types()
+	err := b.fill(ctx, sec, s.Types, names, false, sec.Content)
+	b.built[sec.Namespace] = err == nil
 	return sec, err
+}
+
+// fill ensures types, creates names with c (deleted unless active), then
+// counts the namespaced types discovery serves.
+func (b *bench) fill(ctx context.Context, sec *Section, types int, names []string, active bool, c content) error {
+	err := b.fx.ensureTypes(ctx, types)
+	if err == nil {
+		err = b.fx.namespaces(ctx, names, nil, active, c)
+	}
+	if err == nil {
+		sec.Types, err = b.fx.types()
+	}
+	return err
 }
 
 // cmd measures argv through m; ok is an exit code it may end with
 // besides 0 (explain's 3 on a stuck namespace).
 func (b *bench) cmd(s *Series, m *meter, ok int, argv ...string) contender {
 	return contender{Series: s, measure: func(ctx context.Context, _ string) (Sample, error) { return m.run(ctx, ok, argv) }}
-}
-
-// recipe is the loop users run by hand to see what a namespace holds, at
-// most runs times: a kubectl per listable type (its RSS would be the
-// shell's, not read).
-func (b *bench) recipe(s *Series, m *meter, ns string, runs int) contender {
-	c := b.cmd(s, m, 123, "bash", "-c", "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n "+ns+" >/dev/null 2>&1")
-	run := c.measure
-	c.max, c.measure = runs, func(ctx context.Context, id string) (Sample, error) {
-		x, err := run(ctx, id)
-		x.MaxRSS = 0
-		return x, err
-	}
-	return c
 }
 
 // purge empties the same content per path, run and contender: by the
@@ -141,31 +129,17 @@ func (b *bench) purge(ctx context.Context) error {
 	}
 	sec.Size, sec.CRDs = s, b.fx.crds()
 	c, purge, floor := content{Objects: s.Objects}, b.purgeArgv("kubectl", "ns-doctor"), func(ns string) []string { return []string{b.floor, "-purge", ns} }
-	var paths [][]contender
-	for _, p := range b.paths {
-		part, cs := &Section{Phase: "purge", Scope: p.name}, []contender(nil)
-		if sec.Parts = append(sec.Parts, part); p.m != b.meter {
-			sec.Delay = b.o.linkDelay
-		}
-		if b.o.controller {
-			cs = append(cs, b.emptying(part.series("controller", "namespace controller"), p.m, c, nil))
-		}
-		cs = append(cs, b.emptying(part.series("purge", "`kubectl ns-doctor purge --force`"), p.m, c, purge),
-			b.emptying(part.series("floor", "purge's floor"), p.m, c, floor))
-		if b.compare != "" {
-			cs = append(cs, b.emptying(part.series("compare", "the -purge-compare build"), p.m.withPath(filepath.Dir(b.compare)), c, purge))
-		}
-		paths = append(paths, cs)
-	}
-	for r := range b.runs(6) {
-		for k := range paths { // each run starts with a different path
-			i := (r + k) % len(paths)
-			if err := round(ctx, fmt.Sprintf("purge-%d", i), r, settle, paths[i]); err != nil {
-				return err
-			}
+	var cs []contender
+	for _, m := range b.paths {
+		key, on := b.via(sec, m)
+		cs = append(cs, b.emptying(sec.series(key+"controller", "namespace controller"+on), m, c, nil),
+			b.emptying(sec.series(key+"purge", "`kubectl ns-doctor purge --force`"+on), m, c, purge),
+			b.emptying(sec.series(key+"floor", "purge's floor"+on), m, c, floor))
+		if b.o.compare != "" {
+			cs = append(cs, b.emptying(sec.series(key+"compare", "the -purge-compare build"+on), m.withPath(filepath.Dir(b.o.compare)), c, purge))
 		}
 	}
-	return nil
+	return race(ctx, "purge", b.runs(6), settle, cs...)
 }
 
 // purgeMemory is purge --force's peak memory on a big namespace.
@@ -203,119 +177,280 @@ func (b *bench) emptying(s *Series, m *meter, c content, argv func(ns string) []
 			time.Sleep(10 * time.Second)
 		}
 		t0 := time.Now()
-		if err := m.exec(ctx, "kubectl", "delete", "namespace", ns, "--wait=false"); err != nil {
-			return x, err
-		}
-		del := since(t0)
-		if argv == nil {
+		del, err := m.spawn(ctx, []string{"kubectl", "delete", "namespace", ns, "--wait=false"}, 0)
+		if err == nil && argv == nil {
 			err = b.fx.waitGone(ctx, ns, 15*time.Minute)
 			return Sample{FromDelete: since(t0)}, err
+		} else if err == nil {
+			if x, err = m.run(ctx, 0, argv(ns)); err == nil {
+				err = b.fx.waitGone(ctx, ns, time.Minute)
+			}
 		}
-		if x, err = m.run(ctx, 0, argv(ns)); err == nil {
-			err = b.fx.waitGone(ctx, ns, time.Minute)
-		}
-		x.FromDelete = del + x.Seconds
+		x.FromDelete = del.Seconds + x.Seconds
 		return x, err
 	}}
 }
 
-// batchSpec is how a batch phase builds and purges its namespaces.
+// batchSpec is how a batch phase builds and purges its namespaces: n per
+// run and contender, of content, over types; plugin is how commands reach
+// the plugin, remove their --remove-finalizers, selectors the flags beside -l.
 type batchSpec struct {
-	name              string
-	n, runs           int
-	plugin, selectors []string // how commands reach the plugin; flags beside -l
-	remove            string   // --remove-finalizers
-	explain           bool
+	id                string
+	n, runs, types    int
 	pause             time.Duration
 	content           content
+	explain           bool
+	plugin, selectors []string
+	remove            string
 }
 
 // batch purges namespaces an uninstalled operator left stuck: per run and
-// contender a fresh batch labelled batch=ID, explained with no name if
-// asked, emptied by purge -l (this tree's, and the -purge-compare build's)
-// or by the per-namespace loop users write, then checked gone.
-func (b *bench) batch(ctx context.Context, phase string, sp batchSpec) (err error) {
+// contender a fresh batch labelled batch=ID, explained with no name first
+// if asked, emptied by purge -l (this tree's, and the -purge-compare
+// build's) or by the per-namespace loop users write, then checked gone.
+func (b *bench) batch(ctx context.Context, phase string, sp batchSpec) error {
+	n, c, plugin, explain := sp.n, sp.content, sp.plugin, sp.explain
 	sec := b.section(phase, "")
-	if sec.Types, err = b.fx.types(); err != nil {
+	if err := b.fill(ctx, sec, sp.types, nil, false, c); err != nil {
 		return err
 	}
-	sec.Scope, sec.Namespaces, sec.CRDs, sec.Pause, sec.Content = fmt.Sprintf("%d namespaces, %d types", sp.n, sec.Types), sp.n, b.fx.crds(), sp.pause, sp.content
-	one := func(plugin []string, id, backup string) []string {
-		return append(slices.Concat(plugin, []string{"purge", "-l", "batch=" + id}, sp.selectors), "--force", "--yes", "--remove-finalizers="+sp.remove, "--backup-dir", backup)
+	sec.Scope, sec.Namespaces, sec.CRDs, sec.Pause, sec.Content = fmt.Sprintf("%d namespaces, %d types", n, sec.Types), n, b.fx.crds(), sp.pause, c
+	// The commands that empty batch id: purge -l, or (loop) each namespace's purge.
+	argvs := func(plugin []string, loop bool, id, backup string) (out [][]string) {
+		flags := []string{"--force", "--yes", "--remove-finalizers=" + sp.remove, "--backup-dir"}
+		if !loop {
+			return [][]string{slices.Concat(plugin, []string{"purge", "-l", "batch=" + id}, sp.selectors, flags, []string{backup})}
+		}
+		for _, ns := range numbered(id, n, 4) {
+			out = append(out, slices.Concat(plugin, []string{"purge", ns}, flags, []string{filepath.Join(backup, ns)}))
+		}
+		return out
 	}
-	shown := []string{strings.Join(sp.plugin, " ")}
-	if sp.plugin[0] == b.plugin {
-		shown = []string{"kubectl-ns_doctor"}
+	sec.Commands = []string{strings.Join(argvs(plugin, false, "ID", "DIR")[0], " "), strings.ReplaceAll(strings.Join(argvs(plugin, true, "ID", "DIR")[0], " "), "ID-0000", "NAME")}
+	var explained *Series
+	if explain {
+		explained = sec.series("explain", fmt.Sprintf("`explain` (no name, %d terminating)", n))
 	}
-	sec.Commands = []string{strings.Join(one(shown, "ID", "DIR"), " "), strings.Join(perNamespace(shown, []string{"NAME"}, sp.remove, "DIR")[0], " ")}
-	var explain *Series
-	if sp.explain {
-		explain = sec.series("explain", fmt.Sprintf("`explain` (no name, %d terminating)", sp.n))
-	}
-	// Each contender's commands empty a batch of their own, explained first if asked.
-	emptying := func(s *Series, argvs func(id, backup string) [][]string) contender {
+	emptying := func(s *Series, plugin []string, loop bool) contender {
 		return contender{Series: s, fresh: func(ctx context.Context, id string) error {
-			return b.fx.namespaces(ctx, numbered(id, sp.n, 4), map[string]string{"batch": id}, false, sp.content)
+			return b.fx.namespaces(ctx, numbered(id, n, 4), map[string]string{"batch": id}, false, c)
 		}, measure: func(ctx context.Context, id string) (x Sample, err error) {
-			if explain != nil {
+			if explained != nil {
 				if x, err = b.meter.run(ctx, 3, []string{b.plugin, "explain"}); err != nil {
 					return x, err
 				}
-				explain.add(x)
+				explained.add(x)
 				time.Sleep(settle)
 			}
-			if x, err = b.meter.run(ctx, 0, argvs(id, filepath.Join(b.tmp, "backup", id))...); err == nil {
+			if x, err = b.meter.run(ctx, 0, argvs(plugin, loop, id, filepath.Join(b.tmp, "backup", id))...); err == nil {
 				err = b.fx.gone(ctx, "batch="+id)
 			}
 			return x, err
 		}}
 	}
-	cs := []contender{emptying(sec.series("one", "`purge -l`, one run"), func(id, backup string) [][]string { return [][]string{one(sp.plugin, id, backup)} })}
-	if b.compare != "" {
-		cs = append(cs, emptying(sec.series("compare", "`purge -l`, the -purge-compare build"), func(id, backup string) [][]string { return [][]string{one([]string{b.compare}, id, backup)} }))
+	cs := []contender{emptying(sec.series("one", "`purge -l`, one run"), plugin, false)}
+	if b.o.compare != "" {
+		cs = append(cs, emptying(sec.series("compare", "`purge -l`, the -purge-compare build"), []string{b.o.compare}, false))
 	}
-	cs = append(cs, emptying(sec.series("loop", fmt.Sprintf("the per-namespace loop, %d commands", sp.n)), func(id, backup string) [][]string {
-		return perNamespace(sp.plugin, numbered(id, sp.n, 4), sp.remove, backup)
-	}))
-	return race(ctx, sp.name, sp.runs, sp.pause, cs...)
+	cs = append(cs, emptying(sec.series("loop", fmt.Sprintf("the per-namespace loop, %d commands", n)), plugin, true))
+	return race(ctx, sp.id, sp.runs, sp.pause, cs...)
 }
 
-// perNamespace is the shell loop users write, as commands: purge NAME
-// --force --yes --remove-finalizers=F for each, through plugin (kubectl
-// ns-doctor, or the binary itself), each backed up under backup/NAME.
-func perNamespace(plugin, names []string, remove, backup string) [][]string {
-	out := make([][]string, len(names))
-	for i, ns := range names {
-		out[i] = append(slices.Clone(plugin), "purge", ns, "--force", "--yes", "--remove-finalizers="+remove, "--backup-dir", filepath.Join(backup, ns))
+// purgeMany batches namespaces as test/purge/many_test.go does: each holds
+// a custom resource of an operator that was uninstalled with its custom
+// resources still out there, so nobody removes their finalizer.
+func (b *bench) purgeMany(ctx context.Context) error {
+	if err := b.fx.ensureTypes(ctx, 150); err != nil {
+		return err
+	}
+	return b.batch(ctx, "purge-many", batchSpec{id: "pmany", n: b.scaled(20), runs: b.runs(3), pause: settle, plugin: []string{"kubectl", "ns-doctor"},
+		selectors: []string{"--all-terminating"}, remove: "uninstalled.bench.ns-doctor.io/*",
+		content: content{Held: 1, Of: b.fx.kinds[2].gvr.GroupResource().String(), Finalizer: "uninstalled.bench.ns-doctor.io/cleanup", Plain: 5}})
+}
+
+// purge1000 is issue #26's target: a thousand such namespaces, explained
+// and purged by the plugin binary (first on the meter's PATH) as a script
+// would run it.
+func (b *bench) purge1000(ctx context.Context) error {
+	const finalizer = "example.com/uninstalled"
+	return b.batch(ctx, "purge-1000", batchSpec{id: "p1k", n: b.scaled(1000), runs: b.runs(1), types: b.size(len(b.o.sizes)).Types, pause: 5 * time.Second,
+		plugin: []string{"kubectl-ns_doctor"}, remove: finalizer, explain: true, content: content{Held: 3, Finalizer: finalizer, Plain: 1}})
+}
+
+// size is one fixture: Types namespaced resource types served in total
+// (built-ins plus generated CRDs) and Objects objects spread over them.
+type size struct {
+	Name           string
+	Types, Objects int
+}
+
+var sizes = map[string]size{"small": {"small", 40, 200}, "medium": {"medium", 150, 10_000}, "large": {"large", 150, 100_000}}
+
+// sizeOf reads a size: a name of sizes, or a number of objects over 150
+// types (a quick check of a phase, e.g. 1000).
+func sizeOf(name string) (size, error) {
+	if n, err := strconv.Atoi(name); err == nil && n > 0 {
+		return size{name, 150, n}, nil
+	} else if s, ok := sizes[name]; ok {
+		return s, nil
+	}
+	return size{}, fmt.Errorf("unknown size %q (small, medium, large, or a number of objects)", name)
+}
+
+// createWorkers bounds concurrent creates: enough to keep both cores busy,
+// few enough to stay clear of priority and fairness rejections.
+const createWorkers = 32
+
+// fixtures creates content fast: the scenarios' clients, with a client
+// rate limit high enough that the API server is the bottleneck; the
+// guard's warnings at each of its DELETEs are not printed.
+type fixtures struct {
+	*scenario.Cluster
+	kinds []kind // ConfigMaps, Secrets, then every CRD generated so far
+}
+
+// kind is a namespaced type objects are made of.
+type kind struct {
+	gvr  schema.GroupVersionResource
+	name string
+}
+
+func newFixtures(cfg *rest.Config) (*fixtures, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.WarningHandler = 1000, 2000, rest.NoWarnings{}
+	cl, err := scenario.NewCluster(cfg)
+	core := func(r, k string) kind { return kind{schema.GroupVersionResource{Version: "v1", Resource: r}, k} }
+	return &fixtures{Cluster: cl, kinds: []kind{core("configmaps", "ConfigMap"), core("secrets", "Secret")}}, err
+}
+
+func (f *fixtures) crds() int { return len(f.kinds) - 2 }
+
+// types counts the namespaced types a sweep walks: those that can be
+// listed and deleted, in their preferred versions.
+func (f *fixtures) types() (n int, err error) {
+	lists, err := discovery.ServerPreferredNamespacedResources(f.Kube.Discovery())
+	for _, rl := range discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "delete"}}, lists) {
+		n += len(rl.APIResources)
+	}
+	return n, err
+}
+
+// ensureTypes generates CRDs until discovery serves want such types.
+func (f *fixtures) ensureTypes(ctx context.Context, want int) error {
+	have, err := f.types()
+	if err != nil || have >= want {
+		return err
+	}
+	start := len(f.kinds)
+	f.kinds = append(f.kinds, make([]kind, want-have)...)
+	// EnsureCRD waits for each to serve; 8 at a time hides that wait.
+	return parallel(ctx, want-have, 8, func(i int) (err error) {
+		k := &f.kinds[start+i]
+		k.name = fmt.Sprintf("Thing%03d", start+i)
+		k.gvr, err = f.EnsureCRD(ctx, "bench.ns-doctor.io", k.name, fmt.Sprintf("thing%03ds", start+i))
+		return err
+	})
+}
+
+// namespaces creates each of names with labels and content c, then
+// deletes it unless active (content first: NamespaceLifecycle). With the
+// namespace controller stopped the deleted stay Terminating with all they hold.
+func (f *fixtures) namespaces(ctx context.Context, names []string, labels map[string]string, active bool, c content) error {
+	workers := max(1, createWorkers/max(1, len(names)))
+	return parallel(ctx, len(names), createWorkers, func(i int) error {
+		err := f.CreateNamespaceWithLabels(ctx, names[i], labels)
+		if err == nil {
+			err = f.fill(ctx, names[i], c, workers)
+		}
+		if err == nil && !active {
+			err = f.DeleteNamespace(ctx, names[i])
+		}
+		return err
+	})
+}
+
+// content says what goes into each namespace of a fixture: Objects over
+// ConfigMaps, Secrets and every generated CRD, every FinalizerEvery-th
+// held by a finalizer nobody removes (as an uninstalled operator's); Pods
+// bound to a node that does not exist; Held objects of kind Of (a
+// ConfigMap unless set) held by Finalizer, and Plain ConfigMaps.
+type content struct {
+	Objects, FinalizerEvery, Pods, Held, Plain int    `json:",omitempty"`
+	Of, Finalizer                              string `json:",omitempty"`
+}
+
+func (f *fixtures) fill(ctx context.Context, ns string, c content, workers int) error {
+	held := f.kinds[:1]
+	for _, k := range f.kinds {
+		if k.gvr.GroupResource().String() == c.Of {
+			held = []kind{k}
+		}
+	}
+	for _, o := range []struct {
+		prefix    string
+		n, every  int
+		kinds     []kind
+		finalizer string
+	}{{"obj", c.Objects, c.FinalizerEvery, f.kinds, "bench.ns-doctor.io/hold"}, {"held", c.Held, 1, held, c.Finalizer}, {"plain", c.Plain, 0, f.kinds[:1], ""}} {
+		if err := parallel(ctx, o.n, workers, func(i int) error {
+			k, name, payload := o.kinds[i%len(o.kinds)], fmt.Sprintf("%s-%06d", o.prefix, i), "data"
+			if k.name == "Secret" {
+				payload = "stringData"
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": k.gvr.GroupVersion().String(), "kind": k.name, payload: map[string]any{"k": name}}}
+			obj.SetName(name)
+			obj.SetLabels(map[string]string{"bench": "yes"})
+			if o.every > 0 && i%o.every == 0 {
+				obj.SetFinalizers([]string{o.finalizer})
+			}
+			_, err := f.Dynamic.Resource(k.gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("populating %s: %w", ns, err)
+		}
+	}
+	// Grace periods vary so the controller's estimate has something to read.
+	return parallel(ctx, c.Pods, workers, func(i int) error {
+		return f.CreateBoundPod(ctx, ns, fmt.Sprintf("pod-%03d", i), int64(30+30*(i%10)))
+	})
+}
+
+// gone fails naming the namespaces of selector still there: purge exits
+// only once its namespaces are gone, so one left is a wrong result.
+func (f *fixtures) gone(ctx context.Context, selector string) error {
+	l, err := f.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(l.Items) == 0 {
+		return err
+	}
+	ns := l.Items[0]
+	return fmt.Errorf("%d namespaces of %s still there after the commands exited, such as %s (%s, finalizers %v)", len(l.Items), selector, ns.Name, ns.Status.Phase, ns.Spec.Finalizers)
+}
+
+func (f *fixtures) waitGone(ctx context.Context, ns string, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := f.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first
+// error, after which the items not started yet are skipped.
+func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := 0; i < n && gctx.Err() == nil; i++ {
+		g.Go(func() error { return fn(i) })
+	}
+	return cmp.Or(g.Wait(), ctx.Err())
+}
+
+// numbered is prefix-0..n-1, zero-padded to digits.
+func numbered(prefix string, n, digits int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%0*d", prefix, digits, i)
 	}
 	return out
 }
 
-// operatorGroup is the API group of an operator that was uninstalled with
-// its custom resources still out there: nobody removes its finalizer.
-const operatorGroup = "uninstalled.bench.ns-doctor.io"
-
-// purgeMany batches namespaces as test/purge/many_test.go does.
-func (b *bench) purgeMany(ctx context.Context) error {
-	err := b.fx.ensureTypes(ctx, 150)
-	if err == nil {
-		err = b.fx.ensureCRD(ctx, operatorGroup, "Leftover", "leftovers")
-	}
-	if err != nil {
-		return err
-	}
-	return b.batch(ctx, "purge-many", batchSpec{name: "pmany", n: b.scaled(20), runs: b.runs(3), plugin: []string{"kubectl", "ns-doctor"},
-		selectors: []string{"--all-terminating"}, remove: operatorGroup + "/*", pause: settle,
-		content: content{Held: 1, Of: "leftovers." + operatorGroup, Finalizer: operatorGroup + "/cleanup", Plain: 5}})
-}
-
-// purge1000 is issue #26's target: a thousand such namespaces, explained
-// and purged by the plugin binary as a script would run it.
-func (b *bench) purge1000(ctx context.Context) error {
-	const finalizer = "example.com/uninstalled"
-	if err := b.fx.ensureTypes(ctx, b.size(len(b.o.sizes)).Types); err != nil {
-		return err
-	}
-	return b.batch(ctx, "purge-1000", batchSpec{name: "p1k", n: b.scaled(1000), runs: b.runs(1), plugin: []string{b.plugin},
-		remove: finalizer, explain: true, pause: 5 * time.Second, content: content{Held: 3, Finalizer: finalizer, Plain: 1}})
-}
+func since(t time.Time) float64 { return time.Since(t).Seconds() }

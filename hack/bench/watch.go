@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,8 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -28,8 +27,7 @@ import (
 type WatchStep struct {
 	Stuck, Resyncs int
 	Sample
-	RSS                                   int64   `json:",omitempty"` // VmRSS at the window's end, KiB
-	Diagnoses, DiagSeconds, Errors, Ready float64 `json:",omitempty"` // per resync; the watch's seconds per diagnosis; its errors at the end; s until a blocker for each stuck namespace
+	Diagnoses, DiagSeconds, Errors float64 `json:",omitempty"` // per resync; the watch's seconds per diagnosis; its errors at the end
 }
 
 // Own is the watch's requests per resync in a step: what each request
@@ -44,16 +42,6 @@ func (s *Section) Own(st WatchStep) (t float64) {
 
 func (s *Section) Last() WatchStep { return s.Steps[len(s.Steps)-1] }
 
-// Rows are the requests per resync by verb and resource: the API server
-// alone, then each step.
-func (s *Section) Rows() []verbRow {
-	cols := []map[string]float64{s.Idle.ByVerb}
-	for _, st := range s.Steps {
-		cols = append(cols, st.ByVerb)
-	}
-	return verbRows(cols...)
-}
-
 const (
 	watchResync, watchResyncs = 15 * time.Second, 4
 	// quietAfterRound is how long the diagnosis count stands still once a
@@ -67,22 +55,16 @@ const (
 // namespace controller is stopped while it is measured, so that only the
 // watch talks.
 func (b *bench) watch(ctx context.Context) (err error) {
-	const finalizer = "example.com/bench-gone"
 	n, stuck := b.scaled(1000), []int{b.scaled(20), max(b.scaled(40), b.scaled(20)+1)}
 	sec := b.section("watch", "")
-	sec.Namespaces, sec.Content = n, content{Held: 1, Finalizer: finalizer, Plain: 50}
+	sec.Namespaces, sec.Content = n, content{Held: 1, Finalizer: "example.com/bench-gone", Plain: 50}
 	// Every namespace holds plain ConfigMaps, the ones that will be stuck
 	// also one held by a finalizer nobody serves.
-	names, t0 := numbered("w", n, 4), time.Now()
-	err = b.fx.namespaces(ctx, names[:stuck[1]], nil, true, sec.Content)
-	if err == nil {
-		err = b.fx.namespaces(ctx, names[stuck[1]:], nil, true, content{Plain: sec.Content.Plain})
+	names := numbered("w", n, 4)
+	if err = b.fx.namespaces(ctx, names[:stuck[1]], nil, true, sec.Content); err == nil {
+		err = b.fill(ctx, sec, 0, names[stuck[1]:], true, content{Plain: sec.Content.Plain})
 	}
 	if err != nil {
-		return err
-	}
-	sec.Builds = floats{since(t0)}
-	if sec.Types, err = b.fx.types(); err != nil {
 		return err
 	}
 	sec.Scope = fmt.Sprintf("%d namespaces, %d objects, up to %d stuck, %d types", n, n*sec.Content.Plain, stuck[1], sec.Types)
@@ -96,38 +78,33 @@ func (b *bench) watch(ctx context.Context) (err error) {
 		return err
 	}
 	sec.Idle.Sample = sec.Idle.scaled(0.5)
-	w, err := b.startWatch(ctx)
+	w, err := b.startWatch(ctx, "--after=0s", "--resync="+watchResync.String())
 	if err != nil {
 		return err
 	}
 	defer w.stop()
-	t0 = time.Now()
-	sec.Commands = []string{strings.Join(append([]string{"kubectl-ns_doctor"}, w.Args[1:]...), " ")}
+	sec.Commands = []string{w.String()}
 	for i, k := range stuck {
 		if i > 0 {
 			if err := b.strand(ctx, names[stuck[i-1]:k]); err != nil {
 				return err
 			}
-			t0 = time.Now()
 		}
 		// A blocker series for every stuck namespace: their finalizers are
 		// young, so this waits out --grace (30 s).
-		if err := w.poll(ctx, time.Second, 2*time.Minute+4*watchResync, func(m watchMetrics) bool {
-			return !slices.ContainsFunc(names[:k], func(ns string) bool { return !m.blocked[ns] })
+		if err := w.poll(ctx, time.Second, 2*time.Minute+4*watchResync, func(m fams) bool {
+			return !slices.ContainsFunc(names[:k], func(ns string) bool { return sum(m["nsdoctor_namespace_blocker"], "namespace="+ns) == 0 })
 		}); err != nil {
 			return fmt.Errorf("waiting for a blocker series of each of the %d stuck namespaces: %w", k, err)
 		}
-		step := WatchStep{Stuck: k, Resyncs: watchResyncs, Ready: since(t0)}
+		step := WatchStep{Stuck: k, Resyncs: watchResyncs}
 		if err := b.watchWindow(ctx, w, &step); err != nil {
 			return err
 		}
 		sec.Steps = append(sec.Steps, step)
 		logf("[watch] %d stuck: %.0f requests per resync, %.0f diagnoses, VmHWM %d KiB", k, step.Requests, step.Diagnoses, step.MaxRSS)
 	}
-	if code := w.stop(); code != 0 {
-		return w.failed(fmt.Errorf("watch exited %d on SIGTERM (want 0)", code))
-	}
-	return nil
+	return w.end()
 }
 
 // strand deletes the namespaces and lets the real namespace controller work
@@ -167,34 +144,33 @@ func (b *bench) window(ctx context.Context, d time.Duration) (Sample, error) {
 // watchWindow measures exactly Resyncs resyncs from the quiet gap right
 // after a round of diagnoses, so it ends in the same gap rounds later.
 func (b *bench) watchWindow(ctx context.Context, w *watchProc, step *WatchStep) error {
+	const diagnoses = "nsdoctor_diagnosis_duration_seconds"
 	last, changed, grew := -1.0, time.Now(), false
-	if err := w.poll(ctx, 200*time.Millisecond, 3*watchResync+time.Minute, func(m watchMetrics) bool {
-		if m.diagnoses != last {
-			grew, last, changed = last >= 0, m.diagnoses, time.Now()
+	if err := w.poll(ctx, 200*time.Millisecond, 3*watchResync+time.Minute, func(m fams) bool {
+		if n := histogram(m[diagnoses]).Count; n != last {
+			grew, last, changed = last >= 0, n, time.Now()
 		}
 		return grew && time.Since(changed) >= quietAfterRound
 	}); err != nil {
 		return fmt.Errorf("waiting for a round of diagnoses to end: %w", err)
 	}
 	m0, err := w.scrape(ctx)
-	cpu0, _, _ := procStat(w.Process.Pid)
+	cpu0, _ := procStat(w.Process.Pid)
 	if err == nil {
 		step.Sample, err = b.window(ctx, time.Duration(step.Resyncs)*watchResync)
 	}
-	cpu1, hwm, rss := procStat(w.Process.Pid)
+	cpu1, hwm := procStat(w.Process.Pid)
 	m1, err2 := w.scrape(ctx)
-	per := 1 / float64(step.Resyncs)
-	step.CPU = cpu1 - cpu0
-	step.Sample = step.scaled(per)
-	step.MaxRSS, step.RSS, step.Diagnoses, step.Errors = hwm, rss, per*(m1.diagnoses-m0.diagnoses), m1.errors
-	step.DiagSeconds = ratio(m1.diagSeconds-m0.diagSeconds, m1.diagnoses-m0.diagnoses)
+	d, per := histogram(m1[diagnoses]).minus(histogram(m0[diagnoses])), 1/float64(step.Resyncs)
+	step.Sample, step.CPU = step.scaled(per), per*(cpu1-cpu0)
+	step.MaxRSS, step.Diagnoses, step.DiagSeconds, step.Errors = hwm, per*d.Count, ratio(d.Sum, d.Count), sum(m1["nsdoctor_diagnosis_errors_total"])
 	if err := cmp.Or(err, err2); err != nil {
 		return w.failed(err)
 	}
 	return nil
 }
 
-// watchProc is the running watch: the plugin binary, not through kubectl,
+// watchProc is a running watch: the plugin binary, not through kubectl,
 // so that its PID is the watch's.
 type watchProc struct {
 	*exec.Cmd
@@ -202,14 +178,14 @@ type watchProc struct {
 	addr, log string // its /metrics, its stderr
 }
 
-func (b *bench) startWatch(ctx context.Context) (*watchProc, error) {
+func (b *bench) startWatch(ctx context.Context, args ...string) (*watchProc, error) {
 	w := &watchProc{addr: "127.0.0.1:0", log: filepath.Join(b.tmp, "watch.log")}
 	if ln, err := net.Listen("tcp", w.addr); err == nil { // a port nothing listens on right now
 		w.addr = ln.Addr().String()
 		_ = ln.Close()
 	}
 	ctx, w.cancel = context.WithCancel(ctx)
-	w.Cmd = exec.CommandContext(ctx, b.plugin, "watch", "--after=0s", "--resync="+watchResync.String(), "--metrics-addr="+w.addr)
+	w.Cmd = exec.CommandContext(ctx, b.plugin, append(append([]string{"watch"}, args...), "--metrics-addr="+w.addr)...)
 	// A clean stop is SIGTERM (exit 0); a watch still there 30 s later is killed.
 	w.Cancel = func() error { return w.Process.Signal(syscall.SIGTERM) }
 	w.WaitDelay, w.Env = 30*time.Second, b.meter.env
@@ -220,6 +196,9 @@ func (b *bench) startWatch(ctx context.Context) (*watchProc, error) {
 	return w, err
 }
 
+// String is its command line as a user would type it.
+func (w *watchProc) String() string { return "kubectl-ns_doctor " + strings.Join(w.Args[1:], " ") }
+
 // stop sends SIGTERM and returns the exit code (-1 if it was killed).
 func (w *watchProc) stop() int {
 	w.cancel()
@@ -227,8 +206,16 @@ func (w *watchProc) stop() int {
 	return w.ProcessState.ExitCode()
 }
 
-// poll reads the watch's metrics every so often until done says so.
-func (w *watchProc) poll(ctx context.Context, every, timeout time.Duration, done func(watchMetrics) bool) error {
+// end stops it: it must exit 0.
+func (w *watchProc) end() error {
+	if code := w.stop(); code != 0 {
+		return w.failed(fmt.Errorf("exit %d on SIGTERM (want 0)", code))
+	}
+	return nil
+}
+
+// poll reads its metrics every so often until done says so.
+func (w *watchProc) poll(ctx context.Context, every, timeout time.Duration, done func(fams) bool) error {
 	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
 		m, err := w.scrape(ctx)
 		return err == nil && done(m), nil
@@ -239,47 +226,137 @@ func (w *watchProc) poll(ctx context.Context, every, timeout time.Duration, done
 	return nil
 }
 
-// failed is err with the end of the watch's stderr.
+// failed is err with the end of its stderr.
 func (w *watchProc) failed(err error) error {
 	data, _ := os.ReadFile(w.log)
-	return fmt.Errorf("%w; the watch's stderr:\n%s", err, tail(string(data)))
+	return fmt.Errorf("%s: %w; its stderr:\n%s", w, err, tail(string(data)))
 }
 
-// watchMetrics is what the bench reads of the watch's /metrics.
-type watchMetrics struct {
-	diagnoses, diagSeconds, errors float64
-	blocked                        map[string]bool // namespaces with a nsdoctor_namespace_blocker series
-}
-
-func (w *watchProc) scrape(ctx context.Context) (watchMetrics, error) {
+func (w *watchProc) scrape(ctx context.Context) (fams, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+w.addr+"/metrics", nil)
 	if err != nil {
-		return watchMetrics{}, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return watchMetrics{}, fmt.Errorf("reading the watch's metrics: %w", err)
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	return parseWatchMetrics(resp.Body)
+	return parse(resp.Body)
 }
 
-func parseWatchMetrics(r io.Reader) (watchMetrics, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
-	m := watchMetrics{blocked: map[string]bool{}}
-	if h := fams["nsdoctor_diagnosis_duration_seconds"].GetMetric(); len(h) > 0 {
-		m.diagnoses, m.diagSeconds = float64(h[0].GetHistogram().GetSampleCount()), h[0].GetHistogram().GetSampleSum()
+// guardBudget is its --guard-timeout; guardWebhook selects its webhook's
+// series of kube-apiserver's metrics.
+const guardBudget, guardWebhook = 2 * time.Second, "name=guard.ns-doctor.io"
+
+// guard is issue #35's speed: the deletion guard (`watch --guard=warn`,
+// out of the cluster) asked about DELETEs of an Active namespace with
+// dryRun=All (kube-apiserver calls webhooks with sideEffects None for dry
+// runs too; nothing is deleted), timed as kube-apiserver saw them (its
+// webhook histogram) and as the client did, without the guard and with
+// it; then the deletion of content (purge's floor emptying a fresh
+// namespace) with the guard registered and without: kube-apiserver asks it
+// about the namespace, never about what the namespace holds.
+func (b *bench) guard(ctx context.Context) error {
+	s := b.size(1)
+	sec := b.section("guard", s.Name)
+	sec.Size, sec.Namespace, sec.Content = s, "guard-"+s.Name, content{Objects: s.Objects, FinalizerEvery: 10, Pods: 10}
+	if err := b.fill(ctx, sec, s.Types, []string{sec.Namespace}, true, sec.Content); err != nil {
+		return err
 	}
-	if c := fams["nsdoctor_diagnosis_errors_total"].GetMetric(); len(c) > 0 {
-		m.errors = c[0].GetCounter().GetValue()
+	dryRun := func(s *Series) contender {
+		return contender{Series: s, measure: func(ctx context.Context, _ string) (Sample, error) {
+			var took float64
+			x, err := b.meter.count(ctx, func() error {
+				defer func(t0 time.Time) { took = since(t0) }(time.Now())
+				return b.deleteDryRun(ctx, sec.Namespace)
+			})
+			x.Seconds = took
+			return x, err
+		}}
 	}
-	for _, g := range fams["nsdoctor_namespace_blocker"].GetMetric() {
-		for _, l := range g.GetLabel() {
-			if l.GetName() == "namespace" && g.GetGauge().GetValue() > 0 {
-				m.blocked[l.GetValue()] = true
-			}
+	if err := race(ctx, "guard-without", b.runs(30), settle, dryRun(sec.series("without", "`DELETE` (dry run) without the guard"))); err != nil {
+		return err
+	}
+	w, err := b.startGuard(ctx, sec.Namespace)
+	if err != nil {
+		return err
+	}
+	with := sec.series("with", "`DELETE` (dry run) with the guard")
+	a0, err := b.apiserverMetrics(ctx)
+	g0, err2 := w.scrape(ctx)
+	if sec.Commands, err = []string{w.String()}, cmp.Or(err, err2); err == nil {
+		err = race(ctx, "guard-with", b.runs(30), settle, dryRun(with))
+	}
+	a1, err2 := b.apiserverMetrics(ctx)
+	g1, err3 := w.scrape(ctx)
+	if err := cmp.Or(err, err2, err3, b.stopGuard(ctx, w)); err != nil {
+		return err
+	}
+	const seen, failedOpen, answers = "apiserver_admission_webhook_admission_duration_seconds", "apiserver_admission_webhook_fail_open_count", "nsdoctor_guard_admissions_total"
+	sec.Webhook = histogram(a1[seen], guardWebhook).minus(histogram(a0[seen], guardWebhook))
+	sec.Predictions = histogram(g1["nsdoctor_guard_prediction_duration_seconds"]).minus(histogram(g0["nsdoctor_guard_prediction_duration_seconds"]))
+	sec.FailedOpen = sum(a1[failedOpen], guardWebhook) - sum(a0[failedOpen], guardWebhook) + sum(g1[answers], "outcome=failed_open") - sum(g0[answers], "outcome=failed_open")
+	if n := len(with.Runs); sec.Webhook.Count < float64(n) {
+		return fmt.Errorf("kube-apiserver asked the guard about %v of the %d DELETEs", sec.Webhook.Count, n)
+	}
+	c, floor := content{Objects: s.Objects}, func(ns string) []string { return []string{b.floor, "-purge", ns} }
+	return race(ctx, "guard-content", b.runs(6), settle, b.emptying(sec.series("floor", "purge's floor, without the guard"), b.meter, c, floor),
+		b.guarded(b.emptying(sec.series("floor-guard", "purge's floor, the guard registered"), b.meter, c, floor)))
+}
+
+func (b *bench) deleteDryRun(ctx context.Context, ns string) error {
+	return b.fx.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+// startGuard starts the watch with the guard, which registers itself, and
+// waits until kube-apiserver asks it about a DELETE of ns: the
+// registration reaches kube-apiserver's informer a moment after it is
+// written. --after keeps the watch from diagnosing meanwhile.
+func (b *bench) startGuard(ctx context.Context, ns string) (*watchProc, error) {
+	w, err := b.startWatch(ctx, "--after=24h", "--guard=warn", "--guard-addr=127.0.0.1:0", "--guard-timeout="+guardBudget.String())
+	if err == nil {
+		err = w.poll(ctx, 200*time.Millisecond, time.Minute, func(m fams) bool {
+			_ = b.deleteDryRun(ctx, ns) // answered by a later poll, once registered
+			return sum(m["nsdoctor_guard_admissions_total"]) > 0
+		})
+	}
+	if err != nil && w.Process != nil {
+		w.stop()
+	}
+	return w, err
+}
+
+// stopGuard stops it: it must exit 0 and remove its registration.
+func (b *bench) stopGuard(ctx context.Context, w *watchProc) error {
+	err := w.end()
+	if _, err2 := b.fx.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "ns-doctor-guard", metav1.GetOptions{}); err == nil && !apierrors.IsNotFound(err2) {
+		err = fmt.Errorf("ns-doctor-guard still there after the guard exited (%v)", err2)
+	}
+	return err
+}
+
+// guarded is c with the guard registered around its measured run.
+func (b *bench) guarded(c contender) contender {
+	var w *watchProc
+	fresh, measure := c.fresh, c.measure
+	c.fresh = func(ctx context.Context, ns string) (err error) {
+		if err = fresh(ctx, ns); err == nil {
+			w, err = b.startGuard(ctx, ns)
 		}
+		return err
 	}
-	return m, err
+	c.measure = func(ctx context.Context, ns string) (Sample, error) {
+		x, err := measure(ctx, ns)
+		return x, cmp.Or(err, b.stopGuard(ctx, w))
+	}
+	return c
+}
+
+func (b *bench) apiserverMetrics(ctx context.Context) (fams, error) {
+	raw, err := b.fx.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver's /metrics: %w", err)
+	}
+	return parse(bytes.NewReader(raw))
 }
