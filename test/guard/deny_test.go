@@ -133,7 +133,7 @@ func TestGuardNeverInTheControllersWay(t *testing.T) {
 	if got := apiserverMetric(t, "apiserver_admission_webhook_request_total", `name="guard.ns-doctor.io"`); got != called {
 		t.Errorf("kube-apiserver called the guard %v times while %s terminated, want never", got-called, ns)
 	}
-	if strings.Contains(g.stderr.String(), "namespace "+ns+" ") {
-		t.Errorf("the guard was asked about %s:\n%s", ns, g.stderr.String())
+	if strings.Contains(g.Stderr.String(), "namespace "+ns+" ") {
+		t.Errorf("the guard was asked about %s:\n%s", ns, g.Stderr.String())
 	}
 }

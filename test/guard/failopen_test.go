@@ -33,8 +33,8 @@ func TestGuardKilled(t *testing.T) {
 	g := startGuard(t, cp.Kubeconfig, "--guard=deny", "--guard-webhook-configuration="+config)
 	failedOpen := apiserverMetric(t, "apiserver_admission_webhook_fail_open_count", `name="guard.ns-doctor.io"`)
 
-	g.signal(syscall.SIGKILL)
-	g.exit(t, 10*time.Second)
+	g.Signal(syscall.SIGKILL)
+	g.Exit(t, 10*time.Second)
 	left, err := cluster.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, config, metav1.GetOptions{})
 	must(t, err)
 	r, took := deleteNamespace(t, cp.Kubeconfig, first)
@@ -51,8 +51,8 @@ func TestGuardKilled(t *testing.T) {
 	r, _ = deleteNamespace(t, cp.Kubeconfig, second)
 	checkWarned(t, r, second, "would stick (FinalizersRemaining)")
 	// A signal ends it cleanly, its registration removed.
-	again.signal(syscall.SIGTERM)
-	if code := again.exit(t, 30*time.Second); code != 0 {
+	again.Signal(syscall.SIGTERM)
+	if code := again.Exit(t, 30*time.Second); code != 0 {
 		t.Errorf("the guard exited %d on SIGTERM", code)
 	}
 	if _, err := cluster.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, config, metav1.GetOptions{}); err == nil {
@@ -89,7 +89,7 @@ func TestGuardFailsOpen(t *testing.T) {
 	}
 	for _, line := range []string{"DELETE namespace " + slow + " by admin: failed_open after 1", "no prediction within the guard's 1s",
 		"DELETE namespace " + cut + " by admin: failed_open after", "could not predict it (cannot reach the API server"} {
-		if !strings.Contains(g.stderr.String(), line) {
+		if !strings.Contains(g.Stderr.String(), line) {
 			t.Errorf("the guard's log lacks %q", line)
 		}
 	}

@@ -12,18 +12,11 @@ package guard
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,35 +42,14 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// lockedBuffer is a process's output, read while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // guardProc is one running `kubectl-ns_doctor watch --guard=...`.
 type guardProc struct {
-	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
-	metricsURL     string
+	*plugintest.Process
+	metricsURL string
 	// config is its webhook configuration's name; inCluster: it runs as
 	// in the cluster (--guard-service), and registers nothing.
 	config    string
 	inCluster bool
-	done      chan struct{}
-	code      int
 }
 
 var startLine = regexp.MustCompile(`metrics on (http://[^/\s]+)/metrics; guard \((\w+), budget [^)]+\) serving at (.+), webhook configuration (\S+)$`)
@@ -111,25 +83,9 @@ func launchGuard(t *testing.T, kubeconfig string, args ...string) *guardProc {
 			args = append(args, flag+"="+value)
 		}
 	}
-	p := &guardProc{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{}), config: flagValue(args, "--guard-webhook-configuration"),
-		inCluster: hasFlag(args, "--guard-service")}
-	p.cmd = exec.Command(binary, append([]string{"watch"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "NO_COLOR=1")
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting the guard: %v", err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		p.code = p.cmd.ProcessState.ExitCode()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("guard %v stderr:\n%s", args, tail(p.stderr.String(), 40))
-		}
-	})
+	p := &guardProc{Process: plugintest.Start(t, binary, kubeconfig, append([]string{"watch"}, args...)...),
+		config: flagValue(args, "--guard-webhook-configuration"), inCluster: hasFlag(args, "--guard-service")}
+	t.Cleanup(func() { p.stop(t) })
 	return p
 }
 
@@ -141,12 +97,10 @@ func configName(t *testing.T) string {
 func (p *guardProc) waitStarted(t *testing.T) {
 	t.Helper()
 	poll(t, time.Minute, "the guard's start line", func() (bool, error) {
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("the guard exited %d:\n%s", p.code, p.stderr.String())
-		default:
+		if exited, code := p.Exited(); exited {
+			return false, fmt.Errorf("the guard exited %d:\n%s", code, p.Stderr.String())
 		}
-		for _, line := range strings.Split(p.stderr.String(), "\n") {
+		for _, line := range strings.Split(p.Stderr.String(), "\n") {
 			if m := startLine.FindStringSubmatch(line); m != nil {
 				p.metricsURL = m[1]
 				return true, nil
@@ -177,7 +131,7 @@ func (p *guardProc) waitCalled(t *testing.T) {
 			return false, err
 		}
 		time.Sleep(200 * time.Millisecond)
-		return strings.Contains(p.stderr.String(), "DELETE namespace "+name+" "), nil
+		return strings.Contains(p.Stderr.String(), "DELETE namespace "+name+" "), nil
 	})
 }
 
@@ -185,13 +139,7 @@ func (p *guardProc) waitCalled(t *testing.T) {
 // it when it does not end; a registration left behind is removed.
 func (p *guardProc) stop(t *testing.T) {
 	t.Helper()
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		p.signal(syscall.SIGKILL)
-		<-p.done
-	}
+	p.Stop(30 * time.Second)
 	if p.inCluster {
 		return
 	}
@@ -201,36 +149,10 @@ func (p *guardProc) stop(t *testing.T) {
 	}
 }
 
-func (p *guardProc) signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// exit waits for the process to end and returns its exit code.
-func (p *guardProc) exit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(timeout):
-		t.Fatalf("the guard still runs after %s:\n%s", timeout, p.stderr.String())
-		return -1
-	}
-}
-
 // get reads one of its metrics endpoints.
 func (p *guardProc) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(p.metricsURL + path)
-	if err != nil {
-		t.Fatalf("GET %s%s: %v", p.metricsURL, path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return plugintest.Get(t, p.metricsURL+path)
 }
 
 // metric is the value of the one series of /metrics with these labels.
@@ -312,43 +234,13 @@ func flagValue(args []string, flag string) string {
 	return ""
 }
 
-// poll checks cond every half second until it holds or timeout passes. It
-// bounds a wait for something that must happen; it measures nothing.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not within %s (last error: %v)", what, timeout, lastErr)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
+// The waits, tails and checks every package that runs the plugin uses.
+var (
+	poll = plugintest.Poll
+	tail = plugintest.Tail
+	must = plugintest.Must
+)
 
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// gone waits for a namespace to be gone.
 func gone(t *testing.T, name string, timeout time.Duration) {
 	t.Helper()
 	poll(t, timeout, "namespace "+name+" gone", func() (bool, error) {

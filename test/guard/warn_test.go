@@ -106,7 +106,7 @@ func TestGuardWarns(t *testing.T) {
 		t.Error("no workqueue_adds_total{name=\"namespaces\"}: the work queue's metrics are not on the watch's registry")
 	}
 	for _, line := range []string{"guard (warn): DELETE namespace " + fin + " by admin: warned", "guard (warn): DELETE namespace " + clean + " by admin: allowed"} {
-		if !strings.Contains(g.stderr.String(), line) {
+		if !strings.Contains(g.Stderr.String(), line) {
 			t.Errorf("the guard's log lacks %q", line)
 		}
 	}

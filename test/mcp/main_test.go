@@ -6,7 +6,6 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,7 +34,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	plugintest.Main(m, plugintest.Setup{Name: "mcp"}, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
+	plugintest.Main(m, plugintest.Setup{Name: "mcp", Race: true}, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }
 
 // binary is the built plugin.
@@ -45,11 +44,11 @@ func binary() string { return filepath.Join(plugin.Dir, "kubectl-ns_doctor") }
 // connects the Go SDK's client to it over stdio; answer, when set, is the
 // person behind the client's elicitation. The session and the process end
 // with the test; stderr is what the server said.
-func serve(t *testing.T, kubeconfig string, answer func(*sdk.ElicitRequest) *sdk.ElicitResult, args ...string) (*sdk.ClientSession, *strings.Builder) {
+func serve(t *testing.T, kubeconfig string, answer func(*sdk.ElicitRequest) *sdk.ElicitResult, args ...string) (*sdk.ClientSession, *plugintest.LockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(binary(), append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	stderr := &strings.Builder{}
+	stderr := &plugintest.LockedBuffer{}
 	cmd.Stderr = stderr
 	opts := &sdk.ClientOptions{}
 	if answer != nil {
@@ -61,7 +60,12 @@ func serve(t *testing.T, kubeconfig string, answer func(*sdk.ElicitRequest) *sdk
 	if err != nil {
 		t.Fatalf("connecting to %s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
+	t.Cleanup(func() {
+		_ = cs.Close() // waits for the server to exit
+		if report, ok := plugintest.RaceReport(stderr.String()); ok {
+			t.Errorf("the MCP server reported a data race:\n%s", report)
+		}
+	})
 	return cs, stderr
 }
 
@@ -146,40 +150,20 @@ func inspector(t *testing.T) string {
 // returns its URL, read from the line it prints on stderr.
 func serveHTTP(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary(), append([]string{"mcp", "--http=127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	stderr, err := cmd.StderrPipe()
-	plugintest.Must(t, err)
-	plugintest.Must(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() {
-			_ = cmd.Wait() // stopped: how it ended is not the test's question
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
+	p := plugintest.Start(t, binary(), kubeconfig, append([]string{"mcp", "--http=127.0.0.1:0"}, args...)...)
+	t.Cleanup(func() { p.Stop(10 * time.Second) })
+	serving := regexp.MustCompile(`serving at (http://\S+)`)
+	var url string
+	plugintest.Poll(t, 30*time.Second, "the HTTP server saying where it serves", func() (bool, error) {
+		if exited, code := p.Exited(); exited {
+			return false, fmt.Errorf("it exited %d:\n%s", code, p.Stderr.String())
 		}
+		if m := serving.FindStringSubmatch(p.Stderr.String()); m != nil {
+			url = m[1]
+		}
+		return url != "", nil
 	})
-	url := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`serving at (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-url:
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatal("the HTTP server never said where it serves")
-	}
-	return ""
+	return url
 }
 
 // quoted is s as a Go string literal would show it, to find escapes.

@@ -89,11 +89,11 @@ func TestWatchWithoutEventPermission(t *testing.T) {
 	})
 	// Several resyncs later, still one line.
 	time.Sleep(6 * time.Second)
-	if n := strings.Count(w.stderr.String(), "cannot record Events"); n != 1 {
-		t.Errorf("the watch said %d times that it cannot record Events, want once:\n%s", n, w.stderr.String())
+	if n := strings.Count(w.Stderr.String(), "cannot record Events"); n != 1 {
+		t.Errorf("the watch said %d times that it cannot record Events, want once:\n%s", n, w.Stderr.String())
 	}
-	if !strings.Contains(w.stderr.String(), "grant create/patch on events") {
-		t.Errorf("the line does not say what to do:\n%s", w.stderr.String())
+	if !strings.Contains(w.Stderr.String(), "grant create/patch on events") {
+		t.Errorf("the line does not say what to do:\n%s", w.Stderr.String())
 	}
 	for _, ns := range names {
 		if len(events(t, ns, "NamespaceStuck")) > 0 {

@@ -7,18 +7,11 @@ package watch
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,32 +36,11 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// lockedBuffer is a process's output, read while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // watchProc is one running `kubectl-ns_doctor watch`.
 type watchProc struct {
-	cmd            *exec.Cmd
-	stdout, stderr *lockedBuffer
+	*plugintest.Process
 	// metricsURL is http://ADDR, read from its start line.
 	metricsURL string
-	done       chan struct{}
-	code       int
 }
 
 var metricsLine = regexp.MustCompile(`metrics on (http://[^/\s]+)/metrics`)
@@ -81,35 +53,15 @@ func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProc {
 	if !hasFlag(args, "--metrics-addr") {
 		args = append(args, "--metrics-addr=127.0.0.1:0")
 	}
-	p := &watchProc{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, append([]string{"watch"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "NO_COLOR=1")
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting watch: %v", err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		p.code = p.cmd.ProcessState.ExitCode()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			t.Logf("watch %v stderr:\n%s", args, tail(p.stderr.String(), 40))
-		}
-	})
+	p := &watchProc{Process: plugintest.Start(t, binary, kubeconfig, append([]string{"watch"}, args...)...)}
 	if hasFlag(args, "--metrics-addr=0") {
 		return p
 	}
 	poll(t, 60*time.Second, "the watch's start line", func() (bool, error) {
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("watch exited %d:\n%s", p.code, p.stderr.String())
-		default:
+		if exited, code := p.Exited(); exited {
+			return false, fmt.Errorf("watch exited %d:\n%s", code, p.Stderr.String())
 		}
-		m := metricsLine.FindStringSubmatch(p.stderr.String())
+		m := metricsLine.FindStringSubmatch(p.Stderr.String())
 		if m != nil {
 			p.metricsURL = m[1]
 		}
@@ -127,36 +79,10 @@ func hasFlag(args []string, prefix string) bool {
 	return false
 }
 
-func (p *watchProc) signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// exit waits for the process to end and returns its exit code.
-func (p *watchProc) exit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(timeout):
-		t.Fatalf("watch still runs after %s:\n%s", timeout, p.stderr.String())
-		return -1
-	}
-}
-
 // get reads one of its endpoints: status code and body.
 func (p *watchProc) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(p.metricsURL + path)
-	if err != nil {
-		t.Fatalf("GET %s%s: %v", p.metricsURL, path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return plugintest.Get(t, p.metricsURL+path)
 }
 
 // series are the lines of /metrics for one metric (a name and labels
@@ -193,41 +119,12 @@ func events(t *testing.T, name, reason string) []v1.Event {
 	return list.Items
 }
 
-// poll checks cond every half second until it holds or timeout passes. It
-// bounds a wait for something that must happen; it measures nothing.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not within %s (last error: %v)", what, timeout, lastErr)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+// The waits, tails and checks every package that runs the plugin uses.
+var (
+	poll = plugintest.Poll
+	tail = plugintest.Tail
+	must = plugintest.Must
+)
 
 var createOptions = metav1.CreateOptions{}
 

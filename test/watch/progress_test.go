@@ -42,9 +42,9 @@ func TestWatchTellsProgressFromStuck(t *testing.T) {
 		must(t, cluster.ReleaseConfigMap(ctx, ns, fmt.Sprintf("held-%02d", i)))
 		time.Sleep(time.Second)
 	}
-	going := progressLines(t, w.stdout.String(), ns)
+	going := progressLines(t, w.Stdout.String(), ns)
 	if len(going) == 0 {
-		t.Fatalf("no diagnosis said the content is going:\n%s", tail(w.stdout.String(), 10))
+		t.Fatalf("no diagnosis said the content is going:\n%s", tail(w.Stdout.String(), 10))
 	}
 	p := going[len(going)-1]
 	if p.Went < 1 || p.LeftSeconds <= 0 || p.Objects < 4 || p.Subject != "example.com/slow-owner" {

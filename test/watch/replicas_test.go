@@ -70,12 +70,12 @@ func TestWatchLeaderElection(t *testing.T) {
 			t.Fatalf("the standby diagnosed %s: %v", ns, got)
 		}
 	}
-	if !strings.Contains(second.stderr.String(), "waiting for the Lease ns-doctor/ns-doctor-watch") {
-		t.Errorf("the standby does not say it waits for the Lease:\n%s", second.stderr.String())
+	if !strings.Contains(second.Stderr.String(), "waiting for the Lease ns-doctor/ns-doctor-watch") {
+		t.Errorf("the standby does not say it waits for the Lease:\n%s", second.Stderr.String())
 	}
 
-	first.signal(syscall.SIGKILL)
-	first.exit(t, 10*time.Second)
+	first.Signal(syscall.SIGKILL)
+	first.Exit(t, 10*time.Second)
 	poll(t, time.Minute, "the second replica taking over", func() (bool, error) {
 		return len(second.series(t, "nsdoctor_leader", "nsdoctor_leader 1")) == 1 &&
 			len(second.series(t, "nsdoctor_namespace_blocker", label, `kind="FinalizersRemaining"`)) > 0, nil
@@ -85,7 +85,7 @@ func TestWatchLeaderElection(t *testing.T) {
 	}
 	lease, err := cluster.Kube.CoordinationV1().Leases("ns-doctor").Get(ctx, "ns-doctor-watch", metav1.GetOptions{})
 	must(t, err)
-	m := identityLine.FindStringSubmatch(second.stderr.String())
+	m := identityLine.FindStringSubmatch(second.Stderr.String())
 	if m == nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != m[1] {
 		t.Errorf("the Lease is held by %v, want the second replica (%v)", ptrString(lease.Spec.HolderIdentity), m)
 	}
@@ -157,8 +157,8 @@ func TestWatchJanitor(t *testing.T) {
 	poll(t, 30*time.Second, "a NamespaceStuck Event on "+other, func() (bool, error) {
 		return len(events(t, other, "NamespaceStuck")) > 0, nil
 	})
-	planning.signal(syscall.SIGTERM)
-	if code := planning.exit(t, 30*time.Second); code != 0 {
+	planning.Signal(syscall.SIGTERM)
+	if code := planning.Exit(t, 30*time.Second); code != 0 {
 		t.Errorf("watch exited %d on SIGTERM", code)
 	}
 	if e := events(t, chosen, "NamespacePurgePlanned")[0]; !strings.Contains(e.Message, "server dry run") || !strings.Contains(e.Message, "--purge-force") {
@@ -189,8 +189,8 @@ func TestWatchJanitor(t *testing.T) {
 	if data, err := os.ReadFile(saved[0]); err != nil || !strings.Contains(string(data), `"held"`) || !strings.Contains(string(data), finalizer) {
 		t.Errorf("the backup %s does not hold configmap held with its finalizer: %v\n%s", saved[0], err, data)
 	}
-	if !strings.Contains(planning.stdout.String(), chosen+": janitor: server dry run") || !strings.Contains(acting.stdout.String(), chosen+": janitor: purged") {
-		t.Errorf("the janitor's runs are not in the watch's lines:\n%s\n%s", planning.stdout.String(), acting.stdout.String())
+	if !strings.Contains(planning.Stdout.String(), chosen+": janitor: server dry run") || !strings.Contains(acting.Stdout.String(), chosen+": janitor: purged") {
+		t.Errorf("the janitor's runs are not in the watch's lines:\n%s\n%s", planning.Stdout.String(), acting.Stdout.String())
 	}
 	if got := acting.series(t, "nsdoctor_janitor_actions_total", `action="purge"`, `result="gone"`); len(got) != 1 || !strings.HasSuffix(got[0], " 1") {
 		t.Errorf("nsdoctor_janitor_actions_total: %v, want one purge gone", got)

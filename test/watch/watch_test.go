@@ -107,7 +107,7 @@ func TestWatchNamesEachBlocker(t *testing.T) {
 		}
 	}
 	checkEventsUpdatedNotMultiplied(t, cases)
-	checkJSONLines(t, w.stdout.String(), cases)
+	checkJSONLines(t, w.Stdout.String(), cases)
 
 	// The namespaces let go: their series go, and so do the alerts.
 	must(t, cluster.DeleteAPIService(ctx, apiservice))
@@ -151,8 +151,8 @@ func TestWatchNamesEachBlocker(t *testing.T) {
 	}
 
 	// A signal ends the watch cleanly.
-	w.signal(syscall.SIGTERM)
-	if code := w.exit(t, 30*time.Second); code != 0 {
+	w.Signal(syscall.SIGTERM)
+	if code := w.Exit(t, 30*time.Second); code != 0 {
 		t.Errorf("watch exited %d on SIGTERM, want 0", code)
 	}
 }

@@ -80,7 +80,35 @@ func Command(t testing.TB, dir string, timeout time.Duration, env []string, name
 	} else if err != nil {
 		t.Fatalf("running %s %s: %v", name, strings.Join(args, " "), err)
 	}
+	failOnRace(t, name, errOut.String())
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code, MaxRSS: maxRSS(cmd.ProcessState)}
+}
+
+// raceWarning starts the race detector's report of a race.
+const raceWarning = "WARNING: DATA RACE"
+
+// RaceReport is the first data race a race-built process reported on
+// stderr, and whether there is one.
+func RaceReport(stderr string) (string, bool) {
+	i := strings.Index(stderr, raceWarning)
+	if i < 0 {
+		return "", false
+	}
+	report := stderr[i:]
+	if j := strings.Index(report, "\n==================\n"); j >= 0 {
+		report = report[:j]
+	}
+	return report, true
+}
+
+// failOnRace fails the test when a race-built process reported a race,
+// whatever its exit code (a long-running one is killed before it could
+// exit with 66).
+func failOnRace(t testing.TB, name, stderr string) {
+	t.Helper()
+	if report, ok := RaceReport(stderr); ok {
+		t.Errorf("%s reported a data race:\n%s", name, report)
+	}
 }
 
 // Direct runs the plugin binary itself, not through kubectl: kubectl
