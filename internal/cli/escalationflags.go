@@ -64,6 +64,18 @@ func (f *escalationFlags) names() []string {
 	return out
 }
 
+// escalationList names the escalations keep chooses, as help text says
+// them: "--a, --b=VALUE, ...", in the list's order.
+func escalationList(keep func(purge.Escalation) bool) string {
+	var out []string
+	for _, e := range purge.Escalations() {
+		if keep(e) {
+			out = append(out, e.Usage())
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // everyEscalation keeps them all (purge).
 func everyEscalation(purge.Escalation) bool { return true }
 

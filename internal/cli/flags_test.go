@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -80,6 +81,14 @@ func TestEveryEscalationEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := generatedDocs(t)
+	security, err := os.ReadFile(filepath.Join("..", "..", "SECURITY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac, err := os.ReadFile(filepath.Join("..", "..", "docs", "rbac.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range purge.Escalations() {
 		t.Run(e.Name(), func(t *testing.T) {
 			f := purgeCmd.Flags().Lookup(e.Name())
@@ -99,13 +108,32 @@ func TestEveryEscalationEverywhere(t *testing.T) {
 				values = nil
 			}
 			o := &PurgeOptions{Purge: purge.Options{Escalations: purge.Asked{e.Flag: values}}}
+			fleetText, _ := o.fleetConfirmation([]*clusterPurge{{Context: fleet.Context{Name: "ci-1", Cluster: "c1"}, names: []string{"a", "b"}}}, 2)
+			texts := map[string]string{"fleet": fleetText}
 			for _, names := range [][]string{{"demo"}, {"a", "b"}} {
-				text, _ := o.confirmation(names)
+				texts[strings.Join(names, ",")], _ = o.confirmation(names)
+			}
+			for which, text := range texts {
+				if e.Leak == "" || !strings.Contains(text, "leaks: "+e.Leak+"\n") {
+					t.Errorf("the confirmation (%s) does not say what %s leaks (%q):\n%s", which, e.Flag, e.Leak, text)
+				}
 				for _, line := range e.Consent(values) {
 					if !strings.Contains(text, "  "+line+"\n") {
-						t.Errorf("the confirmation of %v does not say %q:\n%s", names, line, text)
+						t.Errorf("the confirmation (%s) does not say %q:\n%s", which, line, text)
 					}
 				}
+			}
+			if !strings.Contains(section(string(security), "## What ns-doctor writes\n"), "`"+e.Flag+"`") {
+				t.Errorf("SECURITY.md's \"What ns-doctor writes\" does not name %s", e.Flag)
+			}
+			if !strings.Contains(section(string(rbac), "## purge\n"), "`"+e.Flag) {
+				t.Errorf("docs/rbac.md's purge section does not name %s", e.Flag)
+			}
+			if !strings.Contains(purgeCmd.Long, e.Usage()) {
+				t.Errorf("purge --help does not name %s", e.Usage())
+			}
+			if e.Janitor && !strings.Contains(watchCmd.Long, e.Usage()) {
+				t.Errorf("watch --help does not name the janitor's %s", e.Usage())
 			}
 			if !strings.Contains(section(doc, "## Escalations\n"), "| `"+e.Usage()+"` |") {
 				t.Errorf("docs/purge.md's Escalations table has no row for %s", e.Usage())

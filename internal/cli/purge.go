@@ -140,9 +140,8 @@ By default it only prints the plan (--dry-run=client). --dry-run=server sends ev
 dry run, so admission webhooks and RBAC answer without anything being persisted. --force (or
 --dry-run=none) acts: after a confirmation, it checks its permissions, saves every object it
 deletes or changes to a backup folder, and repeats the pass until the namespace is gone or
---timeout expires. Escalations (--remove-finalizers, --remove-all-finalizers, --force-delete-pods,
---bypass-webhook, --finalize-despite-discovery-failure, --remove-namespace-finalizers) are each
-shown in the plan first.
+--timeout expires. Escalations go beyond what the controller does; each is shown in the plan first,
+and the confirmation says what it leaks: ` + escalationList(everyEscalation) + `.
 
 When the namespace stays (a plan that would not finish, a run stopped), the report ends with what
 holds it, each blocker with its next step: the purge command line with the flag that gets past it,
@@ -228,6 +227,9 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 		if len(names) == 0 {
 			return o.PrintFlags.toPrinter(o.Out).Purges(o.Out, nil)
 		}
+	}
+	if err := o.precheck(ctx, clients); err != nil {
+		return err
 	}
 	announce := ""
 	switch {
@@ -398,6 +400,22 @@ func worst(errs []error, names []string) error {
 		msg = fmt.Sprintf("%d of %d namespaces did not finish; the worst: %s", failed, len(names), msg)
 	}
 	return &exitError{code: exitCode(out), msg: msg}
+}
+
+// precheck refuses, before a force run's confirmation, escalation values
+// that name nothing the run may act on: nobody is asked to consent to what
+// would be refused.
+func (o *PurgeOptions) precheck(ctx context.Context, clients *kube.Clients) error {
+	if o.Purge.DryRun != purge.DryRunNone {
+		return nil
+	}
+	var usage *purge.UsageError
+	if err := (&purge.Purger{Clients: clients, Opts: o.Purge}).Precheck(ctx); errors.As(err, &usage) {
+		return usageErrorf("%s", usage.Error())
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // confirm asks on the terminal for the namespace name (for several, their

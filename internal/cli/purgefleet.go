@@ -41,6 +41,14 @@ func (o *PurgeOptions) runFleet(ctx context.Context) error {
 		total += len(c.names)
 	}
 	if o.Purge.DryRun == purge.DryRunNone && total > 0 {
+		for _, c := range clusters {
+			if c.err != nil || len(c.names) == 0 {
+				continue
+			}
+			if err := o.precheck(ctx, c.clients); err != nil {
+				return fmt.Errorf("context %q: %w", c.Name, err)
+			}
+		}
 		if err := o.confirmFleet(ctx, clusters, total); err != nil {
 			return err
 		}
@@ -116,15 +124,24 @@ func (o *PurgeOptions) confirmFleet(ctx context.Context, clusters []*clusterPurg
 	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
-	_, _ = fmt.Fprintf(o.ErrOut, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces in %d clusters:\n", total, len(clusters))
+	text, want := o.fleetConfirmation(clusters, total)
+	_, _ = fmt.Fprint(o.ErrOut, text)
+	return o.expectAnswer(ctx, want)
+}
+
+// fleetConfirmation is what the fleet's confirmation says, and the answer
+// that goes on.
+func (o *PurgeOptions) fleetConfirmation(clusters []*clusterPurge, total int) (string, string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces in %d clusters:\n", total, len(clusters))
 	for _, c := range clusters {
 		if len(c.names) > 0 {
-			_, _ = fmt.Fprintf(o.ErrOut, "  context %q, cluster %q: %d: %s\n", c.Name, c.Cluster, len(c.names), strings.Join(c.names, ", "))
+			fmt.Fprintf(&b, "  context %q, cluster %q: %d: %s\n", c.Name, c.Cluster, len(c.names), strings.Join(c.names, ", "))
 		}
 	}
-	_, _ = fmt.Fprint(o.ErrOut, printer.ConsentLines(o.Purge.Escalations.Consent()))
-	_, _ = fmt.Fprintf(o.ErrOut, "Everything it deletes or changes is saved first. Type the number of namespaces (%d) to go on: ", total)
-	return o.expectAnswer(ctx, strconv.Itoa(total))
+	b.WriteString(printer.ConsentLines(o.Purge.Escalations.Consent()))
+	fmt.Fprintf(&b, "Everything it deletes or changes is saved first. Type the number of namespaces (%d) to go on: ", total)
+	return b.String(), strconv.Itoa(total)
 }
 
 // finishFleet prints every cluster's reports as one list (the human view:

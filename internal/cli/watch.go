@@ -91,9 +91,9 @@ changed diagnosis. Read-only, unless the janitor or the guard is switched on (th
 only its own webhook configuration and, in the cluster, its Secret).
 
 The janitor (--purge-selector) runs purge on the terminating namespaces that match, once they have
-been terminating for --purge-after, with only the escalations given here (--remove-finalizers,
---force-delete-pods, --bypass-webhook): server dry runs, recorded as NamespacePurgePlanned Events,
-unless --purge-force. System namespaces are never purged.
+been terminating for --purge-after, with only the escalations given here (of ` + escalationList(janitorEscalation) + `):
+server dry runs, recorded as NamespacePurgePlanned Events, unless --purge-force. System namespaces
+are never purged.
 
 The deletion guard (--guard=warn|deny) also serves an admission webhook for DELETE of namespaces and
 CRDs: at each kubectl delete it predicts, as explain --if-deleted does, whether the deletion would

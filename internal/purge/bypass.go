@@ -125,6 +125,32 @@ func gvrOfKind(kind string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{}
 }
 
+// precheck: each name is a validating or mutating webhook configuration.
+func (b *bypasser) precheck(ctx context.Context, a *actor) error {
+	for _, name := range b.names {
+		found := false
+		for _, k := range webhookKinds {
+			_, err := a.read(ctx, k.gvr, "", name)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s %s: %w", strings.ToLower(k.kind), name, err)
+			}
+			found = true
+		}
+		if !found {
+			return noConfiguration(name)
+		}
+	}
+	return nil
+}
+
+// noConfiguration: --bypass-webhook names no configuration.
+func noConfiguration(name string) error {
+	return &UsageError{fmt.Sprintf("--bypass-webhook=%s: no validating or mutating webhook configuration of that name (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)", name)}
+}
+
 // resolve finds each configuration named and what it catches of purge's
 // writes in the namespace. A name that is no configuration, or one that
 // catches nothing there, is a usage error.
@@ -149,7 +175,7 @@ func (b *bypasser) resolve(ctx context.Context, a *actor, s scope) error {
 			a.record(func(r *Report) { r.Bypassed = append(r.Bypassed, by) })
 		}
 		if !found {
-			return &UsageError{fmt.Sprintf("--bypass-webhook=%s: no validating or mutating webhook configuration of that name (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)", name)}
+			return noConfiguration(name)
 		}
 	}
 	return nil

@@ -37,7 +37,7 @@ var deleteAPIServiceEscalation = Escalation{
 		return nil
 	},
 	consent: func(names []string) []string {
-		return []string{fmt.Sprintf("and delete APIService(s) %s, not available: their API group is gone until the backup's copy is re-applied", strings.Join(names, ", "))}
+		return []string{fmt.Sprintf("and delete APIService(s) %s, which are not available", strings.Join(names, ", "))}
 	},
 	answers: func(names []string, a diagnose.Action) bool {
 		return a.Flag == diagnose.FlagDeleteAPIService && slices.Contains(names, a.Value)
@@ -68,9 +68,14 @@ type apiServiceDeleter struct {
 	found []*unstructured.Unstructured
 }
 
-// resolve reads each APIService: one that does not exist, is served by
-// kube-apiserver itself, or is Available is bad input.
+// resolve reads each APIService again as the run starts.
 func (d *apiServiceDeleter) resolve(ctx context.Context, a *actor, _ scope) error {
+	return d.precheck(ctx, a)
+}
+
+// precheck reads each APIService: one that does not exist, is served by
+// kube-apiserver itself, or is Available is bad input.
+func (d *apiServiceDeleter) precheck(ctx context.Context, a *actor) error {
 	d.found = nil
 	for _, name := range d.names {
 		obj, err := a.read(ctx, apiServicesGVR, "", name)

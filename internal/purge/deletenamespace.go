@@ -14,7 +14,7 @@ var deleteNamespaceEscalation = Escalation{
 	Leak:      "a namespace deletion cannot be cancelled: everything in it goes",
 	Conflicts: []string{"--orphans"},
 	consent: func([]string) []string {
-		return []string{"and first delete the namespace if it is Active (a deletion cannot be cancelled)"}
+		return []string{"and first delete the namespace if it is Active"}
 	},
 	answers: func(_ []string, a diagnose.Action) bool { return a.Flag == diagnose.FlagDeleteNamespace },
 	start:   func([]string) action { return namespaceDeleter{} },

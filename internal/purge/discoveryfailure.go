@@ -12,7 +12,7 @@ var finalizeDespiteDiscoveryEscalation = Escalation{
 	Help: "Escalation: finalize although some API groups cannot be discovered (their content is orphaned in storage)",
 	Leak: "objects of the groups that cannot be discovered stay in storage, orphaned ('explain --orphans' lists them once their API is back)",
 	consent: func([]string) []string {
-		return []string{"and finalize it although some API groups cannot be discovered: their objects in it stay in storage, orphaned"}
+		return []string{"and finalize it although some API groups cannot be discovered"}
 	},
 	answers: func(_ []string, a diagnose.Action) bool { return a.Flag == diagnose.FlagFinalizeDespiteDiscovery },
 	start:   func([]string) action { return discoveryFailureFinalizer{} },

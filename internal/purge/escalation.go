@@ -117,9 +117,11 @@ func (e Escalation) Check(values []string) error {
 	return e.check(values)
 }
 
-// Consent is what the confirmation says it will do with these values, and
-// what it costs: one line each.
-func (e Escalation) Consent(values []string) []string { return e.consent(values) }
+// Consent is what the confirmation says it will do with these values, one
+// line each, and last what it leaks: nobody consents to a cost unsaid.
+func (e Escalation) Consent(values []string) []string {
+	return append(slices.Clip(e.consent(values)), "  leaks: "+e.Leak)
+}
 
 // Answers tells whether, with these values, it gets past next step a.
 func (e Escalation) Answers(values []string, a diagnose.Action) bool {
@@ -200,7 +202,7 @@ func (a Asked) each(fn func(e *Escalation, values []string)) {
 // Consent is what the confirmation says of every escalation asked for.
 func (a Asked) Consent() []string {
 	var out []string
-	a.each(func(e *Escalation, values []string) { out = append(out, e.consent(values)...) })
+	a.each(func(e *Escalation, values []string) { out = append(out, e.Consent(values)...) })
 	return out
 }
 
@@ -237,7 +239,8 @@ func (a Asked) Used() []Used {
 type Used struct {
 	Flag   string   `json:"flag"`
 	Values []string `json:"values,omitempty"`
-	// Consent is what the confirmation said of it.
+	// Consent and Leak are what the confirmation said of it: what it
+	// does, and what that leaks.
 	Consent []string `json:"consent"`
 	Leak    string   `json:"leak,omitempty"`
 }
@@ -255,6 +258,14 @@ type action interface {
 // only the cluster shows (a name that does not exist) is a UsageError.
 type resolver interface {
 	resolve(ctx context.Context, a *actor, s scope) error
+}
+
+// prechecker checks, before the person is asked to confirm, what the
+// escalation's values name across the cluster (not in a namespace): a name
+// that does not exist, or that it may not act on, is a UsageError before
+// anyone consents to it. resolve checks again, at the run's start.
+type prechecker interface {
+	precheck(ctx context.Context, a *actor) error
 }
 
 // beforePasses acts once, before the first pass; undo runs when the run

@@ -2,12 +2,14 @@ package purge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -128,6 +130,54 @@ func TestRunMany(t *testing.T) {
 			t.Errorf("missing: %v", res.Err)
 		case want != "missing" && (res.Err != nil || res.Report.Outcome != OutcomeGone || !strings.HasPrefix(res.Report.BackupDir, dir+"/"+want)):
 			t.Errorf("%s: %v, %+v", want, res.Err, res.Report)
+		}
+	}
+}
+
+// Precheck refuses what an escalation's values name and cannot act on,
+// before anyone is asked to confirm, reading only (no namespace, no write):
+// an APIService that does not exist, is local or is Available, and a
+// webhook configuration that does not exist.
+func TestPrecheckRefusesBeforeTheConfirmation(t *testing.T) {
+	c, cfg := guarded(t)
+	c.Serve(apiServicesGVR, "APIService", kubetest.AllVerbs)
+	apiService := func(name string, service bool, available string) {
+		obj := kubetest.Object("APIService", "", name)
+		if service {
+			_ = unstructured.SetNestedMap(obj.Object, map[string]any{"namespace": "kube-system", "name": "metrics-server"}, "spec", "service")
+		}
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Available", "status": available, "reason": "ServiceNotFound"}}, "status", "conditions")
+		c.Add(apiServicesGVR, obj)
+	}
+	apiService("v1beta1.down.example.com", true, "False")
+	apiService("v1beta1.up.example.com", true, "True")
+	apiService("v1.local.example.com", false, "True")
+	clients := c.Clients(cfg)
+	for _, tc := range []struct {
+		asked Asked
+		want  string // empty: accepted
+	}{
+		{Asked{diagnose.FlagDeleteAPIService: {"v1beta1.down.example.com"}}, ""},
+		{Asked{diagnose.FlagDeleteAPIService: {"v1beta1.nothing.example.com"}}, "no APIService of that name"},
+		{Asked{diagnose.FlagDeleteAPIService: {"v1beta1.down.example.com", "v1beta1.up.example.com"}}, "is Available"},
+		{Asked{diagnose.FlagDeleteAPIService: {"v1.local.example.com"}}, "served by kube-apiserver itself"},
+		{Asked{diagnose.FlagBypassWebhook: {"guard"}}, ""},
+		{Asked{diagnose.FlagBypassWebhook: {"guard", "nothing"}}, "--bypass-webhook=nothing: no validating or mutating webhook configuration"},
+		{Asked{diagnose.FlagForceDeletePods: nil}, ""},
+	} {
+		before := len(c.Requests)
+		err := (&Purger{Clients: clients, Opts: Options{DryRun: DryRunNone, Escalations: tc.asked}}).Precheck(context.Background())
+		var usage *UsageError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v, want accepted", tc.asked, err)
+		case tc.want != "" && (!errors.As(err, &usage) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want a UsageError saying %q", tc.asked, err, tc.want)
+		}
+		for _, r := range c.Requests[before:] {
+			if !strings.HasPrefix(r, "get") && !strings.HasPrefix(r, "full get") {
+				t.Errorf("%v: Precheck sent %s", tc.asked, r)
+			}
 		}
 	}
 }

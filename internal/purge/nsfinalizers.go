@@ -17,7 +17,7 @@ var removeNamespaceFinalizersEscalation = Escalation{
 	Help: "Escalation: also remove spec.finalizers tokens other than kubernetes, and the namespace's metadata.finalizers",
 	Leak: "whatever the systems that set those tokens and finalizers would have cleaned up for the namespace is left behind",
 	consent: func([]string) []string {
-		return []string{"and remove the namespace's spec.finalizers tokens other than kubernetes, and its metadata.finalizers (what their owners would clean up is left behind)"}
+		return []string{"and remove the namespace's spec.finalizers tokens other than kubernetes, and its metadata.finalizers"}
 	},
 	answers: func(_ []string, a diagnose.Action) bool { return a.Flag == diagnose.FlagRemoveNamespaceFinalizers },
 	start:   func([]string) action { return namespaceFinalizerRemover{} },

@@ -57,6 +57,21 @@ type Purger struct {
 	webhooks *sharedWebhooks
 }
 
+// Precheck reads what the escalations' values name across the cluster
+// and refuses bad input (a UsageError) before the confirmation is asked:
+// nothing is written, and no namespace is read.
+func (p *Purger) Precheck(ctx context.Context) error {
+	a := &actor{w: clusterReader{clients: p.Clients}, l: newLedger(&Report{}, time.Now)}
+	for _, act := range startActions(p.Opts.Escalations) {
+		if c, ok := act.(prechecker); ok {
+			if err := c.precheck(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // discoveryCache is a discovery a few seconds old at most: namespaces
 // purged together run their passes at about the same time, and one
 // discovery serves them all, as one would serve the controller's workers.
