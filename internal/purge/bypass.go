@@ -126,7 +126,7 @@ func gvrOfKind(kind string) schema.GroupVersionResource {
 }
 
 // precheck: each name is a validating or mutating webhook configuration.
-func (b *bypasser) precheck(ctx context.Context, a *actor) error {
+func (b *bypasser) precheck(ctx context.Context, a actor) error {
 	for _, name := range b.names {
 		found := false
 		for _, k := range webhookKinds {
@@ -154,7 +154,7 @@ func noConfiguration(name string) error {
 // resolve finds each configuration named and what it catches of purge's
 // writes in the namespace. A name that is no configuration, or one that
 // catches nothing there, is a usage error.
-func (b *bypasser) resolve(ctx context.Context, a *actor, s scope) error {
+func (b *bypasser) resolve(ctx context.Context, a actor, s scope) error {
 	b.found = nil
 	for _, name := range b.names {
 		found := false
@@ -169,7 +169,7 @@ func (b *bypasser) resolve(ctx context.Context, a *actor, s scope) error {
 			found = true
 			by := Bypass{Kind: k.kind, Name: name, Webhooks: webhookNames(cfg), Catches: diagnose.WebhookCatches(*s.obs, name), Status: BypassPlanned}
 			if len(by.Catches) == 0 {
-				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, a.namespace)}
+				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, a.namespace())}
 			}
 			b.found = append(b.found, by)
 			a.record(func(r *Report) { r.Bypassed = append(r.Bypassed, by) })
@@ -223,7 +223,7 @@ func (r *run) bypassedError(err error) bool {
 // before excludes the namespace from the webhooks of each configuration
 // found, each saved first. The undo restores them when the run ends,
 // whatever ends it.
-func (b *bypasser) before(ctx context.Context, a *actor, _ scope) (func(), error) {
+func (b *bypasser) before(ctx context.Context, a actor, _ scope) (func(), error) {
 	applied := map[int]Sent{}
 	undo := func() {
 		// The run's context may be cancelled (Ctrl-C, SIGTERM, --timeout):
@@ -240,12 +240,12 @@ func (b *bypasser) before(ctx context.Context, a *actor, _ scope) (func(), error
 		if by.Status != BypassPlanned {
 			continue // a leftover, already restored
 		}
-		sent, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, a.namespace) },
+		sent, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, a.namespace()) },
 			&Change{Kind: ChangeExcludedFromWebhook, Resource: by.Kind, Name: by.Name})
 		if err != nil {
 			a.record(func(r *Report) { r.Bypassed[i].Status, r.Bypassed[i].Error = BypassFailed, err.Error() })
 			undo()
-			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", a.namespace, strings.ToLower(by.Kind), by.Name, err)
+			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", a.namespace(), strings.ToLower(by.Kind), by.Name, err)
 		}
 		a.record(func(r *Report) { r.Bypassed[i].RestorePath = sent.Saved })
 		applied[i] = sent
@@ -255,78 +255,17 @@ func (b *bypasser) before(ctx context.Context, a *actor, _ scope) (func(), error
 
 // restore undoes this namespace's exclusion from the i-th configuration,
 // excluded as applied says (made, or played).
-func (b *bypasser) restore(ctx context.Context, a *actor, i int, applied Sent) {
+func (b *bypasser) restore(ctx context.Context, a actor, i int, applied Sent) {
 	var by Bypass
 	a.record(func(r *Report) { by = r.Bypassed[i] })
-	_, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, a.namespace) },
+	_, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, a.namespace()) },
 		&Change{Kind: ChangeRestoredWebhook, Resource: by.Kind, Name: by.Name})
 	if err != nil && !apierrors.IsNotFound(err) {
 		a.record(func(r *Report) { r.Bypassed[i].Status, r.Bypassed[i].Error = BypassRestoreFailed, err.Error() })
-		a.l.fail(Failure{Verb: "restore", Resource: by.Kind, Name: by.Name, Error: err.Error(), Path: by.RestorePath})
+		a.fail(ctx, gvrOfKind(by.Kind), Failure{Verb: "restore", Resource: by.Kind, Name: by.Name, Path: by.RestorePath}, err)
 		return
 	}
 	a.record(func(r *Report) { r.Bypassed[i].Status = pick(applied, BypassRestored, BypassPlanned) })
-}
-
-// leftovers undoes the bypasses of this namespace an earlier run left
-// behind (it was killed before restoring), before anything else; a plan
-// says it would.
-func (r *run) leftovers(ctx context.Context) error {
-	lists, errs := r.webhookConfigurations(ctx)
-	for i, err := range errs {
-		switch {
-		case err == nil:
-		case r.Opts.DryRun != DryRunNone:
-			lists[i] = nil // a plan only notes them
-		case apierrors.IsForbidden(err) && !r.Opts.Escalations.Has(diagnose.FlagBypassWebhook):
-			lists[i] = nil // without the escalation, no run of this user could have left one
-		default:
-			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
-		}
-	}
-	for i, k := range webhookKinds {
-		if lists[i] == nil {
-			continue
-		}
-		for _, cfg := range lists[i].Items {
-			if _, ok := cfg.GetAnnotations()[bypassAnnotation+r.ns()]; ok {
-				if err := r.leftover(ctx, k.kind, &cfg); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// leftover restores one configuration a killed run left bypassed (a plan
-// only says so). It runs before the run has a writer or a backup: it
-// removes only what purge itself added.
-func (r *run) leftover(ctx context.Context, kind string, cfg *unstructured.Unstructured) error {
-	if r.Opts.DryRun != DryRunNone {
-		r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
-		return nil
-	}
-	by := Bypass{Kind: kind, Name: cfg.GetName(), Webhooks: webhookNames(cfg), Status: BypassLeftover}
-	read := func(ctx context.Context, gvr schema.GroupVersionResource, _, name string) (*unstructured.Unstructured, error) {
-		return r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-	}
-	send := func(ctx context.Context, wr Write) (Sent, error) {
-		if err := (sender{clients: r.Clients}).send(ctx, wr); err != nil {
-			return Sent{}, err
-		}
-		r.l.changed(*wr.Change)
-		return Sent{ForReal: true}, nil
-	}
-	_, err := patchConfig(ctx, read, send, gvrOfKind(kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, r.ns()) },
-		&Change{Kind: ChangeRestoredWebhook, Resource: kind, Name: by.Name})
-	if err != nil && !apierrors.IsNotFound(err) {
-		r.l.fail(Failure{Verb: "restore", Resource: kind, Name: by.Name, Error: err.Error()})
-		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), by.Name, err)
-	}
-	r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: by.Name, Restored: true})
-	r.l.update(func(rep *Report) { rep.Bypassed = append(rep.Bypassed, by) })
-	return nil
 }
 
 // patchConfig changes a configuration's webhooks and annotations with a

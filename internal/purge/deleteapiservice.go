@@ -69,13 +69,13 @@ type apiServiceDeleter struct {
 }
 
 // resolve reads each APIService again as the run starts.
-func (d *apiServiceDeleter) resolve(ctx context.Context, a *actor, _ scope) error {
+func (d *apiServiceDeleter) resolve(ctx context.Context, a actor, _ scope) error {
 	return d.precheck(ctx, a)
 }
 
 // precheck reads each APIService: one that does not exist, is served by
 // kube-apiserver itself, or is Available is bad input.
-func (d *apiServiceDeleter) precheck(ctx context.Context, a *actor) error {
+func (d *apiServiceDeleter) precheck(ctx context.Context, a actor) error {
 	d.found = nil
 	for _, name := range d.names {
 		obj, err := a.read(ctx, apiServicesGVR, "", name)
@@ -112,7 +112,7 @@ func (d *apiServiceDeleter) needs(scope) []Permission {
 // before deletes each APIService, saved first, its UID as a precondition
 // (one re-created since is not touched). The next pass discovers afresh;
 // a plan drops the group-version from what it plays over.
-func (d *apiServiceDeleter) before(ctx context.Context, a *actor, _ scope) (func(), error) {
+func (d *apiServiceDeleter) before(ctx context.Context, a actor, _ scope) (func(), error) {
 	for _, obj := range d.found {
 		gv := servedGroupVersion(obj)
 		sent, err := a.send(ctx, Write{Verb: "delete", Resource: apiServicesGVR, Name: obj.GetName(), UID: obj.GetUID(), Save: obj, Reshapes: true,

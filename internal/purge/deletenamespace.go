@@ -37,7 +37,7 @@ func (namespaceDeleter) needs(s scope) []Permission {
 
 // before deletes the namespace when it is Active; it is in the backup
 // already. A plan plays the namespace as deleted from the start.
-func (namespaceDeleter) before(ctx context.Context, a *actor, s scope) (func(), error) {
+func (namespaceDeleter) before(ctx context.Context, a actor, s scope) (func(), error) {
 	if s.ns.DeletionTimestamp != nil {
 		return func() {}, nil
 	}
@@ -46,7 +46,7 @@ func (namespaceDeleter) before(ctx context.Context, a *actor, s scope) (func(), 
 	step := Step{Verb: "delete", Resource: "namespaces", Name: s.ns.Name, Objects: 1, Status: pick(sent, StepSent, StepPlanned)}
 	if err != nil {
 		step.Status, step.Error = StepFailed, err.Error()
-		a.l.fail(Failure{Verb: "delete", Resource: "namespaces", Name: s.ns.Name, Error: err.Error()})
+		a.fail(ctx, namespacesGVR, Failure{Verb: "delete", Resource: "namespaces", Name: s.ns.Name}, err)
 	}
 	a.step(step)
 	if err != nil && sent.ForReal {

@@ -257,7 +257,7 @@ type action interface {
 // resolver reads the cluster before anything is changed: bad input that
 // only the cluster shows (a name that does not exist) is a UsageError.
 type resolver interface {
-	resolve(ctx context.Context, a *actor, s scope) error
+	resolve(ctx context.Context, a actor, s scope) error
 }
 
 // prechecker checks, before the person is asked to confirm, what the
@@ -265,13 +265,13 @@ type resolver interface {
 // that does not exist, or that it may not act on, is a UsageError before
 // anyone consents to it. resolve checks again, at the run's start.
 type prechecker interface {
-	precheck(ctx context.Context, a *actor) error
+	precheck(ctx context.Context, a actor) error
 }
 
 // beforePasses acts once, before the first pass; undo runs when the run
 // ends, whatever ends it.
 type beforePasses interface {
-	before(ctx context.Context, a *actor, s scope) (undo func(), err error)
+	before(ctx context.Context, a actor, s scope) (undo func(), err error)
 }
 
 // deleterOption changes how the controller's Delete finishes.
@@ -282,13 +282,13 @@ type deleterOption interface {
 // afterPass acts on what a pass left; it returns how many changes it made
 // (or would).
 type afterPass interface {
-	afterPass(ctx context.Context, a *actor, content *deletion.ContentResult) int
+	afterPass(ctx context.Context, a actor, content *deletion.ContentResult) int
 }
 
 // namespaceHeld acts on a finalized namespace its own metadata.finalizers
 // hold; it returns how many changes it made (or would).
 type namespaceHeld interface {
-	namespaceHeld(ctx context.Context, a *actor, ns *v1.Namespace) (int, error)
+	namespaceHeld(ctx context.Context, a actor, ns *v1.Namespace) (int, error)
 }
 
 // scope is what a run knows before its first change: the namespace, the

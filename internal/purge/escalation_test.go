@@ -1,6 +1,10 @@
 package purge
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -116,4 +120,54 @@ func TestAskedActionsInOrder(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("actions %q, want %q", strings.Join(got, " "), want)
 	}
+}
+
+// An escalation's file never asks which mode the run is in (its actions
+// reach the run only through their actor, an interface): the writer alone
+// decides what a write does (a plan plays it, a server dry run sends it with dryRun=All, a
+// force run saves and sends it), so no escalation can act differently in
+// a plan than it would for real.
+func TestEscalationsNeverAskTheMode(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declaring := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !declaresEscalation(f) || name == "escalation.go" {
+			continue
+		}
+		declaring++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if x, ok := n.(*ast.Ident); ok && strings.HasPrefix(x.Name, "DryRun") {
+				t.Errorf("%s: %s asks which mode the run is in", fset.Position(x.Pos()), x.Name)
+			}
+			return true
+		})
+	}
+	if declaring < len(Escalations())-2 {
+		t.Fatalf("only %d files declare an escalation", declaring)
+	}
+}
+
+// declaresEscalation tells whether f declares an entry of the list.
+func declaresEscalation(f *ast.File) bool {
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CompositeLit); ok {
+			if id, ok := c.Type.(*ast.Ident); ok && id.Name == "Escalation" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }

@@ -48,7 +48,7 @@ func (namespaceFinalizerRemover) configure(d *deletion.NamespacedResourcesDelete
 
 // namespaceHeld empties the metadata.finalizers of a finalized namespace,
 // saved already in the backup's namespace.yaml.
-func (namespaceFinalizerRemover) namespaceHeld(ctx context.Context, a *actor, ns *v1.Namespace) (int, error) {
+func (namespaceFinalizerRemover) namespaceHeld(ctx context.Context, a actor, ns *v1.Namespace) (int, error) {
 	before, err := toUnstructured(ns, "v1", "Namespace")
 	if err != nil {
 		return 0, err
@@ -66,7 +66,7 @@ func (namespaceFinalizerRemover) namespaceHeld(ctx context.Context, a *actor, ns
 	if err != nil {
 		step.Status, step.Error = StepFailed, err.Error()
 		a.step(step)
-		a.l.fail(Failure{Verb: "patch", Resource: "namespaces", Name: ns.Name, Error: err.Error()})
+		a.fail(ctx, namespacesGVR, Failure{Verb: "patch", Resource: "namespaces", Name: ns.Name}, err)
 		return 0, fmt.Errorf("removing metadata.finalizers of namespace %s: %w", ns.Name, err)
 	}
 	a.step(step)

@@ -51,13 +51,13 @@ func (f *podForcer) needs(s scope) []Permission {
 // afterPass deletes the pods whose grace period is over, each saved first;
 // a plan plays those whose grace period is not over yet too, saying when.
 // It returns how many it deleted (or would).
-func (f *podForcer) afterPass(ctx context.Context, a *actor, content *deletion.ContentResult) int {
+func (f *podForcer) afterPass(ctx context.Context, a actor, content *deletion.ContentResult) int {
 	if content.Totals.GVRToNumRemaining[deletion.PodsGVR] == 0 {
 		return 0
 	}
 	pods, err := a.listPods(ctx)
 	if err != nil {
-		a.l.fail(Failure{Verb: "list", Resource: "pods", Error: err.Error()})
+		a.fail(ctx, deletion.PodsGVR, Failure{Verb: "list", Resource: "pods"}, err)
 		return 0
 	}
 	deleted := 0
@@ -85,11 +85,11 @@ func (f *podForcer) afterPass(ctx context.Context, a *actor, content *deletion.C
 
 // forceDelete sends one pod's DELETE with grace period 0 and its UID as a
 // precondition, the pod saved first.
-func (f *podForcer) forceDelete(ctx context.Context, a *actor, pod *v1.Pod, fp *ForcedPod) {
+func (f *podForcer) forceDelete(ctx context.Context, a actor, pod *v1.Pod, fp *ForcedPod) {
 	saved, err := toUnstructured(pod, "v1", "Pod")
 	var sent Sent
 	if err == nil {
-		sent, err = a.send(ctx, Write{Verb: "delete", Resource: deletion.PodsGVR, Namespace: a.namespace, Name: pod.Name, GracePeriod: ptr.To(int64(0)), UID: pod.UID,
+		sent, err = a.send(ctx, Write{Verb: "delete", Resource: deletion.PodsGVR, Namespace: a.namespace(), Name: pod.Name, GracePeriod: ptr.To(int64(0)), UID: pod.UID,
 			Op: "DELETE", Save: saved, Play: func(p *planState) { p.ops.ForceDelete(deletion.PodsGVR, pod.Name) },
 			Change: &Change{Kind: ChangeForceDeletedPod, Resource: "pods", Name: pod.Name, Node: fp.Node, NodeState: fp.NodeState}})
 	}
@@ -106,11 +106,11 @@ func (f *podForcer) forceDelete(ctx context.Context, a *actor, pod *v1.Pod, fp *
 
 // describe is a pod to force-delete: its node and how long it has been
 // terminating.
-func (f *podForcer) describe(ctx context.Context, a *actor, pod *v1.Pod) ForcedPod {
+func (f *podForcer) describe(ctx context.Context, a actor, pod *v1.Pod) ForcedPod {
 	fp := ForcedPod{Name: pod.Name, Node: pod.Spec.NodeName, NodeState: f.nodeState(ctx, a, pod.Spec.NodeName)}
 	if dt := pod.DeletionTimestamp; dt != nil {
 		started := dt.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second)
-		fp.TerminatingSeconds = int64(a.l.now().Sub(started).Round(time.Second).Seconds())
+		fp.TerminatingSeconds = int64(a.now().Sub(started).Round(time.Second).Seconds())
 	}
 	if fp.NodeState == NodeReady {
 		// kubectl's own warning for --force --grace-period=0.
@@ -120,7 +120,7 @@ func (f *podForcer) describe(ctx context.Context, a *actor, pod *v1.Pod) ForcedP
 }
 
 // nodeState reads a pod's node once per run.
-func (f *podForcer) nodeState(ctx context.Context, a *actor, name string) NodeState {
+func (f *podForcer) nodeState(ctx context.Context, a actor, name string) NodeState {
 	if name == "" {
 		return NodeUnscheduled
 	}

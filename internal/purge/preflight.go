@@ -3,8 +3,14 @@ package purge
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -58,8 +64,7 @@ func (r *run) preflight(ctx context.Context, ns, deleted *v1.Namespace) (scope, 
 // resolve lets each escalation read what it will act on, before the
 // writer exists: its reads go straight to the cluster.
 func (r *run) resolve(ctx context.Context, s scope) error {
-	a := r.actor()
-	a.w = clusterReader{clients: r.Clients}
+	a := r.actorOver(clusterReader{clients: r.Clients})
 	for _, act := range r.actions {
 		if res, ok := act.(resolver); ok {
 			if err := res.resolve(ctx, a, s); err != nil {
@@ -160,4 +165,65 @@ func (r *run) discoverWithLeftovers(ctx context.Context) error {
 		r.discoveries.seed(disc)
 	}
 	return errors.Join(<-restored, err)
+}
+
+// leftovers undoes the bypasses of this namespace an earlier run left
+// behind (it was killed before restoring), before anything else; a plan
+// says it would.
+func (r *run) leftovers(ctx context.Context) error {
+	lists, errs := r.webhookConfigurations(ctx)
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case r.Opts.DryRun != DryRunNone:
+			lists[i] = nil // a plan only notes them
+		case apierrors.IsForbidden(err) && !r.Opts.Escalations.Has(diagnose.FlagBypassWebhook):
+			lists[i] = nil // without the escalation, no run of this user could have left one
+		default:
+			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
+		}
+	}
+	for i, k := range webhookKinds {
+		if lists[i] == nil {
+			continue
+		}
+		for _, cfg := range lists[i].Items {
+			if _, ok := cfg.GetAnnotations()[bypassAnnotation+r.ns()]; ok {
+				if err := r.leftover(ctx, k.kind, &cfg); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// leftover restores one configuration a killed run left bypassed (a plan
+// only says so). It runs before the run has a writer or a backup: it
+// removes only what purge itself added.
+func (r *run) leftover(ctx context.Context, kind string, cfg *unstructured.Unstructured) error {
+	if r.Opts.DryRun != DryRunNone {
+		r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
+		return nil
+	}
+	by := Bypass{Kind: kind, Name: cfg.GetName(), Webhooks: webhookNames(cfg), Status: BypassLeftover}
+	read := func(ctx context.Context, gvr schema.GroupVersionResource, _, name string) (*unstructured.Unstructured, error) {
+		return r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	}
+	send := func(ctx context.Context, wr Write) (Sent, error) {
+		if err := (sender{clients: r.Clients}).send(ctx, wr); err != nil {
+			return Sent{}, err
+		}
+		r.l.changed(*wr.Change)
+		return Sent{ForReal: true}, nil
+	}
+	_, err := patchConfig(ctx, read, send, gvrOfKind(kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, r.ns()) },
+		&Change{Kind: ChangeRestoredWebhook, Resource: kind, Name: by.Name})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.l.fail(Failure{Verb: "restore", Resource: kind, Name: by.Name, Error: err.Error()})
+		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), by.Name, err)
+	}
+	r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: by.Name, Restored: true})
+	r.l.update(func(rep *Report) { rep.Bypassed = append(rep.Bypassed, by) })
+	return nil
 }

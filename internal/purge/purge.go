@@ -61,7 +61,7 @@ type Purger struct {
 // and refuses bad input (a UsageError) before the confirmation is asked:
 // nothing is written, and no namespace is read.
 func (p *Purger) Precheck(ctx context.Context) error {
-	a := &actor{w: clusterReader{clients: p.Clients}, l: newLedger(&Report{}, time.Now)}
+	a := &runActor{w: clusterReader{clients: p.Clients}, l: newLedger(&Report{}, time.Now)}
 	for _, act := range startActions(p.Opts.Escalations) {
 		if c, ok := act.(prechecker); ok {
 			if err := c.precheck(ctx, a); err != nil {

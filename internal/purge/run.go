@@ -126,10 +126,13 @@ func (r *run) beforePasses(ctx context.Context, s scope) (func(), error) {
 	return undo, nil
 }
 
-// actor is what the escalations act through.
-func (r *run) actor() *actor {
-	return &actor{namespace: r.ns(), w: r.w, l: r.l, refused: r.whoRefused,
-		node: func(ctx context.Context, name string) (*v1.Node, error) {
+// actor is what the escalations act through: the run's writer.
+func (r *run) actor() actor { return r.actorOver(r.w) }
+
+// actorOver is an actor whose reads and writes go through w.
+func (r *run) actorOver(w channel) *runActor {
+	return &runActor{ns: r.ns(), w: w, l: r.l, refused: r.whoRefused,
+		nodeOf: func(ctx context.Context, name string) (*v1.Node, error) {
 			return r.Clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		}}
 }

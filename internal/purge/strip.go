@@ -169,15 +169,15 @@ func (s *stripper) strips(held []string) bool { return len(s.match(held)) > 0 }
 
 // afterPass strips the finalizers from what the pass left; it returns how
 // many objects it changed (or would).
-func (s *stripper) afterPass(ctx context.Context, a *actor, content *deletion.ContentResult) int {
+func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.ContentResult) int {
 	changed := 0
 	for _, gvr := range stripCandidates(content) { // none: nothing left to strip
-		list, err := a.list(ctx, gvr, a.namespace)
+		list, err := a.list(ctx, gvr, a.namespace())
 		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
 			continue // its deletion failed already, and the pass says why
 		}
 		if err != nil {
-			a.l.fail(Failure{Verb: "list", Resource: deletion.ResourceName(gvr), Error: err.Error()})
+			a.fail(ctx, gvr, Failure{Verb: "list", Resource: deletion.ResourceName(gvr)}, err)
 			continue
 		}
 		for _, item := range list.Items {
@@ -201,11 +201,11 @@ func (s *stripper) afterPass(ctx context.Context, a *actor, content *deletion.Co
 // stripOne reads the object, saves it, and patches its finalizers guarded
 // by its resourceVersion; after a concurrent change it reads again and
 // retries.
-func (s *stripper) stripOne(ctx context.Context, a *actor, gvr schemaGVR, name string) Strip {
+func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name string) Strip {
 	st := Strip{Resource: deletion.ResourceName(gvr), Name: name}
 	var sent Sent
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := a.read(ctx, gvr, a.namespace, name)
+		obj, err := a.read(ctx, gvr, a.namespace(), name)
 		if apierrors.IsNotFound(err) {
 			st.Status = StripGone
 			return nil
@@ -225,7 +225,7 @@ func (s *stripper) stripOne(ctx context.Context, a *actor, gvr schemaGVR, name s
 		if err != nil {
 			return err
 		}
-		sent, err = a.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: a.namespace, Name: name, Patch: patch, Op: "UPDATE", Save: obj,
+		sent, err = a.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: a.namespace(), Name: name, Patch: patch, Op: "UPDATE", Save: obj,
 			Play:   func(p *planState) { p.ops.RemoveFinalizers(gvr, name, strip) },
 			Change: &Change{Kind: ChangeStrippedFinalizers, Resource: st.Resource, Name: name, Finalizers: strip}})
 		if apierrors.IsConflict(err) {
@@ -270,7 +270,7 @@ func (s *stripper) putBack(gvr schemaGVR, name string, fins []string) []string {
 
 // leftAlone reports an object whose finalizer came back: removing it again
 // would fight the controller that owns it.
-func (s *stripper) leftAlone(a *actor, gvr schemaGVR, name string, back []string) {
+func (s *stripper) leftAlone(a actor, gvr schemaGVR, name string, back []string) {
 	res := deletion.ResourceName(gvr)
 	a.warn(Warning{Kind: WarnPutBack, Resource: res, Name: name, Finalizers: back})
 	a.record(func(r *Report) {
