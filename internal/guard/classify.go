@@ -30,6 +30,10 @@ const (
 	// the catalogue, is not running (none of its workloads, or none
 	// ready); an owner ns-doctor cannot tell about is warned about.
 	PolicyOwnerNotRunning Policy = "owner not running"
+	// PolicyOwnerKnown: when the owner that would go with the namespace is
+	// known for sure (the catalogue's found there, or one the cluster
+	// names with certainty); a likely one is warned about.
+	PolicyOwnerKnown Policy = "owner known for sure"
 	// PolicyNever: warned about only; it may clear by itself, or the
 	// prediction rests on what ns-doctor cannot be sure of.
 	PolicyNever Policy = "never"
@@ -38,9 +42,10 @@ const (
 // DenyPolicy is when deny mode refuses on kind.
 func DenyPolicy(kind diagnose.BlockerKind) Policy {
 	switch kind {
-	case diagnose.BlockerSelfHostedAPIService, diagnose.BlockerWebhook, diagnose.BlockerSelfHostedWebhook, diagnose.BlockerConversionWebhook,
-		diagnose.BlockerOwnerDeleted:
+	case diagnose.BlockerSelfHostedAPIService, diagnose.BlockerWebhook, diagnose.BlockerSelfHostedWebhook, diagnose.BlockerConversionWebhook:
 		return PolicyAlways
+	case diagnose.BlockerOwnerDeleted:
+		return PolicyOwnerKnown
 	case diagnose.BlockerAPIServiceUnavailable:
 		return PolicyBackendDown
 	case diagnose.BlockerFinalizers, diagnose.BlockerCRDDeleting:
@@ -70,6 +75,13 @@ func Classify(blockers []diagnose.Blocker) []Finding {
 func sure(b diagnose.Blocker, states map[string]diagnose.OwnerState) bool {
 	switch DenyPolicy(b.Kind) {
 	case PolicyAlways:
+		return true
+	case PolicyOwnerKnown:
+		for _, s := range states {
+			if s.State == diagnose.OwnerDeletedWithNamespace && !known(s) {
+				return false
+			}
+		}
 		return true
 	case PolicyBackendDown:
 		f, ok := b.Facts.(*diagnose.APIServiceFacts)

@@ -34,6 +34,15 @@ func apiServiceBlocker(backend *diagnose.ServiceState) diagnose.Blocker {
 		GroupVersion: "example.com/v1", APIService: &diagnose.APIService{Name: "v1.example.com", Service: "default/x", Backend: backend}}}}
 }
 
+// goneWith is an owner-deleted blocker whose only owner the cluster
+// names, with confidence c, living in the namespace.
+func goneWith(c owners.Confidence) diagnose.Blocker {
+	b := finalizerBlocker(diagnose.BlockerOwnerDeleted, map[string]diagnose.OwnerRunning{"x.io/y": diagnose.OwnerDeletedWithNamespace})
+	f := b.Facts.(*diagnose.FinalizerFacts)
+	f.Owners["x.io/y"] = diagnose.OwnerState{State: diagnose.OwnerDeletedWithNamespace, Inferred: &owners.Inference{Confidence: c, InNamespace: true}}
+	return b
+}
+
 func TestClassify(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -50,6 +59,9 @@ func TestClassify(t *testing.T) {
 		{"an owner the cluster names for sure, not running", inferred(owners.Certain), true, true},
 		{"an owner the cluster likely names, not running", inferred(owners.Likely), true, false},
 		{"an owner deleted with the namespace", diagnose.Blocker{Kind: diagnose.BlockerOwnerDeleted, Facts: &diagnose.FinalizerFacts{}}, true, true},
+		{"a catalogued owner in the namespace", finalizerBlocker(diagnose.BlockerOwnerDeleted, map[string]diagnose.OwnerRunning{"a/b": diagnose.OwnerDeletedWithNamespace}), true, true},
+		{"an owner the cluster names for sure in the namespace", goneWith(owners.Certain), true, true},
+		{"an owner the cluster likely names in the namespace", goneWith(owners.Likely), true, false},
 		{"an owner that cannot finish", finalizerBlocker(diagnose.BlockerOwnerCannotFinish, map[string]diagnose.OwnerRunning{"a/b": diagnose.OwnerRunningReady}), true, false},
 		{"an APIService whose Service is missing", apiServiceBlocker(&diagnose.ServiceState{}), true, true},
 		{"an APIService whose backend answers", apiServiceBlocker(&diagnose.ServiceState{Exists: true, ReadyEndpoints: 2}), true, false},
@@ -75,7 +87,7 @@ func TestEveryKindHasAPolicy(t *testing.T) {
 	for _, k := range diagnose.BlockerKinds() {
 		seen[DenyPolicy(k)]++
 	}
-	if seen[PolicyAlways] != 5 || seen[PolicyBackendDown] != 1 || seen[PolicyOwnerNotRunning] != 2 {
+	if seen[PolicyAlways] != 4 || seen[PolicyBackendDown] != 1 || seen[PolicyOwnerNotRunning] != 2 || seen[PolicyOwnerKnown] != 1 {
 		t.Errorf("policies %v", seen)
 	}
 }

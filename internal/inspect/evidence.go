@@ -50,7 +50,7 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 	g.SetLimit(evidenceConcurrency)
 	for _, f := range holdingFinalizers(snap) {
 		g.Go(func() error {
-			state := i.owner(ctx, f)
+			state := goesWith(i.owner(ctx, f), ns.Name)
 			if needsInference(state) {
 				state = i.withInference(f, state, i.contentOwner(ctx, ns.Name, snap, f, ev))
 			}
@@ -148,6 +148,20 @@ func holdingFinalizers(snap *deletion.Snapshot) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// goesWith is a catalogued owner's state for the namespace being
+// diagnosed: an owner whose workload was found in that very namespace is
+// deleted with it (or would be, for an Active one), however ready it is
+// now, and nothing will remove its finalizers then.
+func goesWith(s diagnose.OwnerState, namespace string) diagnose.OwnerState {
+	if s.Found == nil || s.Found.Namespace != namespace {
+		return s
+	}
+	if s.State == diagnose.OwnerRunningReady || s.State == diagnose.OwnerNotReady {
+		s.State = diagnose.OwnerDeletedWithNamespace
+	}
+	return s
 }
 
 // owner looks for a finalizer's owner among its usual workloads: in their

@@ -159,7 +159,7 @@ func (i *Inspector) namespaceOwners(ctx context.Context, ns *v1.Namespace, ev *e
 		list = append(list, finalizer{f, owners.MetadataFinalizers, owners.Access{Verbs: removeVerbs, Resource: "namespaces", Names: []string{ns.Name}}})
 	}
 	for _, f := range list {
-		state := i.owner(ctx, f.name)
+		state := goesWith(i.owner(ctx, f.name), ns.Name)
 		if needsInference(state) {
 			managers := owners.ManagersOf(ns.ManagedFields, f.field, f.name, "namespace/"+ns.Name)
 			in := i.infer(ctx, ns.Name, f.name, []owners.Access{f.access}, managers, ev)

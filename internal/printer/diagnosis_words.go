@@ -170,7 +170,7 @@ func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerF
 		}
 	}
 	if gone == len(names) {
-		w.Summary += ", and its owner lived in this namespace and was deleted with it: nothing will remove it"
+		w.Summary += ", and its owner " + likelyWord(f.Owners, names) + "lived in this namespace and was deleted with it: nothing will remove it"
 		if len(b.Actions) > 0 && b.Actions[0].Kind == diagnose.ActionPatchNamespaceFinalizers {
 			w.NextStep = ActionWords(b.Actions[0]) + "  # its owner went with the namespace; or: " + ActionWords(b.Actions[1])
 		}
@@ -313,8 +313,8 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 	}
 	w.Evidence = append(w.Evidence, goneRefWords(f.GoneRefs)...)
 	if b.Kind == diagnose.BlockerOwnerDeleted {
-		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, whose owner lived in this namespace and was deleted with it: nothing will remove them",
-			c.Count, res, strings.Join(f.OwnersGone, ", "))
+		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, whose owner %slived in this namespace and was deleted with it: nothing will remove them",
+			c.Count, res, strings.Join(f.OwnersGone, ", "), likelyWord(f.Owners, f.OwnersGone))
 	}
 	if a := b.Actions; b.Kind == diagnose.BlockerFinalizers && len(a) > 0 && a[0].Kind == diagnose.ActionOwnerLogs {
 		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s; their owner (%s in %s) runs, but has released none of these objects%s: it does not finish",
@@ -625,6 +625,8 @@ func catalogueEvidence(s diagnose.OwnerState) string {
 		return s.Owner + " (part of the control plane)"
 	case s.State == diagnose.OwnerNotChecked:
 		return "the catalogue names no workload to look for"
+	case s.Found != nil && s.State == diagnose.OwnerDeletedWithNamespace:
+		return fmt.Sprintf("%s: %d/%d ready, in this namespace: it goes with it", workload(s.Found.WorkloadRef), s.Found.Ready, s.Found.Want)
 	case s.Found != nil:
 		return fmt.Sprintf("%s: %d/%d ready", workload(s.Found.WorkloadRef), s.Found.Ready, s.Found.Want)
 	}

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/guard"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // GuardWords are the words of the deletion guard (guard.Words): the
@@ -141,7 +143,7 @@ func errorWords(err error) string {
 		return "unknown error"
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "connection refused") || strings.Contains(msg, "no such host") || strings.Contains(msg, "i/o timeout") {
+	if e := apierror.Classify(err); e.Kind == apierror.Unreachable || e.Kind == apierror.Timeout {
 		return "cannot reach the API server: " + lastPart(msg)
 	}
 	return msg
@@ -264,13 +266,19 @@ func heldWords(held []string) string {
 }
 
 // guardOwnerWords says a finalizer's owner (its project, from the
-// catalogue), that it is not running, and the step before deleting.
+// catalogue, or who the cluster says it is), that it is not running, and
+// the step before deleting.
 func guardOwnerWords(finalizer string, s diagnose.OwnerState) string {
-	owner := s.Owner
+	owner := ownerName(finalizer, s)
 	if e := finalizers.Lookup(finalizer); e != nil && e.Project != "" {
 		owner = e.Project
 	}
+	if s.Owner == "" && s.Inferred != nil && s.Inferred.Confidence != owners.None {
+		owner += " (" + strings.ToLower(string(s.Inferred.Confidence)) + ", from the cluster)"
+	}
 	switch s.State {
+	case diagnose.OwnerDeletedWithNamespace:
+		return fmt.Sprintf("its owner %s runs in this namespace and would be deleted with it, leaving them to nobody: delete them first and let it finish, or move it out", owner)
 	case diagnose.OwnerNotFound:
 		if len(s.Looked) > 0 {
 			w := s.Looked[0]
@@ -288,7 +296,7 @@ func guardOwnerWords(finalizer string, s diagnose.OwnerState) string {
 			return fmt.Sprintf("its owner %s could not be checked: make sure it runs", owner)
 		}
 	}
-	return "its owner is not one ns-doctor knows: make sure it runs"
+	return "its owner is not one ns-doctor knows, nor one the cluster names: make sure it runs"
 }
 
 func apiServiceOf(groupVersion string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/guard"
+	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
 // hostile is what a tenant or an operator may name things: escapes,
@@ -94,5 +95,37 @@ func TestGuardWordsSayWhatToDoFirst(t *testing.T) {
 	failed.Failure = guard.FailureTimeout
 	if w := (GuardWords{}).Warnings(failed); !strings.Contains(w[0], "no prediction within the guard's 2s (--guard-timeout)") {
 		t.Errorf("timing out: %q", w)
+	}
+}
+
+// An owner read from the cluster is named in the guard's words, with how
+// sure that is; one that runs in the namespace being deleted is said to
+// go with it (the most common teardown-order mistake), not "make sure it
+// runs".
+func TestGuardWordsNameOwnersFromTheCluster(t *testing.T) {
+	w := &owners.Workload{Kind: "Deployment", Namespace: "team-a", Name: "widget-operator", Ready: 1, Want: 1}
+	finding := func(state diagnose.OwnerState) guard.Verdict {
+		return guard.Verdict{Mode: guard.ModeWarn, Target: guard.TargetNamespace, Name: "team-a", Outcome: guard.OutcomeWarned, Findings: []guard.Finding{{Blocker: diagnose.Blocker{
+			Kind: diagnose.BlockerOwnerDeleted, Subject: "widgets.example.com/cleanup", Facts: &diagnose.FinalizerFacts{
+				Content: diagnose.Content{Resource: "widgets.example.com", Count: 2, Finalizers: map[string]int{"widgets.example.com/cleanup": 2}},
+				Owners:  map[string]diagnose.OwnerState{"widgets.example.com/cleanup": state}}}}}}
+	}
+	for _, tc := range []struct {
+		state diagnose.OwnerState
+		want  string
+	}{
+		{diagnose.OwnerState{State: diagnose.OwnerDeletedWithNamespace, Inferred: &owners.Inference{Confidence: owners.Certain, Workload: w, InNamespace: true}},
+			"wait for widgets.example.com/cleanup; its owner deployment team-a/widget-operator (certain, from the cluster) runs in this namespace and would be deleted with it"},
+		{diagnose.OwnerState{State: diagnose.OwnerDeletedWithNamespace, Owner: "Widget operator", Found: &diagnose.WorkloadState{WorkloadRef: diagnose.WorkloadRef{Kind: "Deployment", Namespace: "team-a", Name: "widget-operator"}}},
+			"its owner Widget operator runs in this namespace and would be deleted with it, leaving them to nobody: delete them first"},
+		{diagnose.OwnerState{State: diagnose.OwnerNotReady, Inferred: &owners.Inference{Confidence: owners.Likely, Workload: &owners.Workload{Kind: "Deployment", Namespace: "ops", Name: "widget-operator"}}},
+			"its owner deployment ops/widget-operator (likely, from the cluster) is not ready: make it ready first"},
+		{diagnose.OwnerState{State: diagnose.OwnerUnknown, Inferred: &owners.Inference{Confidence: owners.None}},
+			"its owner is not one ns-doctor knows, nor one the cluster names: make sure it runs"},
+	} {
+		got := GuardWords{}.Warnings(finding(tc.state))
+		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+			t.Errorf("%s: %q\nwant it to say %q", tc.state.State, got, tc.want)
+		}
 	}
 }

@@ -164,3 +164,15 @@ func waitedWords(d time.Duration) string {
 	}
 	return " in " + d.String() + " since they were marked for deletion"
 }
+
+// likelyWord is "likely " when what says the owners of these finalizers
+// went with the namespace is only a likely inference: the words then do
+// not state as certain what the cluster only suggests.
+func likelyWord(states map[string]diagnose.OwnerState, finalizers []string) string {
+	for _, f := range finalizers {
+		if in := states[f].Inferred; in != nil && in.InNamespace && in.Confidence == owners.Likely {
+			return "likely "
+		}
+	}
+	return ""
+}

@@ -307,3 +307,35 @@ func TestCatalogueOwnerCheckedAgainstTheCluster(t *testing.T) {
 		}
 	}
 }
+
+// A catalogued operator installed in the very namespace it serves (its
+// usual workload found there, by name): its catalogue entry says who it
+// is, and the namespace says it goes with it. --if-deleted predicts it
+// while it runs; once deleted, explain says so at once.
+func TestCatalogueOwnerDeletedWithItsNamespace(t *testing.T) {
+	ctx := context.Background()
+	name := plugintest.UniqueName(t)
+	gvr, err := cluster.EnsureCRD(ctx, "monitoring.coreos.com", "Prometheus", "prometheuses")
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	op := installOperator(t, name, "prometheus-operator", 1, writes("monitoring.coreos.com", "prometheuses"))
+	createObject(t, gvr, "Prometheus", name, "k8s")
+	finalize(t, op, gvr, name, "k8s", "monitoring.coreos.com/status-cleanup")
+
+	e := explain(t, cp.Kubeconfig, name, "--if-deleted")
+	e.blocker(t, diagnose.BlockerOwnerDeleted, "deployment "+name+"/prometheus-operator: 1/1 ready, in this namespace: it goes with it",
+		"--remove-finalizers=monitoring.coreos.com/status-cleanup")
+
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+	e = explain(t, cp.Kubeconfig, name, "--grace=1h")
+	e.agrees(t)
+	b := e.blocker(t, diagnose.BlockerOwnerDeleted, "monitoring.coreos.com/status-cleanup: owner Prometheus Operator",
+		"nothing will remove them: kubectl ns-doctor purge "+name+" --remove-finalizers=monitoring.coreos.com/status-cleanup")
+	if !strings.Contains(b.Summary, "whose owner lived in this namespace and was deleted with it") || e.code != 3 {
+		t.Errorf("exit %d, blocker %+v", e.code, b)
+	}
+	if f := finalizerDoc(t, e, "monitoring.coreos.com/status-cleanup"); !f.Known || f.OwnerState.State != diagnose.OwnerDeletedWithNamespace {
+		t.Errorf("finalizer %+v", f)
+	}
+}

@@ -60,7 +60,7 @@ func TestGuardDenies(t *testing.T) {
 
 	r, took = deleteNamespace(t, cp.Kubeconfig, unsure)
 	t.Logf("kubectl delete namespace %s (%s):\n%s%s", unsure, took.Round(time.Millisecond), r.Stdout, r.Stderr)
-	checkWarned(t, r, unsure, "its owner is not one ns-doctor knows: make sure it runs")
+	checkWarned(t, r, unsure, "its owner is not one ns-doctor knows, nor one the cluster names: make sure it runs")
 
 	denied := g.metric(t, "nsdoctor_guard_admissions_total", `mode="deny"`, `resource="namespaces"`, `outcome="denied"`)
 	warned := g.metric(t, "nsdoctor_guard_admissions_total", `mode="deny"`, `resource="namespaces"`, `outcome="warned"`)

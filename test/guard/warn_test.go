@@ -65,7 +65,7 @@ func TestGuardWarns(t *testing.T) {
 		want []string
 	}{
 		{fin, []string{"would stick (FinalizersRemaining): 1 configmaps (held) wait for " + ownerless + "; its owner External Secrets Operator is not running (no deployment external-secrets/external-secrets): start it first"}},
-		{unknown, []string{"would stick (FinalizersRemaining): 1 configmaps (held) wait for " + unknownFinalizer + "; its owner is not one ns-doctor knows: make sure it runs"}},
+		{unknown, []string{"would stick (FinalizersRemaining): 1 configmaps (held) wait for " + unknownFinalizer + "; its owner is not one ns-doctor knows, nor one the cluster names: make sure it runs"}},
 		{hook, []string{"would stick (BlockingWebhook): webhook deny." + webhook + ".example.com fails closed and its service default/missing-", "kubectl delete validatingwebhookconfiguration " + webhook}},
 		{pods, []string{"would stick (PodsNotTerminating): 1 pod(s) (on-lost-node) already outlived their grace period", "kubectl get pods -n " + pods + " -o wide"}},
 	} {
