@@ -237,7 +237,6 @@ func flagValue(args []string, flag string) string {
 // The waits, tails and checks every package that runs the plugin uses.
 var (
 	poll = plugintest.Poll
-	tail = plugintest.Tail
 	must = plugintest.Must
 )
 
