@@ -46,6 +46,14 @@ func binary() string { return filepath.Join(plugin.Dir, "kubectl-ns_doctor") }
 // with the test; stderr is what the server said.
 func serve(t *testing.T, kubeconfig string, answer func(*sdk.ElicitRequest) *sdk.ElicitResult, args ...string) (*sdk.ClientSession, *plugintest.LockedBuffer) {
 	t.Helper()
+	return serveAs(t, "", kubeconfig, answer, args...)
+}
+
+// serveAs is serve with a client that speaks protocol (empty: the SDK's
+// latest): the clients people use today speak older ones, and get the
+// elicitation as an elicitation/create request rather than in the result.
+func serveAs(t *testing.T, protocol, kubeconfig string, answer func(*sdk.ElicitRequest) *sdk.ElicitResult, args ...string) (*sdk.ClientSession, *plugintest.LockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(binary(), append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	stderr := &plugintest.LockedBuffer{}
@@ -56,7 +64,7 @@ func serve(t *testing.T, kubeconfig string, answer func(*sdk.ElicitRequest) *sdk
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ns-doctor-test", Version: "v0"}, opts).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ns-doctor-test", Version: "v0"}, opts).Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connecting to %s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr)
 	}

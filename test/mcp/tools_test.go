@@ -1,12 +1,13 @@
 package mcp_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,12 +102,23 @@ func TestExplainIsExplainJSON(t *testing.T) {
 // -o json's, which must hold a blocker of kind.
 func explainedAlike(t *testing.T, cs *sdk.ClientSession, name string, kind diagnose.BlockerKind) {
 	t.Helper()
+	explainedAlikeIf(t, cs, name, kind, false)
+}
+
+// explainedAlikeIf is explainedAlike, for an Active namespace with
+// ifDeleted (explain --if-deleted).
+func explainedAlikeIf(t *testing.T, cs *sdk.ClientSession, name string, kind diagnose.BlockerKind, ifDeleted bool) {
+	t.Helper()
 	var got mcp.DiagnosisResult
-	res := call(t, cs, mcp.ToolExplain, map[string]any{"namespace": name, "grace": "0s"}, &got)
+	args, flags := map[string]any{"namespace": name, "grace": "0s", "detail": "full"}, []string{"ns-doctor", "explain", name, "--grace=0s", "-o", "json"}
+	if ifDeleted {
+		args["ifDeleted"], flags = true, append(flags, "--if-deleted")
+	}
+	res := call(t, cs, mcp.ToolExplain, args, &got)
 	if res.IsError {
 		t.Fatalf("%s: %s", name, summary(res))
 	}
-	j := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", name, "--grace=0s", "-o", "json")
+	j := plugin.Kubectl(t, cp.Kubeconfig, flags...)
 	var want printer.DiagnosisDocument
 	plugintest.Must(t, json.Unmarshal([]byte(j.Stdout), &want))
 	kinds := ""
@@ -116,12 +128,68 @@ func explainedAlike(t *testing.T, cs *sdk.ClientSession, name string, kind diagn
 	if !strings.Contains(kinds, string(kind)) {
 		t.Fatalf("%s: explain -o json's blockers:%s, want %s", name, kinds, kind)
 	}
-	if !reflect.DeepEqual(got.Blockers, want.Blockers) || !reflect.DeepEqual(got.Content, want.Content) || got.Verdict != want.Verdict {
-		t.Errorf("%s: explain_namespace differs from explain -o json:\n%+v\n%+v", name, got.Blockers, want.Blockers)
+	// The whole document, but when each was observed (and the durations
+	// that follow from it) and what bounding cut (nothing, at full detail).
+	if len(got.Cut) > 0 || got.TextCut > 0 {
+		t.Errorf("%s: explain_namespace at full detail cut %+v, %d texts", name, got.Cut, got.TextCut)
 	}
-	if s := summary(res); !strings.Contains(s, "stuck in Terminating") || !strings.Contains(s, string(kind)) {
+	if g, w := comparable(t, got.DiagnosisDocument), comparable(t, want); g != w {
+		t.Errorf("%s: explain_namespace differs from explain -o json:\n%s", name, firstDifference(g, w))
+	}
+	if s := summary(res); !strings.Contains(s, string(kind)) || !ifDeleted && !strings.Contains(s, "stuck in Terminating") {
 		t.Errorf("%s: summary %q", name, s)
 	}
+}
+
+// explain_namespace with ifDeleted predicts, as explain --if-deleted does,
+// what would hold an Active namespace if it were deleted now, changing
+// nothing.
+func TestExplainIfDeleted(t *testing.T) {
+	ctx := context.Background()
+	cs, _ := serve(t, cp.Kubeconfig, nil)
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "held", nil, "example.com/hold"))
+	t.Cleanup(func() {
+		_ = cluster.ReleaseConfigMap(context.Background(), name, "held")
+		_ = cluster.DeleteNamespace(context.Background(), name)
+	})
+	before := resourceVersions(t, name)
+	explainedAlikeIf(t, cs, name, diagnose.BlockerFinalizers, true)
+	if after := resourceVersions(t, name); after != before {
+		t.Errorf("explaining changed the cluster: %s, then %s", before, after)
+	}
+	// Without ifDeleted, an Active namespace is no question of explain's.
+	var got mcp.DiagnosisResult
+	res := call(t, cs, mcp.ToolExplain, map[string]any{"namespace": name}, &got)
+	if res.IsError || got.Verdict.State == diagnose.StateStuck {
+		t.Errorf("an Active namespace without ifDeleted: %s %+v", summary(res), got.Verdict)
+	}
+}
+
+// durations are the times a document says that depend on when it was
+// made ("for 12s", "5m3s ago").
+var durations = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h)(\d+(\.\d+)?(ms|s|m))*\b`)
+
+// comparable is a diagnosis document as JSON, one field a line, without
+// when it was observed and the durations that follow from that.
+func comparable(t *testing.T, d printer.DiagnosisDocument) string {
+	t.Helper()
+	d.ObservedAt = time.Time{}
+	out, err := json.MarshalIndent(d, "", " ")
+	plugintest.Must(t, err)
+	return durations.ReplaceAllString(string(out), "D")
+}
+
+// firstDifference shows where two texts first differ, line by line.
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return fmt.Sprintf("line %d:\n  explain_namespace: %s\n  explain -o json:   %s", i+1, g[i], w[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
 }
 
 // resourceVersions are the namespace's and its ConfigMaps'.
@@ -151,12 +219,21 @@ func plan(t *testing.T, cs *sdk.ClientSession, name string) mcp.PlanResult {
 }
 
 // plan_purge, then purge_namespace, the person accepting through the
-// client: the namespace is gone, everything deleted or stripped saved.
+// client: the namespace is gone, everything deleted or stripped saved. A
+// client of the latest protocol gets the question in the tool's result
+// (multi round-trip), one of 2025-06-18 (what Claude Code, VS Code and
+// Cursor speak in 2026) as an elicitation/create request.
 func TestPurgeWithThePersonsConsent(t *testing.T) {
+	for _, protocol := range []string{"", "2025-06-18"} {
+		t.Run("protocol="+cmp.Or(protocol, "latest"), func(t *testing.T) { purgeWithConsent(t, protocol) })
+	}
+}
+
+func purgeWithConsent(t *testing.T, protocol string) {
 	name := heldNamespace(t, "example.com/hold")
 	backups := t.TempDir()
 	var asked []string
-	cs, _ := serve(t, cp.Kubeconfig, func(req *sdk.ElicitRequest) *sdk.ElicitResult {
+	cs, _ := serveAs(t, protocol, cp.Kubeconfig, func(req *sdk.ElicitRequest) *sdk.ElicitResult {
 		asked = append(asked, req.Params.Message)
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"namespace": name}}
 	}, "--allow-purge", "--backup-dir", backups)
@@ -244,11 +321,108 @@ func TestStalePlanIsRefused(t *testing.T) {
 	if after := resourceVersions(t, name); after != before {
 		t.Fatalf("a stale plan changed the cluster: %s, then %s", before, after)
 	}
+	if s := summary(res); !strings.Contains(s, "has moved since") && !strings.Contains(s, "changed since the plan") {
+		t.Errorf("stale plan: %s, want it to say what moved", s)
+	}
 	// Planned again, it goes.
 	settled(t, name, v1.NamespaceFinalizersRemaining)
 	p = plan(t, cs, name)
 	var done mcp.PurgeResult
 	if res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done); res.IsError || done.Purge.Outcome != purge.OutcomeGone {
 		t.Fatalf("planned again: %s %+v", summary(res), done.Purge.Outcome)
+	}
+}
+
+// A plan of an Active namespace, to delete it first (delete-namespace),
+// goes stale when an object is added to the namespace after it: the
+// namespace's own resourceVersion does not move, what the plan would
+// change does (its fingerprint). Nothing is changed, the namespace stays.
+func TestPlanStaleWhenAnObjectIsAdded(t *testing.T) {
+	ctx := context.Background()
+	name := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "first", nil))
+	t.Cleanup(func() { _ = cluster.DeleteNamespace(context.Background(), name) })
+	cs, _ := serve(t, cp.Kubeconfig, func(*sdk.ElicitRequest) *sdk.ElicitResult {
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"namespace": name}}
+	}, "--allow-purge")
+	var p mcp.PlanResult
+	res := call(t, cs, mcp.ToolPlan, map[string]any{"namespace": name, "escalations": map[string]any{"delete-namespace": true}}, &p)
+	if res.IsError || p.PlanID == "" || !p.WouldChange.Finalize || p.WouldChange.Objects < 1 {
+		t.Fatalf("plan_purge: %s %+v", summary(res), p.WouldChange)
+	}
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "added", nil))
+	before := resourceVersions(t, name)
+	res = call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+	if s := summary(res); !res.IsError || !strings.Contains(s, "has moved since") || !strings.Contains(s, "nothing was changed") {
+		t.Fatalf("an object added after the plan: %s", s)
+	}
+	ns, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	plugintest.Must(t, err)
+	if after := resourceVersions(t, name); after != before || ns.DeletionTimestamp != nil {
+		t.Fatalf("a stale plan changed the cluster: %s, then %s (deleting: %v)", before, after, ns.DeletionTimestamp != nil)
+	}
+}
+
+// list_orphans returns what a namespace finalized by hand left in storage:
+// the document explain --orphans -o json prints.
+func TestListOrphansIsExplainOrphans(t *testing.T) {
+	ctx := context.Background()
+	former := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, former))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, former, "plain", nil))
+	plugintest.Must(t, cluster.CreateConfigMap(ctx, former, "held", nil, "example.com/keep"))
+	plugintest.Must(t, cluster.ForceFinalize(ctx, former))
+	t.Cleanup(func() {
+		_ = cluster.Kube.CoreV1().ConfigMaps(former).Delete(context.Background(), "plain", metav1.DeleteOptions{})
+		_ = cluster.ReleaseConfigMap(context.Background(), former, "held")
+	})
+	cs, _ := serve(t, cp.Kubeconfig, nil)
+	var got mcp.OrphansResult
+	res := call(t, cs, mcp.ToolOrphans, map[string]any{"namespace": former, "detail": "full"}, &got)
+	if res.IsError {
+		t.Fatalf("list_orphans: %s", summary(res))
+	}
+	j := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--orphans", former, "-o", "json")
+	var want printer.OrphansDocument
+	plugintest.Must(t, json.Unmarshal([]byte(j.Stdout), &want))
+	if len(want.Namespaces) != 1 || want.Namespaces[0].Objects != 2 {
+		t.Fatalf("explain --orphans %s: %+v", former, want.Namespaces)
+	}
+	got.ObservedAt, want.ObservedAt = time.Time{}, time.Time{}
+	g, _ := json.MarshalIndent(got.OrphansDocument, "", " ")
+	w, _ := json.MarshalIndent(want, "", " ")
+	if string(g) != string(w) {
+		t.Errorf("list_orphans differs from explain --orphans -o json:\n%s", firstDifference(string(g), string(w)))
+	}
+	// A namespace that exists has no orphans: one clear line.
+	res = call(t, cs, mcp.ToolOrphans, map[string]any{"namespace": "default"}, nil)
+	if s := summary(res); !res.IsError || !strings.Contains(s, "exists") || strings.Contains(s, "\n") {
+		t.Errorf("list_orphans of a namespace that exists: %s", s)
+	}
+}
+
+// A server dry run through plan_purge: every request is sent with
+// dryRun=All, nothing persists. With --allow-purge=without-confirmation,
+// purge_namespace acts on the plan without asking, and says nobody was
+// asked.
+func TestServerDryRunAndWithoutConfirmation(t *testing.T) {
+	name := heldNamespace(t, "example.com/hold")
+	cs, _ := serve(t, cp.Kubeconfig, nil, "--allow-purge=without-confirmation", "--backup-dir", t.TempDir())
+	before := resourceVersions(t, name)
+	var dry mcp.PlanResult
+	res := call(t, cs, mcp.ToolPlan, map[string]any{"namespace": name, "dryRun": "server",
+		"escalations": map[string]any{"remove-finalizers": []string{"example.com/*"}}}, &dry)
+	if res.IsError || dry.Plan.Mode != purge.DryRunServer || dry.Plan.Outcome != purge.OutcomePlanned {
+		t.Fatalf("plan_purge dryRun=server: %s mode %q outcome %q", summary(res), dry.Plan.Mode, dry.Plan.Outcome)
+	}
+	if after := resourceVersions(t, name); after != before {
+		t.Fatalf("a server dry run changed the cluster: %s, then %s", before, after)
+	}
+	p := plan(t, cs, name)
+	var done mcp.PurgeResult
+	res = call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done)
+	if res.IsError || done.Purge.Outcome != purge.OutcomeGone || !strings.Contains(done.Consent, "nobody was asked") {
+		t.Fatalf("purge_namespace without confirmation: %s %+v", summary(res), done.Consent)
 	}
 }
