@@ -47,7 +47,10 @@ const (
 )
 
 func (g *guardFlags) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&g.Mode, "guard", "", "Also serve the deletion guard, an admission webhook for DELETE of namespaces and CRDs: warn (allowed, with a warning per predicted blocker) or deny (refused when the prediction is sure); off when absent (docs/guard.md)")
+	fs.StringVar(&g.Mode, "guard", "", "Also serve the deletion guard, an admission webhook for DELETE of namespaces and CRDs: warn (allowed, with a warning per predicted blocker; what a bare --guard means) or deny (refused when the prediction is sure); off when absent (docs/guard.md)")
+	// A bare --guard is warn, the mode to roll out first (as a bare
+	// --dry-run is client in kubectl).
+	fs.Lookup("guard").NoOptDefVal = string(guard.ModeWarn)
 	fs.DurationVar(&g.Timeout, "guard-timeout", guard.DefaultTimeout, "Guard: the budget of one prediction; past it the deletion is allowed unchecked, with a warning saying so")
 	fs.StringSliceVar(&g.ExemptGroups, "guard-exempt-groups", nil, "Guard: requesters in these groups are never refused (they still get the warnings)")
 	fs.StringVar(&g.Addr, "guard-addr", "", "Guard: where it listens. Out of the cluster, HOST:PORT kube-apiserver reaches (e.g. 127.0.0.1:8443): it registers a webhook configuration with that URL and its own CA, removed on exit. In the cluster (with --guard-service): default "+inClusterAddr)
@@ -211,7 +214,15 @@ func (o *WatchOptions) guardCertificate(ctx context.Context, clients *kube.Clien
 			Hosts: []string{name + "." + ns + ".svc", name + "." + ns + ".svc.cluster.local", name + "." + ns}, Life: webhookcert.DefaultLifetimes},
 		Source: src,
 		OnCA: func(ctx context.Context, ca []byte) error {
-			return guard.PatchCABundle(ctx, webhooks, g.Configuration, ca)
+			cfg, err := guard.PatchCABundle(ctx, webhooks, g.Configuration, ca)
+			if err != nil {
+				return err
+			}
+			if seconds, short := guard.ShortTimeout(cfg, g.Timeout); short {
+				o.notice("warning: the guard's webhook configuration %s has timeoutSeconds %d, not above --guard-timeout=%s: kube-apiserver gives up first and lets deletions through unchecked; set it to %d (deploy/guard/webhook.yaml)",
+					g.Configuration, seconds, g.Timeout, guard.TimeoutSeconds(g.Timeout))
+			}
+			return nil
 		},
 	}
 	if err := keeper.Sync(ctx); err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ns-doctor/ns-doctor/internal/guard"
 )
 
 func TestGuardFlagsValidate(t *testing.T) {
@@ -27,6 +29,7 @@ func TestGuardFlagsValidate(t *testing.T) {
 		{[]string{"--guard=warn", "--guard-addr=127.0.0.1:1", "--guard-timeout=0s"}, "--guard-timeout must be above 0", ""},
 		{[]string{"--guard=Warn", "--guard-addr=127.0.0.1:1"}, "--guard must be warn or deny", ""},
 		{[]string{"--guard-exempt-groups=a"}, "--guard-exempt-groups is the guard's", ""},
+		{[]string{"--guard", "--guard-addr=127.0.0.1:8443"}, "", "127.0.0.1:8443"},
 		{nil, "", ""},
 	} {
 		g := &guardFlags{}
@@ -43,6 +46,8 @@ func TestGuardFlagsValidate(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error with %q", c.args, err, c.want)
 		case c.want == "" && g.Addr != c.addr:
 			t.Errorf("%v: address %q, want %q", c.args, g.Addr, c.addr)
+		case len(c.args) > 0 && c.args[0] == "--guard" && g.Mode != string(guard.ModeWarn):
+			t.Errorf("a bare --guard: mode %q, want warn", g.Mode)
 		}
 	}
 }

@@ -146,18 +146,36 @@ func Unregister(ctx context.Context, c admissionregclient.ValidatingWebhookConfi
 // PatchCABundle writes caBundle into the guard's webhook of the
 // in-cluster configuration name (deploy/guard's), a strategic merge
 // patch by webhook name: the only write RBAC lets the guard make to it.
-func PatchCABundle(ctx context.Context, c admissionregclient.ValidatingWebhookConfigurationsGetter, name string, caBundle []byte) error {
+func PatchCABundle(ctx context.Context, c admissionregclient.ValidatingWebhookConfigurationsGetter, name string, caBundle []byte) (*admissionregv1.ValidatingWebhookConfiguration, error) {
 	patch, err := json.Marshal(map[string]any{"webhooks": []any{map[string]any{
 		"name": WebhookName, "clientConfig": map[string]any{"caBundle": caBundle},
 	}}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = c.ValidatingWebhookConfigurations().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	cfg, err := c.ValidatingWebhookConfigurations().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
-		return &RegistrationError{Verb: "patch", Name: name, Err: err}
+		return nil, &RegistrationError{Verb: "patch", Name: name, Err: err}
 	}
-	return nil
+	return cfg, nil
+}
+
+// ShortTimeout is the timeoutSeconds of the guard's webhook in cfg when
+// it does not leave the budget time to answer (kube-apiserver would give
+// up first, and fail open without the guard's warning), and false when it
+// does or the webhook is not there.
+func ShortTimeout(cfg *admissionregv1.ValidatingWebhookConfiguration, budget time.Duration) (int32, bool) {
+	for _, w := range cfg.Webhooks {
+		if w.Name != WebhookName {
+			continue
+		}
+		seconds := int32(10) // the API's default
+		if w.TimeoutSeconds != nil {
+			seconds = *w.TimeoutSeconds
+		}
+		return seconds, time.Duration(seconds)*time.Second <= budget
+	}
+	return 0, false
 }
 
 const fieldManager = "ns-doctor-guard"

@@ -22,6 +22,33 @@ func TestTimeoutSecondsAboveTheBudget(t *testing.T) {
 	}
 }
 
+// A configuration kube-apiserver would give up on before the budget ends
+// is told, as registered in the cluster (deploy/guard's 3 seconds, or the
+// API's default of 10 when left out).
+func TestShortTimeoutIsTold(t *testing.T) {
+	cfg := func(seconds *int32) *admissionregv1.ValidatingWebhookConfiguration {
+		return &admissionregv1.ValidatingWebhookConfiguration{Webhooks: []admissionregv1.ValidatingWebhook{{Name: "other"}, {Name: WebhookName, TimeoutSeconds: seconds}}}
+	}
+	for _, tc := range []struct {
+		seconds *int32
+		budget  time.Duration
+		short   bool
+	}{
+		{ptr.To[int32](3), 2 * time.Second, false},
+		{ptr.To[int32](3), 3 * time.Second, true},
+		{ptr.To[int32](3), 5 * time.Second, true},
+		{nil, 9 * time.Second, false},
+		{nil, 10 * time.Second, true},
+	} {
+		if _, short := ShortTimeout(cfg(tc.seconds), tc.budget); short != tc.short {
+			t.Errorf("timeoutSeconds %v, budget %s: short %v, want %v", tc.seconds, tc.budget, short, tc.short)
+		}
+	}
+	if _, short := ShortTimeout(&admissionregv1.ValidatingWebhookConfiguration{}, time.Minute); short {
+		t.Error("a configuration without the guard's webhook is said to be short")
+	}
+}
+
 // The webhook never stands in the namespace controller's way: DELETE of
 // namespaces and CRDs only, no subresource, failing open, skipping what is
 // already being deleted.

@@ -56,6 +56,11 @@ func (le LeaderElection) Lead(ctx context.Context, clients *kube.Clients, work f
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
+	if le.WatchDog != nil {
+		// NewLeaderElector does not tie the adaptor to the elector (only
+		// RunOrDie does): untied, it says healthy whatever the Lease.
+		le.WatchDog.SetLeaderElection(elector)
+	}
 	elector.Run(ctx)
 	select {
 	case <-lost:

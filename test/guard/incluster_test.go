@@ -83,6 +83,9 @@ func TestGuardInCluster(t *testing.T) {
 	heldNamespace(t, base+"-1", ownerless)
 	r, _ := deleteNamespace(t, cp.Kubeconfig, base+"-1")
 	checkWarned(t, r, base+"-1", "would stick (FinalizersRemaining)")
+	if strings.Contains(g.Stderr.String(), "timeoutSeconds") {
+		t.Errorf("deploy/guard's timeoutSeconds is said to be short for the default budget:\n%s", g.Stderr.String())
+	}
 	g.stop(t)
 
 	// Second start, the CA near its end: rotated, both CAs trusted.
@@ -91,7 +94,11 @@ func TestGuardInCluster(t *testing.T) {
 	sec.Data = map[string][]byte{"tls.crt": old.Cert, "tls.key": old.Key, "ca.crt": old.CACerts, "ca.key": old.CAKey}
 	_, err = cluster.Kube.CoreV1().Secrets(guardNamespace).Update(ctx, sec, metav1.UpdateOptions{})
 	must(t, err)
-	g = startGuard(t, kubeconfig, args...)
+	// With a budget as long as the webhook's timeoutSeconds, it says so.
+	g = startGuard(t, kubeconfig, append(args, "--guard-timeout=3s")...)
+	if !strings.Contains(g.Stderr.String(), "webhook configuration "+guardConfig+" has timeoutSeconds 3, not above --guard-timeout=3s") {
+		t.Errorf("a budget kube-apiserver does not wait for is not said:\n%s", g.Stderr.String())
+	}
 	sec, err = cluster.Kube.CoreV1().Secrets(guardNamespace).Get(ctx, guardSecret, metav1.GetOptions{})
 	must(t, err)
 	cas := checkCABundle(t, sec.Data["ca.crt"], 2)
