@@ -6,6 +6,10 @@ import (
 	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,5 +159,111 @@ func TestKeeperWritesTheCABundleFirst(t *testing.T) {
 	}
 	if _, err := src.GetCertificate(nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// While the guard runs, Run renews what comes due (here the CA, a third
+// of its life left) and keeps serving: the new CA goes into the caBundle
+// beside the old, then its certificate is served. It also takes up what
+// another replica wrote to the Secret.
+func TestKeeperRunRenewsWhileServing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := fake.NewClientset()
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	life := Lifetimes{CA: 30 * time.Hour, Serving: 3 * time.Hour}
+	src := &Source{}
+	var mu sync.Mutex
+	var bundles [][]byte
+	k := &Keeper{Store: &SecretStore{Secrets: c.CoreV1(), Namespace: "ns-doctor", Name: "tls", Hosts: []string{host}, Life: life, Now: clock}, Source: src,
+		OnCA: func(_ context.Context, ca []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			bundles = append(bundles, ca)
+			return nil
+		}}
+	if err := k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := src.GetCertificate(nil)
+	go k.Run(ctx, 10*time.Millisecond, func(err error) { t.Errorf("sync: %v", err) })
+
+	now.Add(int64(21 * time.Hour)) // 9 of the CA's 30 hours left
+	waitFor(t, "the CA rotated and its certificate served", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		served, _ := src.GetCertificate(nil)
+		return len(bundles) == 2 && served != first
+	})
+	mu.Lock()
+	cas, err := cert.ParseCertsPEM(bundles[1])
+	mu.Unlock()
+	if err != nil || len(cas) != 2 {
+		t.Fatalf("the caBundle after rotation holds %d CAs (%v), want the new and the old", len(cas), err)
+	}
+
+	// Another replica renews the Secret: this one serves its certificate.
+	other := &SecretStore{Secrets: c.CoreV1(), Namespace: "ns-doctor", Name: "tls", Hosts: []string{host}, Life: life,
+		Now: func() time.Time { return clock().Add(170 * time.Minute) }}
+	renewed, changed, err := other.Ensure(ctx)
+	if err != nil || !changed {
+		t.Fatalf("the other replica: %v %v", changed, err)
+	}
+	waitFor(t, "the other replica's certificate served", func() bool {
+		served, _ := src.GetCertificate(nil)
+		return served != nil && len(served.Certificate) > 0 && string(pemCert(served.Certificate[0])) == string(renewed.Cert)
+	})
+}
+
+// With cert-manager's files, Keep serves the new certificate once the
+// kubelet has updated the mounted Secret.
+func TestFilesKeepReloads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	write := func(b Bundle, at time.Time) {
+		for name, data := range map[string][]byte{KeyCert: b.Cert, KeyKey: b.Key} {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	one, err := Generate([]string{host}, time.Now(), DefaultLifetimes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(one, time.Now().Add(-time.Hour))
+	src := &Source{}
+	go Files{Dir: dir}.Keep(ctx, 10*time.Millisecond, src, func(err error) { t.Errorf("keep: %v", err) })
+	served := func(b Bundle) func() bool {
+		return func() bool {
+			c, _ := src.GetCertificate(nil)
+			return c != nil && string(pemCert(c.Certificate[0])) == string(b.Cert)
+		}
+	}
+	waitFor(t, "the first certificate served", served(one))
+	two, err := Generate([]string{host}, time.Now(), DefaultLifetimes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(two, time.Now())
+	waitFor(t, "the renewed certificate served", served(two))
+}
+
+// waitFor polls cond for up to ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -83,3 +83,30 @@ func TestGuardCRD(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 }
+
+// In warn mode the DELETE of such a CRD goes, with the same warning: the
+// CRD then sticks, as predicted, until the finalizer goes.
+func TestGuardCRDWarns(t *testing.T) {
+	ctx := context.Background()
+	base := plugintest.UniqueName(t)
+	group := "crdw-" + base[len(base)-5:] + ".example.com"
+	held, err := cluster.EnsureCRD(ctx, group, "Gizmo", "gizmos")
+	must(t, err)
+	must(t, cluster.CreateNamespace(ctx, base))
+	must(t, cluster.CreateCustomResource(ctx, held, "Gizmo", base, "held", ownerless))
+	t.Cleanup(func() {
+		_, _ = cluster.Dynamic.Resource(held).Namespace(base).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	startGuard(t, cp.Kubeconfig, "--guard=warn")
+	heldCRD := "gizmos." + group
+	r := kubectl(t, cp.Kubeconfig, "delete", "crd", heldCRD, "--wait=false")
+	t.Logf("kubectl delete crd %s:\n%s%s", heldCRD, r.Stdout, r.Stderr)
+	want := "Warning: ns-doctor: customresourcedefinition " + heldCRD + " would stick (FinalizersRemaining): 1 gizmos." + group + " (" + base + "/held) wait for " + ownerless
+	if r.Code != 0 || !strings.Contains(r.Stderr, want) || strings.Contains(r.Stderr, "denied") {
+		t.Errorf("kubectl delete crd %s in warn mode: exit %d, want allowed with %q\n%s", heldCRD, r.Code, want, r.Stderr)
+	}
+	crd, err := cluster.Dynamic.Resource(crdGVR).Get(ctx, heldCRD, metav1.GetOptions{})
+	if err != nil || crd.GetDeletionTimestamp() == nil {
+		t.Errorf("the CRD is not being deleted: %v", err)
+	}
+}
