@@ -255,3 +255,28 @@ func TestStuckPodsNodes(t *testing.T) {
 		t.Errorf("node reads %q, want each node once", got)
 	}
 }
+
+// A finalizer the catalogue knows, whose owner's usual workload runs,
+// needs no inference: nothing of RBAC is read (explain of a healthy
+// operator's namespaces costs what it cost before inference).
+func TestNoInferenceWhenTheCatalogueOwnerRuns(t *testing.T) {
+	c := kubetest.New()
+	c.Serve(widgets, "Widget", kubetest.AllVerbs)
+	c.AddNamespace("default", 0)
+	ns := c.AddNamespace("team-a", time.Hour)
+	c.Add(widgets, heldWidget("team-a", "w", "monitoring.coreos.com/status-cleanup", "prometheus-operator"))
+	objects := operator("default", "prometheus-operator", 1)
+	in := New(c.Clients(objects...), Config{})
+	r, err := in.Explain(context.Background(), ns, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := finalizerInfo(t, r, "monitoring.coreos.com/status-cleanup"); f.OwnerState.State != diagnose.OwnerRunningReady || f.OwnerState.Inferred != nil {
+		t.Fatalf("owner %+v", f.OwnerState)
+	}
+	for _, req := range c.Requests {
+		if _, rest, _ := strings.Cut(req, " "); strings.HasPrefix(rest, "clusterrole") || strings.HasPrefix(rest, "role") {
+			t.Errorf("RBAC read for an owner the catalogue found running: %s", req)
+		}
+	}
+}
