@@ -34,8 +34,11 @@ func TestGuardOperatorInItsOwnNamespace(t *testing.T) {
 		rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{"gadgets"}, Verbs: []string{"get", "list", "watch", "update", "patch"}})
 	must(t, err)
 	t.Cleanup(func() { op.Uninstall(context.Background(), cluster) })
+	// With a spec, as users create them: an object created with nothing
+	// but its name gets no managedFields, and kube-apiserver then records
+	// none for later updates either (who set a finalizer is lost).
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "Gadget",
-		"metadata": map[string]any{"name": "g1", "namespace": name}}}
+		"metadata": map[string]any{"name": "g1", "namespace": name}, "spec": map[string]any{"size": "small"}}}
 	_, err = cluster.Dynamic.Resource(gvr).Namespace(name).Create(ctx, obj, metav1.CreateOptions{})
 	must(t, err)
 	_, err = op.Client.Dynamic.Resource(gvr).Namespace(name).Patch(ctx, "g1", types.MergePatchType,
@@ -52,7 +55,7 @@ func TestGuardOperatorInItsOwnNamespace(t *testing.T) {
 	for _, want := range []string{
 		`admission webhook "guard.ns-doctor.io" denied the request: ns-doctor guard refuses to delete namespace ` + name,
 		"Sure to hold it: OwnerDeletedWithNamespace " + finalizer,
-		"Warning: ns-doctor: namespace " + name + " would stick (OwnerDeletedWithNamespace): 1 gadgets." + group + " wait for " + finalizer +
+		"Warning: ns-doctor: namespace " + name + " would stick (OwnerDeletedWithNamespace): 1 gadgets." + group + " (g1) wait for " + finalizer +
 			"; its owner deployment " + name + "/gadget-operator (certain, from the cluster) runs in this namespace and would be deleted with it",
 	} {
 		if !strings.Contains(r.Stderr, want) {
