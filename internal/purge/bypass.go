@@ -128,27 +128,37 @@ func gvrOfKind(kind string) schema.GroupVersionResource {
 // precheck: each name is a validating or mutating webhook configuration.
 func (b *bypasser) precheck(ctx context.Context, a actor) error {
 	for _, name := range b.names {
-		found := false
-		for _, k := range webhookKinds {
-			_, err := a.read(ctx, k.gvr, "", name)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s %s: %w", strings.ToLower(k.kind), name, err)
-			}
-			found = true
-		}
-		if !found {
-			return noConfiguration(name)
+		if _, err := configurations(ctx, a, name); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// noConfiguration: --bypass-webhook names no configuration.
-func noConfiguration(name string) error {
-	return &UsageError{fmt.Sprintf("--bypass-webhook=%s: no validating or mutating webhook configuration of that name (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)", name)}
+// configured is a webhook configuration read, and its kind.
+type configured struct {
+	kind string
+	cfg  *unstructured.Unstructured
+}
+
+// configurations reads the validating and the mutating webhook
+// configuration of that name; neither is a usage error.
+func configurations(ctx context.Context, a actor, name string) ([]configured, error) {
+	var out []configured
+	for _, k := range webhookKinds {
+		cfg, err := a.read(ctx, k.gvr, "", name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", strings.ToLower(k.kind), name, err)
+		}
+		out = append(out, configured{k.kind, cfg})
+	}
+	if len(out) == 0 {
+		return nil, &UsageError{fmt.Sprintf("--bypass-webhook=%s: no validating or mutating webhook configuration of that name (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)", name)}
+	}
+	return out, nil
 }
 
 // resolve finds each configuration named and what it catches of purge's
@@ -157,25 +167,17 @@ func noConfiguration(name string) error {
 func (b *bypasser) resolve(ctx context.Context, a actor, s scope) error {
 	b.found = nil
 	for _, name := range b.names {
-		found := false
-		for _, k := range webhookKinds {
-			cfg, err := a.read(ctx, k.gvr, "", name)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s %s: %w", strings.ToLower(k.kind), name, err)
-			}
-			found = true
-			by := Bypass{Kind: k.kind, Name: name, Webhooks: webhookNames(cfg), Catches: diagnose.WebhookCatches(*s.obs, name), Status: BypassPlanned}
+		found, err := configurations(ctx, a, name)
+		if err != nil {
+			return err
+		}
+		for _, c := range found {
+			by := Bypass{Kind: c.kind, Name: name, Webhooks: webhookNames(c.cfg), Catches: diagnose.WebhookCatches(*s.obs, name), Status: BypassPlanned}
 			if len(by.Catches) == 0 {
-				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(k.kind), name, a.namespace())}
+				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(c.kind), name, a.namespace())}
 			}
 			b.found = append(b.found, by)
 			a.record(func(r *Report) { r.Bypassed = append(r.Bypassed, by) })
-		}
-		if !found {
-			return noConfiguration(name)
 		}
 	}
 	return nil
