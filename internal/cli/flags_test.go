@@ -224,7 +224,7 @@ func TestEveryGuardFlagIsDocumentedAndCompleted(t *testing.T) {
 	if n != len(guardOnlyFlags)+1 {
 		t.Errorf("%d guard flags, %d in guardOnlyFlags", n, len(guardOnlyFlags))
 	}
-	if modes := completion(t, "watch", "--guard", ""); !strings.Contains(modes, "warn\n") || !strings.Contains(modes, "deny\n") {
+	if modes := completion(t, "watch", "--guard="); !strings.Contains(modes, "warn\n") || !strings.Contains(modes, "deny\n") {
 		t.Errorf("completion of --guard: %q", modes)
 	}
 }

@@ -51,3 +51,16 @@ func TestGuardFlagsValidate(t *testing.T) {
 		}
 	}
 }
+
+// "--guard deny" reads as --guard (warn) and a stray "deny": the error says
+// where the value goes instead of cobra's "unknown command".
+func TestGuardModeAfterASpace(t *testing.T) {
+	c := stuckCluster()
+	code, out, errOut := runFake(t, c, "watch", "--guard", "deny", "--guard-addr=127.0.0.1:8443")
+	if code != ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "--guard takes its value after '=' (--guard=deny") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if len(c.Requests) != 0 {
+		t.Errorf("sent %v before refusing", c.Requests)
+	}
+}

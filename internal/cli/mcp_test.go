@@ -20,17 +20,18 @@ import (
 
 func TestMCPUsageErrors(t *testing.T) {
 	for args, want := range map[string]string{
-		"mcp --allow-purge=maybe":          "invalid --allow-purge",
-		"mcp --http=0.0.0.0:8765":          "refusing --http=0.0.0.0:8765",
-		"mcp --http=:8765":                 "refusing --http=:8765",
-		"mcp --http=10.1.2.3:80":           "loopback",
-		"mcp --http=localhost":             "invalid --http",
-		"mcp --grace=-1s":                  "--grace must not be negative",
-		"mcp --timeout=0s":                 "--timeout must be positive",
-		"mcp demo":                         "takes exactly 0 argument",
-		"mcp --all-contexts --contexts=a*": "choose one",
-		"mcp --ordered-deletion=sometimes": "ordered-deletion",
-		"mcp --bogus":                      "unknown flag: --bogus",
+		"mcp --allow-purge=maybe":                "invalid --allow-purge",
+		"mcp --http=0.0.0.0:8765":                "refusing --http=0.0.0.0:8765",
+		"mcp --http=:8765":                       "refusing --http=:8765",
+		"mcp --http=10.1.2.3:80":                 "loopback",
+		"mcp --http=localhost":                   "invalid --http",
+		"mcp --grace=-1s":                        "--grace must not be negative",
+		"mcp --timeout=0s":                       "--timeout must be positive",
+		"mcp demo":                               "takes exactly 0 argument",
+		"mcp --allow-purge without-confirmation": "--allow-purge takes its value after '=' (--allow-purge=without-confirmation",
+		"mcp --all-contexts --contexts=a*":       "choose one",
+		"mcp --ordered-deletion=sometimes":       "ordered-deletion",
+		"mcp --bogus":                            "unknown flag: --bogus",
 	} {
 		c := stuckCluster()
 		code, out, errOut := runFake(t, c, strings.Fields(args)...)

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
@@ -114,6 +116,11 @@ func serverOf(flags *genericclioptions.ConfigFlags) string {
 // exactArgs is cobra.ExactArgs as a usage error.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			if err := valueAfterSpace(cmd, args[n]); err != nil {
+				return err
+			}
+		}
 		if len(args) != n {
 			return usageErrorf("%s takes exactly %d argument (%s), got %d (see '%s --help')", cmd.CommandPath(), n, what, len(args), cmd.CommandPath())
 		}
@@ -135,4 +142,17 @@ func validateRequestTimeout(flags *genericclioptions.ConfigFlags) error {
 		return usageErrorf("invalid --request-timeout %q: use a duration such as 10s or 1m (0 means no timeout)", v)
 	}
 	return nil
+}
+
+// valueAfterSpace explains the likeliest cause of a stray argument: a
+// flag whose value is optional (--guard, --allow-purge) takes it only after
+// '=', so "--guard deny" leaves "deny" as an argument.
+func valueAfterSpace(cmd *cobra.Command, arg string) error {
+	var hint error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if hint == nil && f.NoOptDefVal != "" && f.Value.String() == f.NoOptDefVal && !strings.HasPrefix(arg, "-") {
+			hint = usageErrorf("unexpected argument %q: --%s takes its value after '=' (--%s=%s; see '%s --help')", arg, f.Name, f.Name, arg, cmd.CommandPath())
+		}
+	})
+	return hint
 }

@@ -119,7 +119,7 @@ lost, a guard not allowed to register).`,
 
   # Janitor for CI namespaces, planning only (server dry runs) until --purge-force
   kubectl ns-doctor watch --purge-selector=ci=true --purge-after=30m --remove-finalizers='example.com/*'`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(0, "none"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(f, flags, cmd); err != nil {
 				return err
