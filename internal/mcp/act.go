@@ -16,13 +16,13 @@ import (
 
 // PurgeInput is purge_namespace's arguments.
 type PurgeInput struct {
-	PlanID string `json:"planId" jsonschema:"the planId plan_purge returned on this connection"`
+	PlanID string `json:"plan_id" jsonschema:"the plan_id plan_purge returned on this connection"`
 	Detail Detail `json:"detail,omitempty" jsonschema:"how much of the purge document to return, bounded for a context window: brief, normal (the default) or full; what is left out is counted in cut"`
 }
 
 // PurgeResult is purge_namespace's structured result.
 type PurgeResult struct {
-	PlanID string `json:"planId"`
+	PlanID string `json:"plan_id"`
 	Target Target `json:"target"`
 	// Consent says who agreed to act.
 	Consent string                `json:"consent" jsonschema:"who agreed to act: the person, through the client, or nobody (--allow-purge=without-confirmation)"`
@@ -63,7 +63,7 @@ func (s *server) purgeNamespace(ctx context.Context, req *sdk.CallToolRequest, i
 		return nil, out, err
 	}
 	if in.PlanID == "" {
-		return nil, out, errors.New("planId is required: plan_purge returns one")
+		return nil, out, errors.New("plan_id is required: plan_purge returns one")
 	}
 	p, err := s.plans.claim(req.Session, in.PlanID)
 	if err != nil {

@@ -72,7 +72,7 @@ type Bounded struct {
 	Cut []Cut `json:"cut,omitempty" jsonschema:"the lists that were shortened to bound the result: their path and how many items were left out"`
 	// TextCut counts the strings shortened (each says how many characters
 	// it lost).
-	TextCut int `json:"textCut,omitempty" jsonschema:"how many strings were shortened (each ends saying how many characters it lost)"`
+	TextCut int `json:"text_cut,omitempty" jsonschema:"how many strings were shortened (each ends saying how many characters it lost)"`
 	// Detail is the level the result was bounded at.
 	Detail Detail `json:"detail" jsonschema:"the detail level the result was bounded at: brief, normal or full"`
 }

@@ -23,7 +23,7 @@ import (
 // PlanInput is plan_purge's arguments.
 type PlanInput struct {
 	Namespace string `json:"namespace" jsonschema:"the terminating namespace to plan the purge of"`
-	DryRun    string `json:"dryRun,omitempty" jsonschema:"client (the default: the controller's pass played over what the namespace holds, nothing sent) or server (every request sent as a dry run: admission webhooks and RBAC answer, nothing is persisted)"`
+	DryRun    string `json:"dry_run,omitempty" jsonschema:"client (the default: the controller's pass played over what the namespace holds, nothing sent) or server (every request sent as a dry run: admission webhooks and RBAC answer, nothing is persisted)"`
 	// Escalations' schema is purge's registry (escalationsSchema).
 	Escalations map[string]any `json:"escalations,omitempty"`
 	Context     string         `json:"context,omitempty" jsonschema:"the kubeconfig context to plan in, when the server reads several (--contexts, --all-contexts); empty: the server's one cluster"`
@@ -36,7 +36,7 @@ type Target struct {
 	Cluster         string `json:"cluster,omitempty"`
 	Namespace       string `json:"namespace"`
 	UID             string `json:"uid"`
-	ResourceVersion string `json:"resourceVersion"`
+	ResourceVersion string `json:"resource_version"`
 }
 
 // WouldChange counts what a plan would change (a client-side plan, the
@@ -46,7 +46,7 @@ type Target struct {
 type WouldChange struct {
 	Requests        int    `json:"requests" jsonschema:"requests of the controller's passes and of the escalations"`
 	Objects         int    `json:"objects" jsonschema:"objects those requests reach"`
-	FinalizerStrips int    `json:"finalizerStrips" jsonschema:"objects whose finalizers would be stripped"`
+	FinalizerStrips int    `json:"finalizer_strips" jsonschema:"objects whose finalizers would be stripped"`
 	Finalizers      int    `json:"finalizers" jsonschema:"finalizers stripped in all"`
 	Pods            int    `json:"pods" jsonschema:"pods force-deleted"`
 	Configurations  int    `json:"configurations" jsonschema:"webhook configurations bypassed for the run"`
@@ -56,10 +56,10 @@ type WouldChange struct {
 
 // PlanResult is plan_purge's structured result.
 type PlanResult struct {
-	PlanID      string      `json:"planId" jsonschema:"what purge_namespace acts on, on this connection only, once, until expiresAt"`
-	ExpiresAt   time.Time   `json:"expiresAt"`
+	PlanID      string      `json:"plan_id" jsonschema:"what purge_namespace acts on, on this connection only, once, until expires_at"`
+	ExpiresAt   time.Time   `json:"expires_at"`
 	Target      Target      `json:"target" jsonschema:"the namespace the plan is bound to: purge_namespace refuses if its uid or resourceVersion changed"`
-	WouldChange WouldChange `json:"wouldChange"`
+	WouldChange WouldChange `json:"would_change"`
 	// Purge says how to act on the plan with this server.
 	Purge string `json:"purge"`
 	// Command is the same purge for a person to run.
@@ -77,7 +77,7 @@ func (s *server) addPlanTool(srv *sdk.Server) error {
 	t := &sdk.Tool{Name: ToolPlan, Annotations: readOnly("Plan a purge"), Description: planDescription()}
 	return addTool(srv, t, func(in *jsonschema.Schema) {
 		in.Properties["escalations"] = escalationsSchema()
-		in.Properties["dryRun"].Enum = []any{"client", "server"}
+		in.Properties["dry_run"].Enum = []any{"client", "server"}
 	}, s.plan)
 }
 
@@ -86,7 +86,7 @@ func (s *server) addPlanTool(srv *sdk.Server) error {
 func planDescription() string {
 	var b strings.Builder
 	b.WriteString("What kubectl ns-doctor purge would do to a terminating namespace, changing nothing: the namespace controller's own deletion pass played over what the namespace holds (or sent as server dry runs), with the escalations named. " +
-		"Returns the purge plan, what it would change (counts and a fingerprint) and a planId bound to the namespace's uid and resourceVersion and to that fingerprint: purge_namespace acts on it, on this connection, and refuses if anything moved (plan again). " +
+		"Returns the purge plan, what it would change (counts and a fingerprint) and a plan_id bound to the namespace's uid and resourceVersion and to that fingerprint: purge_namespace acts on it, on this connection, and refuses if anything moved (plan again). " +
 		"Escalations (each only when named in escalations):")
 	for _, e := range purge.Escalations() {
 		fmt.Fprintf(&b, "\n- %s: %s", e.Name(), escalationWords(e))
@@ -106,7 +106,7 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in PlanInpu
 	case "server":
 		mode = purge.DryRunServer
 	default:
-		return nil, out, fmt.Errorf("invalid dryRun %q: use client or server (purge_namespace acts)", printer.Cut(printer.Escape(in.DryRun), 100))
+		return nil, out, fmt.Errorf("invalid dry_run %q: use client or server (purge_namespace acts)", printer.Cut(printer.Escape(in.DryRun), 100))
 	}
 	if err := checkPurgeName(in.Namespace); err != nil {
 		return nil, out, err
@@ -171,9 +171,9 @@ func (s *server) run(ctx context.Context, r reader, name string, asked purge.Ask
 func (s *server) howToAct() string {
 	switch s.cfg.Purge {
 	case PurgeConfirmed:
-		return "purge_namespace with this planId acts, once the person confirms in the client (the same confirmation purge --force asks on a terminal); it refuses if the namespace or what the plan would change moved meanwhile"
+		return "purge_namespace with this plan_id acts, once the person confirms in the client (the same confirmation purge --force asks on a terminal); it refuses if the namespace or what the plan would change moved meanwhile"
 	case PurgeWithoutConfirmation:
-		return "purge_namespace with this planId acts without asking anyone (the server runs with --allow-purge=without-confirmation): ask the person first; it refuses if the namespace or what the plan would change moved meanwhile"
+		return "purge_namespace with this plan_id acts without asking anyone (the server runs with --allow-purge=without-confirmation): ask the person first; it refuses if the namespace or what the plan would change moved meanwhile"
 	}
 	return "this server does not act (started without --allow-purge): give the person the command to run"
 }

@@ -47,12 +47,12 @@ func diagnoseSteps(name, kubeContext string, mode PurgeMode) string {
 	fmt.Fprintf(&b, "1. Call explain_namespace with namespace %s. Read the verdict, and each blocker's evidence, nextStep and actions.\n", name)
 	b.WriteString("2. For each blocker kind, read its page (resource ns-doctor://blockers/KIND); for a finalizer that holds content, its catalogue entry (resource ns-doctor://finalizers/FINALIZER): who should remove it, and what stripping it leaks.\n")
 	b.WriteString("3. Prefer the fix outside ns-doctor when there is one (restore the service an APIService or webhook calls, start the operator that owns a finalizer): it loses nothing. Tell me what it is.\n")
-	b.WriteString("4. Otherwise call plan_purge with the escalations the next steps name, and no others. Show me what the plan would change (wouldChange, the plan's steps and strips) and, for each escalation, what it does and what it leaks (plan.escalations[].consent and .leak).\n")
+	b.WriteString("4. Otherwise call plan_purge with the escalations the next steps name, and no others. Show me what the plan would change (would_change, the plan's steps and strips) and, for each escalation, what it does and what it leaks (plan.escalations[].consent and .leak).\n")
 	switch mode {
 	case PurgeConfirmed:
-		b.WriteString("5. Ask me. Only if I say yes, call purge_namespace with the planId: my client will ask me to confirm, typing the namespace's name. If it refuses because the namespace or the plan moved, plan again and ask me again. Tell me the backup folder it returns.\n")
+		b.WriteString("5. Ask me. Only if I say yes, call purge_namespace with the plan_id: my client will ask me to confirm, typing the namespace's name. If it refuses because the namespace or the plan moved, plan again and ask me again. Tell me the backup folder it returns.\n")
 	case PurgeWithoutConfirmation:
-		b.WriteString("5. Ask me. Only if I say yes, call purge_namespace with the planId (it will not ask me again). If it refuses because the namespace or the plan moved, plan again and ask me again. Tell me the backup folder it returns.\n")
+		b.WriteString("5. Ask me. Only if I say yes, call purge_namespace with the plan_id (it will not ask me again). If it refuses because the namespace or the plan moved, plan again and ask me again. Tell me the backup folder it returns.\n")
 	default:
 		b.WriteString("5. This server does not act: give me the plan's command to run myself (it asks for my confirmation on my terminal).\n")
 	}

@@ -128,9 +128,9 @@ func instructions(mode PurgeMode) string {
 	purge := "purge_namespace is not served (the server was started without --allow-purge): give the person the command plan_purge returns."
 	switch mode {
 	case PurgeConfirmed:
-		purge = "purge_namespace acts on a planId from plan_purge, after the person confirms through the client."
+		purge = "purge_namespace acts on a plan_id from plan_purge, after the person confirms through the client."
 	case PurgeWithoutConfirmation:
-		purge = "purge_namespace acts on a planId from plan_purge without asking again (--allow-purge=without-confirmation): ask the person yourself first."
+		purge = "purge_namespace acts on a plan_id from plan_purge without asking again (--allow-purge=without-confirmation): ask the person yourself first."
 	}
 	return "ns-doctor tells exactly why a Kubernetes namespace is stuck in Terminating, to the letter of the namespace controller, and finishes the deletion safely. " +
 		"Start with list_stuck_namespaces or explain_namespace; read each blocker kind's page (resource ns-doctor://blockers/KIND); plan_purge shows what purge would change and what each escalation leaks, changing nothing. " +

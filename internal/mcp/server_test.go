@@ -159,11 +159,11 @@ func TestPlanThenPurgeWithConsent(t *testing.T) {
 				t.Fatal("the plan changed the cluster")
 			}
 			var done PurgeResult
-			res = call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID, "backup": true}, nil)
+			res = call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID, "backup": true}, nil)
 			if !res.IsError {
 				t.Fatalf("an unknown argument was taken: %s", text(res))
 			}
-			res = call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, &done)
+			res = call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, &done)
 			if res.IsError {
 				t.Fatalf("purge: %s", text(res))
 			}
@@ -173,8 +173,8 @@ func TestPlanThenPurgeWithConsent(t *testing.T) {
 			if done.Purge.Outcome != purge.OutcomeGone || done.Purge.BackupDir == "" || c.Namespace("demo") != nil {
 				t.Fatalf("purge: %+v", done.Purge)
 			}
-			res = call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, nil)
-			if !res.IsError || !strings.Contains(text(res), "unknown planId") {
+			res = call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, nil)
+			if !res.IsError || !strings.Contains(text(res), "unknown plan_id") {
 				t.Errorf("a plan used twice: %s", text(res))
 			}
 		})
@@ -190,7 +190,7 @@ func TestDeclinedChangesNothing(t *testing.T) {
 		var plan PlanResult
 		call(t, cs, ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-all-finalizers": true}}, &plan)
 		before := len(c.RequestsMatching(""))
-		res := call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, nil)
+		res := call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, nil)
 		if !res.IsError || !strings.Contains(text(res), "nothing was changed") || c.Namespace("demo") == nil || c.Get(kubetest.ConfigMaps, "demo", "held") == nil {
 			t.Fatalf("%s: %s", action, text(res))
 		}
@@ -207,7 +207,7 @@ func TestNoElicitationNoPurge(t *testing.T) {
 	cs := session(t, testConfig(c, PurgeConfirmed), nil, "")
 	var plan PlanResult
 	call(t, cs, ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-all-finalizers": true}}, &plan)
-	res := call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, nil)
+	res := call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, nil)
 	if !res.IsError || !strings.Contains(text(res), "cannot ask the person") || c.Namespace("demo") == nil {
 		t.Fatalf("%s", text(res))
 	}
@@ -216,7 +216,7 @@ func TestNoElicitationNoPurge(t *testing.T) {
 	cs = session(t, testConfig(c, PurgeWithoutConfirmation), nil, "")
 	call(t, cs, ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-all-finalizers": true}}, &plan)
 	var done PurgeResult
-	res = call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, &done)
+	res = call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, &done)
 	if res.IsError || done.Purge.Outcome != purge.OutcomeGone || !strings.Contains(done.Consent, "without-confirmation") {
 		t.Fatalf("%s %+v", text(res), done)
 	}
@@ -239,8 +239,8 @@ func TestBadInputIsOneLine(t *testing.T) {
 		{ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-finalizers": []string{"["}}}, "invalid --remove-finalizers pattern"},
 		{ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-finalizers": []string{"a"}, "remove-all-finalizers": true}}, "conflicts with"},
 		{ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"strip-everything": true}}, "strip-everything"},
-		{ToolPlan, map[string]any{"namespace": "demo", "dryRun": "none"}, "dryRun"},
-		{ToolPurge, map[string]any{"planId": "plan-0"}, "unknown planId"},
+		{ToolPlan, map[string]any{"namespace": "demo", "dry_run": "none"}, "dry_run"},
+		{ToolPurge, map[string]any{"plan_id": "plan-0"}, "unknown plan_id"},
 	} {
 		res := call(t, cs, tc.tool, tc.args, nil)
 		got := text(res)

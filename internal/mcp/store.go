@@ -20,7 +20,7 @@ type plan struct {
 	cluster Cluster
 	target  Target
 	asked   purge.Asked
-	// fingerprint is what the plan would change (wouldChange.fingerprint).
+	// fingerprint is what the plan would change (would_change.fingerprint).
 	fingerprint string
 	expires     time.Time
 	// asking is the state of the confirmation asked of the human for this
@@ -30,7 +30,7 @@ type plan struct {
 	acting bool
 }
 
-// store keeps each connection's plans: a planId is good only on the
+// store keeps each connection's plans: a plan_id is good only on the
 // connection (MCP session) that made it, until it expires, and once. Each
 // connection keeps at most perSession plans (the oldest go first), and
 // connections whose plans all expired are forgotten.
@@ -46,14 +46,14 @@ func newStore(ttl time.Duration, perSession int, now func() time.Time) *store {
 	return &store{ttl: ttl, perSession: perSession, now: now, sessions: map[any][]*plan{}}
 }
 
-// Errors of a planId, each a sentence the agent acts on.
+// Errors of a plan_id, each a sentence the agent acts on.
 var (
-	errUnknownPlan = errors.New("unknown planId on this connection (a plan is good only on the connection that made it, and once): plan again with plan_purge")
+	errUnknownPlan = errors.New("unknown plan_id on this connection (a plan is good only on the connection that made it, and once): plan again with plan_purge")
 	errExpiredPlan = errors.New("the plan has expired: plan again with plan_purge")
 	errPlanInUse   = errors.New("this plan is already being acted on by another call")
 )
 
-// newID is a planId or a confirmation's state: 128 random bits.
+// newID is a plan_id or a confirmation's state: 128 random bits.
 func newID(prefix string) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // never fails (crypto/rand)

@@ -93,17 +93,17 @@ func TestStalePlanIsRefused(t *testing.T) {
 	held := c.Get(kubetest.ConfigMaps, "demo", "held")
 	held.SetFinalizers(append(held.GetFinalizers(), "example.com/more"))
 	c.Add(kubetest.ConfigMaps, held)
-	res := call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, nil)
+	res := call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, nil)
 	if !res.IsError || !strings.Contains(text(res), "has moved since") || !strings.Contains(text(res), "plan again") || c.Namespace("demo") == nil {
 		t.Fatalf("%s", text(res))
 	}
-	if res := call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, nil); !strings.Contains(text(res), "unknown planId") {
+	if res := call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, nil); !strings.Contains(text(res), "unknown plan_id") {
 		t.Errorf("a stale plan is not spent: %s", text(res))
 	}
 	// The namespace itself changed.
 	call(t, cs, ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-finalizers": []string{"example.com/*"}}}, &plan)
 	c.SetNamespaceFinalizers("demo", "example.com/ns")
-	res = call(t, cs, ToolPurge, map[string]any{"planId": plan.PlanID}, nil)
+	res = call(t, cs, ToolPurge, map[string]any{"plan_id": plan.PlanID}, nil)
 	if !res.IsError || !strings.Contains(text(res), "changed since the plan (resourceVersion") {
 		t.Fatalf("%s", text(res))
 	}

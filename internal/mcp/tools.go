@@ -39,7 +39,7 @@ type ListInput struct {
 // ExplainInput is explain_namespace's arguments.
 type ExplainInput struct {
 	Namespace string `json:"namespace" jsonschema:"the namespace's name"`
-	IfDeleted bool   `json:"ifDeleted,omitempty" jsonschema:"for an Active namespace: what would block its deletion if it were deleted now"`
+	IfDeleted bool   `json:"if_deleted,omitempty" jsonschema:"for an Active namespace: what would block its deletion if it were deleted now"`
 	Grace     string `json:"grace,omitempty" jsonschema:"how long a deletion step may take before it is called stuck, as a duration (default: the server's --grace, 30s; 0s reports at once)"`
 	Context   string `json:"context,omitempty" jsonschema:"the kubeconfig context to read, when the server reads several (--contexts, --all-contexts); empty: the server's one cluster"`
 	Detail    Detail `json:"detail,omitempty" jsonschema:"how much of the diagnosis to return, bounded for a context window: brief, normal (the default: what the human view shows) or full; what is left out is counted in cut"`

@@ -126,7 +126,7 @@ func TestBadInputIsAToolError(t *testing.T) {
 		{mcp.ToolPlan, map[string]any{"namespace": "no-such-namespace-here"}, `namespace "no-such-namespace-here" not found`},
 		{mcp.ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-everything": true}}, `"remove-everything"`},
 		{mcp.ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-finalizers": []string{"a["}}}, "invalid --remove-finalizers pattern"},
-		{mcp.ToolPurge, map[string]any{"planId": "plan-forged"}, "unknown planId"},
+		{mcp.ToolPurge, map[string]any{"plan_id": "plan-forged"}, "unknown plan_id"},
 	} {
 		res := call(t, cs, tc.tool, tc.args, nil)
 		if s := summary(res); !res.IsError || !strings.Contains(s, tc.want) || strings.Contains(s, "\n") {

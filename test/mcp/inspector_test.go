@@ -88,10 +88,10 @@ func TestInspectorOverHTTP(t *testing.T) {
 	}
 	a, b := connect(), connect()
 	p := plan(t, a, name)
-	if res := call(t, b, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "unknown planId") {
+	if res := call(t, b, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "unknown plan_id") {
 		t.Fatalf("another HTTP session used the plan: %s", summary(res))
 	}
-	if res := call(t, a, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "cannot ask the person") {
+	if res := call(t, a, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "cannot ask the person") {
 		t.Fatalf("a client without elicitation: %s", summary(res))
 	}
 }

@@ -106,13 +106,13 @@ func explainedAlike(t *testing.T, cs *sdk.ClientSession, name string, kind diagn
 }
 
 // explainedAlikeIf is explainedAlike, for an Active namespace with
-// ifDeleted (explain --if-deleted).
+// if_deleted (explain --if-deleted).
 func explainedAlikeIf(t *testing.T, cs *sdk.ClientSession, name string, kind diagnose.BlockerKind, ifDeleted bool) {
 	t.Helper()
 	var got mcp.DiagnosisResult
 	args, flags := map[string]any{"namespace": name, "grace": "0s", "detail": "full"}, []string{"ns-doctor", "explain", name, "--grace=0s", "-o", "json"}
 	if ifDeleted {
-		args["ifDeleted"], flags = true, append(flags, "--if-deleted")
+		args["if_deleted"], flags = true, append(flags, "--if-deleted")
 	}
 	res := call(t, cs, mcp.ToolExplain, args, &got)
 	if res.IsError {
@@ -141,7 +141,7 @@ func explainedAlikeIf(t *testing.T, cs *sdk.ClientSession, name string, kind dia
 	}
 }
 
-// explain_namespace with ifDeleted predicts, as explain --if-deleted does,
+// explain_namespace with if_deleted predicts, as explain --if-deleted does,
 // what would hold an Active namespace if it were deleted now, changing
 // nothing.
 func TestExplainIfDeleted(t *testing.T) {
@@ -159,11 +159,11 @@ func TestExplainIfDeleted(t *testing.T) {
 	if after := resourceVersions(t, name); after != before {
 		t.Errorf("explaining changed the cluster: %s, then %s", before, after)
 	}
-	// Without ifDeleted, an Active namespace is no question of explain's.
+	// Without if_deleted, an Active namespace is no question of explain's.
 	var got mcp.DiagnosisResult
 	res := call(t, cs, mcp.ToolExplain, map[string]any{"namespace": name}, &got)
 	if res.IsError || got.Verdict.State == diagnose.StateStuck {
-		t.Errorf("an Active namespace without ifDeleted: %s %+v", summary(res), got.Verdict)
+		t.Errorf("an Active namespace without if_deleted: %s %+v", summary(res), got.Verdict)
 	}
 }
 
@@ -246,7 +246,7 @@ func purgeWithConsent(t *testing.T, protocol string) {
 		t.Errorf("command %q", p.Command)
 	}
 	var done mcp.PurgeResult
-	res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done)
+	res := call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, &done)
 	if res.IsError {
 		t.Fatalf("purge_namespace: %s", summary(res))
 	}
@@ -277,7 +277,7 @@ func TestDeclinedPurgeChangesNothing(t *testing.T) {
 		cs, _ := serve(t, cp.Kubeconfig, func(*sdk.ElicitRequest) *sdk.ElicitResult { return &sdk.ElicitResult{Action: action} }, "--allow-purge")
 		p := plan(t, cs, name)
 		before := resourceVersions(t, name)
-		res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+		res := call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil)
 		if !res.IsError || !strings.Contains(summary(res), "nothing was changed") {
 			t.Fatalf("%s: %s", action, summary(res))
 		}
@@ -288,14 +288,14 @@ func TestDeclinedPurgeChangesNothing(t *testing.T) {
 	// A client that cannot ask its person is refused.
 	cs, _ := serve(t, cp.Kubeconfig, nil, "--allow-purge")
 	p := plan(t, cs, name)
-	res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+	res := call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil)
 	if !res.IsError || !strings.Contains(summary(res), "cannot ask the person") {
 		t.Fatalf("no elicitation: %s", summary(res))
 	}
 }
 
 // A plan whose would-change set moved after it was made (a finalizer
-// gone from the held object) is refused: plan again. So is a planId
+// gone from the held object) is refused: plan again. So is a plan_id
 // from another connection.
 func TestStalePlanIsRefused(t *testing.T) {
 	name := heldNamespace(t, "example.com/hold", "example.com/other")
@@ -305,7 +305,7 @@ func TestStalePlanIsRefused(t *testing.T) {
 	cs, _ := serve(t, cp.Kubeconfig, accepted, "--allow-purge")
 	p := plan(t, cs, name)
 	other, _ := serve(t, cp.Kubeconfig, accepted, "--allow-purge")
-	if res := call(t, other, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "unknown planId") {
+	if res := call(t, other, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil); !res.IsError || !strings.Contains(summary(res), "unknown plan_id") {
 		t.Fatalf("a plan from another connection: %s", summary(res))
 	}
 	ctx := context.Background()
@@ -313,7 +313,7 @@ func TestStalePlanIsRefused(t *testing.T) {
 		[]byte(`[{"op":"test","path":"/metadata/finalizers/1","value":"example.com/other"},{"op":"remove","path":"/metadata/finalizers/1"}]`), metav1.PatchOptions{})
 	plugintest.Must(t, err)
 	before := resourceVersions(t, name)
-	res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+	res := call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil)
 	if !res.IsError || !strings.Contains(summary(res), "plan again") || !strings.Contains(summary(res), "nothing was changed") {
 		t.Fatalf("stale plan: %s", summary(res))
 	}
@@ -328,7 +328,7 @@ func TestStalePlanIsRefused(t *testing.T) {
 	settled(t, name, v1.NamespaceFinalizersRemaining)
 	p = plan(t, cs, name)
 	var done mcp.PurgeResult
-	if res := call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done); res.IsError || done.Purge.Outcome != purge.OutcomeGone {
+	if res := call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, &done); res.IsError || done.Purge.Outcome != purge.OutcomeGone {
 		t.Fatalf("planned again: %s %+v", summary(res), done.Purge.Outcome)
 	}
 }
@@ -353,7 +353,7 @@ func TestPlanStaleWhenAnObjectIsAdded(t *testing.T) {
 	}
 	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "added", nil))
 	before := resourceVersions(t, name)
-	res = call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, nil)
+	res = call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, nil)
 	if s := summary(res); !res.IsError || !strings.Contains(s, "has moved since") || !strings.Contains(s, "nothing was changed") {
 		t.Fatalf("an object added after the plan: %s", s)
 	}
@@ -411,7 +411,7 @@ func TestServerDryRunAndWithoutConfirmation(t *testing.T) {
 	cs, _ := serve(t, cp.Kubeconfig, nil, "--allow-purge=without-confirmation", "--backup-dir", t.TempDir())
 	before := resourceVersions(t, name)
 	var dry mcp.PlanResult
-	res := call(t, cs, mcp.ToolPlan, map[string]any{"namespace": name, "dryRun": "server",
+	res := call(t, cs, mcp.ToolPlan, map[string]any{"namespace": name, "dry_run": "server",
 		"escalations": map[string]any{"remove-finalizers": []string{"example.com/*"}}}, &dry)
 	if res.IsError || dry.Plan.Mode != purge.DryRunServer || dry.Plan.Outcome != purge.OutcomePlanned {
 		t.Fatalf("plan_purge dryRun=server: %s mode %q outcome %q", summary(res), dry.Plan.Mode, dry.Plan.Outcome)
@@ -421,7 +421,7 @@ func TestServerDryRunAndWithoutConfirmation(t *testing.T) {
 	}
 	p := plan(t, cs, name)
 	var done mcp.PurgeResult
-	res = call(t, cs, mcp.ToolPurge, map[string]any{"planId": p.PlanID}, &done)
+	res = call(t, cs, mcp.ToolPurge, map[string]any{"plan_id": p.PlanID}, &done)
 	if res.IsError || done.Purge.Outcome != purge.OutcomeGone || !strings.Contains(done.Consent, "nobody was asked") {
 		t.Fatalf("purge_namespace without confirmation: %s %+v", summary(res), done.Consent)
 	}
