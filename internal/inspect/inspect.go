@@ -278,7 +278,7 @@ func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot, d
 // Either way, a held object keeps of its managedFields who set its
 // finalizers (owner inference), and nothing more.
 func (i *Inspector) sweepOptions() kube.SweepOptions {
-	plain := kube.SweepOptions{FinalizerFields: owners.KeepFinalizerEntries}
+	plain := kube.SweepOptions{FinalizerFields: owners.KeepFinalizerEntries, FinalizerFieldsPer: inferManagers}
 	if !i.cfg.Compact {
 		return plain
 	}
@@ -295,7 +295,7 @@ func (i *Inspector) sweepOptions() kube.SweepOptions {
 			whole[gvr] = true
 		}
 	}
-	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole, FinalizerFields: owners.KeepFinalizerEntries}
+	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole, FinalizerFields: owners.KeepFinalizerEntries, FinalizerFieldsPer: inferManagers}
 }
 
 // snapshotOf turns what a sweep read into what a pass plans over.

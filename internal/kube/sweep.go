@@ -45,10 +45,20 @@ type SweepOptions struct {
 	// only the leftovers of namespaces that are gone.
 	Keep func(*metav1.PartialObjectMetadata) bool
 	// FinalizerFields, when set, keeps of an object with finalizers what
-	// it returns of its managedFields (who set them); nil keeps none: the
-	// managed fields of every object can be most of a sweep's memory.
-	FinalizerFields func(managed []metav1.ManagedFieldsEntry, finalizers []string) []metav1.ManagedFieldsEntry
+	// it returns of its managedFields (who set them), and says which of
+	// the finalizers those entries own; nil keeps none: the managed fields
+	// of every object can be most of a sweep's memory.
+	FinalizerFields FinalizerFields
+	// FinalizerFieldsPer, when above 0, keeps them only for the first that
+	// many objects of a type whose kept entries own a given finalizer: who
+	// set a finalizer is read from a few of its holders, and a type where
+	// ten thousand objects hold one would otherwise keep them all.
+	FinalizerFieldsPer int
 }
+
+// FinalizerFields keeps of an object's managedFields who set its
+// finalizers, and names the finalizers the kept entries own.
+type FinalizerFields func(managed []metav1.ManagedFieldsEntry, finalizers []string) (kept []metav1.ManagedFieldsEntry, owned []string)
 
 // Lists is what a sweep read: per resource, the metadata list or the
 // error listing it failed with, and how many plain objects a compact sweep
@@ -81,7 +91,7 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 		case opts.Compact && !opts.Whole[gvr]:
 			keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
 		}
-		list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep, opts.FinalizerFields)
+		list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep, opts.fieldsKeeper())
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -97,6 +107,34 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 }
 
 func keepAll(*metav1.PartialObjectMetadata) bool { return true }
+
+// fieldsKeeper is FinalizerFields for one list, counting the objects kept
+// per finalizer against FinalizerFieldsPer; nil when none are kept.
+func (o SweepOptions) fieldsKeeper() func(*metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry {
+	if o.FinalizerFields == nil {
+		return nil
+	}
+	kept := map[string]int{}
+	return func(item *metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry {
+		wanted := item.Finalizers
+		if o.FinalizerFieldsPer > 0 {
+			wanted = nil
+			for _, f := range item.Finalizers {
+				if kept[f] < o.FinalizerFieldsPer {
+					wanted = append(wanted, f)
+				}
+			}
+			if len(wanted) == 0 {
+				return nil
+			}
+		}
+		entries, owned := o.FinalizerFields(item.ManagedFields, wanted)
+		for _, f := range owned {
+			kept[f]++
+		}
+		return entries
+	}
+}
 
 // keepInteresting keeps every object that is not plain, and the first n
 // plain ones (the examples a report shows, in list order).
@@ -122,7 +160,7 @@ func ListMetadata(ctx context.Context, client metadata.Interface, gvr schema.Gro
 // listMetadata is ListMetadata keeping only the objects keep accepts; it
 // returns how many it did not keep.
 func listMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string,
-	keep func(*metav1.PartialObjectMetadata) bool, fields func([]metav1.ManagedFieldsEntry, []string) []metav1.ManagedFieldsEntry) (*metav1.PartialObjectMetadataList, int, error) {
+	keep func(*metav1.PartialObjectMetadata) bool, fields func(*metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry) (*metav1.PartialObjectMetadataList, int, error) {
 	out := &metav1.PartialObjectMetadataList{}
 	omitted := 0
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -137,7 +175,7 @@ func listMetadata(ctx context.Context, client metadata.Interface, gvr schema.Gro
 		}
 		meta := trimMeta(item.ObjectMeta)
 		if fields != nil && len(item.Finalizers) > 0 {
-			meta.ManagedFields = fields(item.ManagedFields, item.Finalizers)
+			meta.ManagedFields = fields(item)
 		}
 		out.Items = append(out.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: meta})
 		return nil

@@ -323,3 +323,46 @@ func TestPodListerListsTheNamespacesPods(t *testing.T) {
 		t.Errorf("pods %v, err %v; want the list's error", list, err)
 	}
 }
+
+// FinalizerFieldsPer keeps who set a finalizer for the first objects of a
+// type whose kept entries own it; an object whose entries own none of its
+// finalizers (its setter lost) does not count against them.
+func TestSweepKeepsFinalizerFieldsForTheFirstHolders(t *testing.T) {
+	api := newFakeAPI(t)
+	api.pageSize = 2
+	api.add("/api/v1/namespaces/ns/configmaps", "ConfigMap",
+		meta("a-1", recent, `"finalizers":["a"]`),
+		meta("ab", recent, `"finalizers":["a","b"]`),
+		meta("lost-1", recent, `"finalizers":["lost/x"]`),
+		meta("lost-2", recent, `"finalizers":["lost/x"]`),
+		meta("a-2", recent, `"finalizers":["a"]`),
+		meta("plain", recent))
+	// The stub's entry names the finalizers it was asked about; it owns
+	// them all but lost/ ones.
+	fields := func(_ []metav1.ManagedFieldsEntry, finalizers []string) ([]metav1.ManagedFieldsEntry, []string) {
+		var owned []string
+		for _, f := range finalizers {
+			if !strings.HasPrefix(f, "lost/") {
+				owned = append(owned, f)
+			}
+		}
+		return []metav1.ManagedFieldsEntry{{Manager: strings.Join(finalizers, "+")}}, owned
+	}
+	for per, want := range map[int]string{
+		1: "a-1:a ab:b lost-1:lost/x lost-2:lost/x a-2: plain:",
+		0: "a-1:a ab:a+b lost-1:lost/x lost-2:lost/x a-2:a plain:",
+	} {
+		snap := Sweep(context.Background(), api.clients(), "ns", []schema.GroupVersionResource{configMaps}, SweepOptions{FinalizerFields: fields, FinalizerFieldsPer: per})
+		var got []string
+		for _, item := range snap.Items[configMaps].Items {
+			var managers []string
+			for _, e := range item.ManagedFields {
+				managers = append(managers, e.Manager)
+			}
+			got = append(got, item.Name+":"+strings.Join(managers, ","))
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("FinalizerFieldsPer %d: kept %q, want %q", per, strings.Join(got, " "), want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package owners
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -105,18 +106,26 @@ func hasValues(set map[string]json.RawMessage) bool {
 }
 
 // KeepFinalizerEntries keeps of an object's managedFields only what says
-// who set its finalizers: each entry owning one of them, reduced to those
-// finalizers (a sweep keeps that much of a held object, not its whole
-// managedFields).
-func KeepFinalizerEntries(entries []metav1.ManagedFieldsEntry, finalizers []string) []metav1.ManagedFieldsEntry {
+// who set its finalizers: each entry owning one of them, reduced to the
+// finalizers it owns (a sweep keeps that much of a held object, not its
+// whole managedFields). It names those of finalizers that an entry
+// ManagersOf reads owns.
+func KeepFinalizerEntries(entries []metav1.ManagedFieldsEntry, finalizers []string) (kept []metav1.ManagedFieldsEntry, named []string) {
 	if len(finalizers) == 0 {
-		return nil
+		return nil, nil
 	}
 	var out []metav1.ManagedFieldsEntry
 	for _, e := range entries {
 		owned := finalizersIn(e, MetadataFinalizers)
 		if len(owned) == 0 {
 			continue
+		}
+		if e.Subresource != "finalize" {
+			for _, f := range owned {
+				if slices.Contains(finalizers, f) && !slices.Contains(named, f) {
+					named = append(named, f)
+				}
+			}
 		}
 		set := map[string]struct{}{}
 		for _, f := range owned {
@@ -129,7 +138,7 @@ func KeepFinalizerEntries(entries []metav1.ManagedFieldsEntry, finalizers []stri
 		out = append(out, metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, Time: e.Time,
 			Subresource: e.Subresource, FieldsType: e.FieldsType, FieldsV1: metav1.NewFieldsV1(string(raw))})
 	}
-	return out
+	return out, named
 }
 
 func quote(s string) string {

@@ -48,9 +48,12 @@ func TestManagersOfAFinalizer(t *testing.T) {
 		t.Errorf("atomic spec managers %+v", spec)
 	}
 
-	kept := KeepFinalizerEntries(entries, []string{"acme.example.com/cleanup"})
+	kept, named := KeepFinalizerEntries(entries, []string{"acme.example.com/cleanup", "nobody.example.com/set"})
 	if len(kept) != 2 || kept[0].Manager != "acme-operator" || kept[1].Manager != "helm" {
 		t.Fatalf("kept %+v", kept)
+	}
+	if !slices.Equal(named, []string{"acme.example.com/cleanup"}) {
+		t.Errorf("named %v: want the asked finalizer an entry owns, not the one nobody's entry owns", named)
 	}
 	if raw := kept[0].FieldsV1.GetRawString(); raw != `{"f:metadata":{"f:finalizers":{"v:\"acme.example.com/cleanup\"":{},"v:\"acme.example.com/other\"":{}}}}` {
 		t.Errorf("reduced fields %s", raw)
@@ -58,7 +61,7 @@ func TestManagersOfAFinalizer(t *testing.T) {
 	if again := ManagersOf(kept, MetadataFinalizers, "acme.example.com/other", ""); len(again) != 1 || again[0].Name != "acme-operator" {
 		t.Errorf("read back from the reduced entries: %+v", again)
 	}
-	if KeepFinalizerEntries(entries, nil) != nil {
+	if kept, _ := KeepFinalizerEntries(entries, nil); kept != nil {
 		t.Error("an object without finalizers keeps managed fields")
 	}
 }
