@@ -39,6 +39,10 @@ trap 'rm -rf "$tmp"' EXIT
 echo "building control plane $k8s_version into $out (cold: about 10 minutes on 2 cores)" >&2
 cd "$mod"
 export CGO_ENABLED=0 GOFLAGS=-mod=readonly
+# A release whose modules need a newer Go than the machine's names its
+# toolchain in its go.mod (1.38: go1.27.3); the Go module proxy serves it.
+toolchain=$(awk '$1 == "toolchain" {print $2}' go.mod)
+[ -z "$toolchain" ] || export GOTOOLCHAIN="$toolchain"
 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3

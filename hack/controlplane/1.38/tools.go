@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools records the commands this module builds so `go mod tidy`
+// keeps their dependencies.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)
