@@ -122,6 +122,8 @@ var connectionFlags = []connectionFlag{
 		refused: "it names one kubeconfig user, and each context names its own; drop it, or set the user in the kubeconfig's contexts"},
 	{name: "server", field: func(f *genericclioptions.ConfigFlags) any { return &f.APIServer },
 		refused: "it is one API server, and each context's cluster gives its own; drop it"},
+	{name: "proxy-url", field: func(f *genericclioptions.ConfigFlags) any { return &f.ProxyURL },
+		refused: "it is how one cluster is reached, and each cluster in the kubeconfig gives its own; set proxy-url on that cluster in the kubeconfig instead"},
 	{name: "tls-server-name", field: func(f *genericclioptions.ConfigFlags) any { return &f.TLSServerName },
 		refused: "it is the name on one server's certificate; set tls-server-name on that cluster in the kubeconfig instead"},
 	{name: "certificate-authority", field: func(f *genericclioptions.ConfigFlags) any { return &f.CAFile },
@@ -221,8 +223,12 @@ func (o *ExplainOptions) runFleet(ctx context.Context) error {
 // explainCluster explains one cluster's terminating namespaces (those -l
 // selects, if given).
 func (o *ExplainOptions) explainCluster(ctx context.Context, clients *kube.Clients) ([]diagnose.Report, error) {
+	ordering, err := o.Ordering.resolve(clients)
+	if err != nil {
+		return nil, err
+	}
 	in := prefetchDiscovery(ctx, clients)
-	opts := inspect.Options{Grace: o.Grace, Ordering: o.Ordering.resolve(clients)}
+	opts := inspect.Options{Grace: o.Grace, Ordering: ordering}
 	namespaces, err := in.Terminating(ctx, o.Selector)
 	if err != nil {
 		return nil, err

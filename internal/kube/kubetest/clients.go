@@ -150,6 +150,13 @@ type discovery struct {
 }
 
 func (d *discovery) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+	return d.ServerResourcesForGroupVersionWithContext(context.Background(), groupVersion)
+}
+
+// ServerResourcesForGroupVersionWithContext is what client-go's discovery
+// helpers call from v0.37 on: the embedded fake's would bypass the
+// failures.
+func (d *discovery) ServerResourcesForGroupVersionWithContext(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error) {
 	gv, _ := schema.ParseGroupVersion(groupVersion)
 	d.c.mu.Lock()
 	err := d.c.FailedGroups[gv]
@@ -157,7 +164,7 @@ func (d *discovery) ServerResourcesForGroupVersion(groupVersion string) (*metav1
 	if err != nil {
 		return nil, err
 	}
-	return d.FakeDiscovery.ServerResourcesForGroupVersion(groupVersion)
+	return d.FakeDiscovery.ServerResourcesForGroupVersionWithContext(ctx, groupVersion)
 }
 
 func dryRunOf(action clienttesting.Action) bool {
@@ -451,26 +458,27 @@ type dryRunCollections struct {
 }
 
 func (d *dryRunCollections) Resource(gvr schema.GroupVersionResource) metadata.Getter {
-	return &dryRunResource{Getter: d.Interface.Resource(gvr), gvr: gvr, c: d.c}
+	g := d.Interface.Resource(gvr)
+	return &dryRunResource{ResourceInterface: g, getter: g, gvr: gvr, c: d.c}
 }
 
+// dryRunResource embeds the fake's interface scoped as asked (cluster or
+// namespace), so that a method client-go adds to metadata.ResourceInterface
+// (DeleteWithResult in v0.38) reaches the fake in the same scope without a
+// change here.
 type dryRunResource struct {
-	metadata.Getter
-	gvr schema.GroupVersionResource
-	ns  string
-	c   *Cluster
+	metadata.ResourceInterface
+	getter metadata.Getter
+	gvr    schema.GroupVersionResource
+	ns     string
+	c      *Cluster
 }
 
 func (r *dryRunResource) Namespace(ns string) metadata.ResourceInterface {
-	return &dryRunResource{Getter: r.Getter, gvr: r.gvr, ns: ns, c: r.c}
+	return &dryRunResource{ResourceInterface: r.getter.Namespace(ns), getter: r.getter, gvr: r.gvr, ns: ns, c: r.c}
 }
 
-func (r *dryRunResource) target() metadata.ResourceInterface {
-	if r.ns == "" {
-		return r.Getter
-	}
-	return r.Getter.Namespace(r.ns)
-}
+func (r *dryRunResource) target() metadata.ResourceInterface { return r.ResourceInterface }
 
 func (r *dryRunResource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
 	if len(opts.DryRun) == 0 {
