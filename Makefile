@@ -37,8 +37,10 @@ unit:
 # The oracle tests (test/oracle) against the namespace controller of each
 # Kubernetes version the test bed builds, one after another: MINOR or
 # MINOR:FEATURE_GATES (docs/compatibility.md). Cold, each version's build
-# takes about 10 minutes on 2 cores; warm, each run about 2.
-ORACLE_VERSIONS ?= 1.33:OrderedNamespaceDeletion=false 1.33 1.34 1.35 1.36
+# takes about 10 minutes on 2 cores; warm, each run about 2. 1.38
+# (hack/controlplane/1.38, v1.38.0-beta.0) is not listed: the module proxy
+# does not serve two of its staging modules (docs/compatibility.md).
+ORACLE_VERSIONS ?= 1.33:OrderedNamespaceDeletion=false 1.33 1.34 1.35 1.36 1.37
 test-versions:
 	@set -e; for v in $(ORACLE_VERSIONS); do \
 	  minor=$${v%%:*}; gates=""; [ "$$v" = "$$minor" ] || gates=$${v#*:}; \

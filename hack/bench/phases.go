@@ -52,7 +52,7 @@ func (b *bench) explainOn(ctx context.Context, phase string, sizes []size, paths
 			cs = append(cs, b.cmd(sec.series(m.key+"explain", "`kubectl ns-doctor explain "+ns+" -o json`"+m.on), m, 3, "kubectl", "ns-doctor", "explain", ns, "-o", "json"),
 				b.cmd(sec.series(m.key+"plugin", "`kubectl-ns_doctor explain "+ns+" -o json` (plugin binary)"+m.on), m, 3, b.plugin, "explain", ns, "-o", "json"),
 				b.cmd(sec.series(m.key+"floor", "floor (discovery + metadata sweep)"+m.on), m, 0, b.floor, ns),
-				b.cmd(sec.series(m.key+"version", "`kubectl ns-doctor version` (no API call)"+m.on), m, 0, "kubectl", "ns-doctor", "version"))
+				b.cmd(sec.series(m.key+"version", "`kubectl ns-doctor version --client` (no API call)"+m.on), m, 0, "kubectl", "ns-doctor", "version", "--client"))
 			// The loop users run by hand to see what a namespace holds.
 			c := b.cmd(sec.series(m.key+"recipe", "shell recipe"+m.on), m, 123, "bash", "-c", "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n "+ns+" >/dev/null 2>&1")
 			c.max, cs = recipes, append(cs, c)

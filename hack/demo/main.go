@@ -37,7 +37,7 @@ func run(ctx context.Context, pluginDir string, doMeasure bool) error {
 	if err != nil {
 		return err
 	}
-	step("starting etcd, kube-apiserver and kube-controller-manager v1.36.3 on loopback")
+	step("starting etcd, kube-apiserver and kube-controller-manager v1.37.2 on loopback")
 	cp, err := controlplane.Start(ctx, controlplane.Options{})
 	if err != nil {
 		return err

@@ -47,6 +47,9 @@ const (
 	// WebhookDenied: an admission webhook answered no (its policy);
 	// Denial is its own words.
 	WebhookDenied Kind = "WebhookDenied"
+	// PolicyDenied: a ValidatingAdmissionPolicy answered no (its CEL
+	// validations), with its binding when the server names it.
+	PolicyDenied Kind = "PolicyDenied"
 	// WebhookNoDryRun: an admission webhook with side effects refuses a
 	// dry run (only a dry run: the request itself would reach it).
 	WebhookNoDryRun Kind = "WebhookNoDryRun"
@@ -116,6 +119,10 @@ type Error struct {
 	// naming it. Denial is a denial's own words.
 	Webhook string `json:"webhook,omitempty"`
 	Denial  string `json:"denial,omitempty"`
+	// Policy and Binding name the ValidatingAdmissionPolicy that denied
+	// (PolicyDenied); Denial is then its message.
+	Policy  string `json:"policy,omitempty"`
+	Binding string `json:"binding,omitempty"`
 	// Keys are the storage keys of the objects that cannot be read
 	// (StoreReadError), as far as the answer names them; Truncated when
 	// the server named only the first ones.
@@ -186,6 +193,13 @@ func fromStatus(err error, s metav1.Status) Error {
 		e.Group, e.Resource, e.Name = d.Group, d.Kind, d.Name
 	}
 	if s.Reason == metav1.StatusReasonStoreReadError {
+		// From 1.37 (KEP-3926 on by default) an object a conversion
+		// webhook could not convert is reported as one storage cannot
+		// decode; it reads fine once the webhook answers, so it is the
+		// webhook's failure, never a case for the unsafe delete.
+		if w := actorOf(s.Message); w.Kind == ConversionFailed {
+			return merge(e, w)
+		}
 		return storeReadError(e, s)
 	}
 	// Who refused is only in the words, whatever the code: a webhook
@@ -264,6 +278,8 @@ func merge(e, w Error) Error {
 	fill(&e.Namespace, w.Namespace)
 	fill(&e.Webhook, w.Webhook)
 	fill(&e.Denial, w.Denial)
+	fill(&e.Policy, w.Policy)
+	fill(&e.Binding, w.Binding)
 	fill(&e.Version, w.Version)
 	fill(&e.ObjectKind, w.ObjectKind)
 	fill(&e.Group, w.Group)

@@ -103,6 +103,18 @@ func TestClassify(t *testing.T) {
 		{"webhook denies without explanation", "ToStatusErr",
 			webhookerrors.ToStatusErr("policy.example.com", nil),
 			Error{Kind: WebhookDenied, Code: 400, Webhook: "policy.example.com", Denial: "without explanation"}},
+		{"1.37: a conversion webhook's failure reported as an undecodable object", "apiserver pkg/storage/etcd3/corrupt_obj_deleter.go, with KEP-3926 on by default",
+			&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonStoreReadError,
+				Details: &metav1.StatusDetails{Group: "example.com", Kind: "convs", Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Field: "/registry/example.com/convs/team-a/old",
+					Message: storage.NewCorruptObjError("/registry/example.com/convs/team-a/old", errors.New(`object not decodable revision=274: conversion webhook for example.com/v1, Kind=Conv failed: Post "https://converter.conv-system.svc:443/convert?timeout=30s": service "converter" not found`)).Error()}}},
+				Message: `failed to read one or more convs.example.com from the storage: StorageError: corrupt object, Code: 7, Key: /registry/example.com/convs/team-a/old, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=274: conversion webhook for example.com/v1, Kind=Conv failed: Post "https://converter.conv-system.svc:443/convert?timeout=30s": service "converter" not found`}},
+			Error{Kind: ConversionFailed, Code: 500, Reason: metav1.StatusReasonStoreReadError, Group: "example.com", Version: "v1", ObjectKind: "Conv", Resource: "convs"}},
+		{"policy denies, with its binding", "apiserver pkg/admission/plugin/policy/validating/dispatcher.go Dispatch",
+			policyDenial("hold.static.k8s.io", "hold-binding.static.k8s.io", "held by ns-doctor rescue"),
+			Error{Kind: PolicyDenied, Code: 422, Reason: metav1.StatusReasonInvalid, Resource: "configmaps", Name: "x", Policy: "hold.static.k8s.io", Binding: "hold-binding.static.k8s.io", Denial: "held by ns-doctor rescue"}},
+		{"policy denies, no binding named", "dispatcher.go Dispatch",
+			policyDenial("tenancy", "", "tenants keep their secrets"),
+			Error{Kind: PolicyDenied, Code: 422, Reason: metav1.StatusReasonInvalid, Resource: "configmaps", Name: "x", Policy: "tenancy", Denial: "tenants keep their secrets"}},
 		{"webhook refuses a dry run", "statuserror.go NewDryRunUnsupportedErr",
 			webhookerrors.NewDryRunUnsupportedErr("audit.example.com"),
 			Error{Kind: WebhookNoDryRun, Code: 400, Reason: metav1.StatusReasonBadRequest, Webhook: "audit.example.com"}},
@@ -300,6 +312,22 @@ func forbidden(a authorizer.AttributesRecord, reason string) error {
 		a.ResourceRequest = true
 	}
 	return responsewriters.ForbiddenStatusError(a, reason)
+}
+
+// policyDenial is a ValidatingAdmissionPolicy's denial as its dispatcher
+// builds it: admission.NewForbidden of its message, the reason Invalid
+// (the policy's, by default) and its code.
+func policyDenial(policy, binding, message string) error {
+	text := fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", policy, message)
+	if binding != "" {
+		text = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", policy, binding, message)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "team-a"}}
+	attrs := admission.NewAttributesRecord(nil, cm, v1.SchemeGroupVersion.WithKind("ConfigMap"), "team-a", "x", v1.SchemeGroupVersion.WithResource("configmaps"),
+		"", admission.Delete, &metav1.DeleteOptions{}, false, &user.DefaultInfo{Name: "system:serviceaccount:kube-system:namespace-controller"})
+	err := admission.NewForbidden(attrs, errors.New(text)).(*apierrors.StatusError)
+	err.ErrStatus.Reason, err.ErrStatus.Code = metav1.StatusReasonInvalid, http.StatusUnprocessableEntity
+	return err
 }
 
 // callingWebhook is a fail-closed webhook's failure as the dispatchers

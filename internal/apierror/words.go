@@ -2,6 +2,7 @@ package apierror
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,7 +23,15 @@ var (
 	// ToStatusErr: a webhook's denial, followed by ": " and its message,
 	// or " without explanation".
 	deniedBy = regexp.MustCompile(`admission webhook ` + quoted + ` denied the request`)
-	// the same file, NewDryRunUnsupportedErr: a 400 for a dry run a
+	// apiserver pkg/admission/plugin/policy/validating/dispatcher.go,
+	// Dispatch: a ValidatingAdmissionPolicy's denial, with its binding or
+	// without, followed by ": " and its message.
+	policyDeniedBy = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']*)'(?: with binding '([^']*)')? denied request: `)
+	// apimachinery pkg/api/errors NewInternalError, and NewForbidden of
+	// an object: where the next of the controller's joined errors starts.
+	internalError = regexp.MustCompile(`, Internal error occurred: `)
+	objectRefused = regexp.MustCompile(`, \S+ "[^"]*" is forbidden: `)
+	// the same file as deniedBy, NewDryRunUnsupportedErr: a 400 for a dry run a
 	// webhook with side effects cannot take.
 	noDryRun = regexp.MustCompile(`admission webhook ` + quoted + ` does not support dry run`)
 	// apiserver pkg/admission/plugin/webhook/mutating/dispatcher.go,
@@ -100,6 +109,9 @@ func actorOf(msg string) Error {
 		if m := conversionFor.FindStringSubmatch(msg[i:]); m != nil {
 			best.Group, best.Version, best.ObjectKind = m[1], m[2], m[3]
 		}
+	}
+	if ps := PolicyDenials(msg); len(ps) > 0 && strings.Index(msg, "ValidatingAdmissionPolicy '") < at {
+		best = ps[0]
 	}
 	if best.Kind != "" {
 		return best
@@ -238,6 +250,48 @@ func containsAny(s string, words []string) bool {
 		}
 	}
 	return false
+}
+
+// FailedWebhooks are the webhooks a message says could not be called, in
+// order, once each.
+func FailedWebhooks(msg string) []string {
+	var out []string
+	for _, m := range failedCalling.FindAllStringSubmatch(msg, -1) {
+		if name := unquote(m[1]); !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// PolicyDenials are every ValidatingAdmissionPolicy denial a message
+// quotes, in order, each with its policy, binding and words, which end
+// where the next denial starts (the namespace controller joins its errors
+// with ", ").
+func PolicyDenials(msg string) []Error {
+	idx := policyDeniedBy.FindAllStringSubmatchIndex(msg, -1)
+	out := make([]Error, 0, len(idx))
+	for _, m := range idx {
+		e := Error{Kind: PolicyDenied, Policy: msg[m[2]:m[3]], Denial: denialWords(msg[m[1]:nextError(msg, m[1])])}
+		if m[4] >= 0 {
+			e.Binding = msg[m[4]:m[5]]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// nextError is where the next error the controller joined starts after
+// from: another denial, a webhook that could not be called, an internal
+// error, or an object's refusal ("configmaps "x" is forbidden: ...").
+func nextError(msg string, from int) int {
+	end := len(msg)
+	for _, re := range []*regexp.Regexp{policyDeniedBy, deniedBy, failedCalling, internalError, objectRefused} {
+		if loc := re.FindStringIndex(msg[from:]); loc != nil && from+loc[0] < end {
+			end = from + loc[0]
+		}
+	}
+	return end
 }
 
 // Denials are every webhook denial a message quotes, in order, each with

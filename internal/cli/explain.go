@@ -182,8 +182,12 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.clients, err = o.factory.Clients(); err != nil {
 		return err
 	}
+	ordering, err := o.Ordering.resolve(o.clients)
+	if err != nil {
+		return err
+	}
 	in := prefetchDiscovery(ctx, o.clients)
-	o.inspect = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Ordering: o.Ordering.resolve(o.clients)}
+	o.inspect = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Ordering: ordering}
 	if o.Orphans {
 		return o.orphans(ctx, in)
 	}

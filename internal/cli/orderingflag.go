@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -15,25 +15,31 @@ type orderingFlag struct{ mode string }
 
 func (f *orderingFlag) addFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.mode, "ordered-deletion", "auto",
-		"Deletion order of the cluster's namespace controller: auto (from the server's version: pods first from 1.33), on, or off (the OrderedNamespaceDeletion gate set otherwise)")
+		"Deletion order of the cluster's namespace controller: auto (from the server's version: pods first from 1.33), on, or off (the OrderedNamespaceDeletion gate set otherwise, 1.30-1.36; refused on 1.37+, which has no gate)")
 	_ = cmd.RegisterFlagCompletionFunc("ordered-deletion", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (f *orderingFlag) validate() error {
-	if _, err := deletion.OrderingFor(f.mode, ""); err != nil {
+	if _, err := compat.OrderingFor(f.mode, ""); err != nil {
 		return usageErrorf("%v", err)
 	}
 	return nil
 }
 
-// resolve reads the server's version when asked to follow it; a server
-// that does not tell (or a /version nobody may read) is assumed to run a
-// current controller, and the report says so.
-func (f *orderingFlag) resolve(clients *kube.Clients) deletion.Ordering {
-	gitVersion := ""
-	if f.mode == "auto" {
-		gitVersion, _ = kube.ServerVersion(clients.Discovery)
+// resolve reads the server's version, which every version-dependent
+// behaviour follows (compat), the order too unless the flag chooses it; a
+// server that does not tell (or a /version nobody may read) is assumed to
+// run a current controller, and the report says so. off on a server whose
+// controller has no other order is a usage error, before any namespace
+// is read.
+func (f *orderingFlag) resolve(clients *kube.Clients) (compat.Ordering, error) {
+	gitVersion, _ := kube.ServerVersion(clients.Discovery)
+	o, err := compat.OrderingFor(f.mode, gitVersion)
+	if err != nil {
+		return o, usageErrorf("%v", err)
 	}
-	o, _ := deletion.OrderingFor(f.mode, gitVersion)
-	return o
+	if f.mode != "auto" {
+		o.ServerVersion = "" // the flag chose; the version is in Server
+	}
+	return o, nil
 }

@@ -244,8 +244,10 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 		// would have.
 		announce = fmt.Sprintf("purge --force --yes: writing to context %q, cluster %q (%d namespace(s))", o.Purge.Context, o.Purge.Cluster, len(names))
 	}
+	if o.Purge.OrderedDeletion, err = o.Ordering.resolve(clients); err != nil {
+		return err
+	}
 	in := prefetchDiscovery(ctx, clients)
-	o.Purge.OrderedDeletion = o.Ordering.resolve(clients)
 	stop := o.showProgress(len(o.Names) != 1, announce)
 	p := &purge.Purger{Clients: clients, Opts: o.Purge, Inspector: in}
 	var results []purge.Result

@@ -105,7 +105,14 @@ func (o *PurgeOptions) purgeCluster(ctx context.Context, c *clusterPurge, now ti
 	if len(c.names) == 1 && base != "" {
 		opts.BackupDir = filepath.Join(base, c.names[0])
 	}
-	opts.OrderedDeletion = o.Ordering.resolve(c.clients)
+	var err error
+	if opts.OrderedDeletion, err = o.Ordering.resolve(c.clients); err != nil {
+		out := make([]purge.Result, len(c.names))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
 	p := &purge.Purger{Clients: c.clients, Opts: opts, Inspector: prefetchDiscovery(ctx, c.clients)}
 	return p.RunMany(ctx, c.names)
 }

@@ -85,7 +85,7 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 		newPurgeCommand(f, flags, streams),
 		newWatchCommand(f, flags, streams),
 		newMCPCommand(f, flags, streams),
-		newVersionCommand(streams),
+		newVersionCommand(f, streams),
 		newCompletionCommand(streams),
 	)
 	return root

@@ -265,7 +265,11 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := inspect.Options{Grace: o.Grace, Ordering: o.Ordering.resolve(clients)}
+	ordering, err := o.Ordering.resolve(clients)
+	if err != nil {
+		return err
+	}
+	opts := inspect.Options{Grace: o.Grace, Ordering: ordering}
 	var guarding *runningGuard
 	if o.Guard.on() {
 		if guarding, err = o.startGuard(ctx, clients, metrics, opts); err != nil {

@@ -198,7 +198,20 @@ type Caught struct {
 // DenialFacts: an admission webhook that answers, and denies deleting
 // or un-finalizing the namespace's content (WebhookDenies): a policy.
 type DenialFacts struct {
+	// Webhook names the admission webhook, or the ValidatingAdmissionPolicy
+	// when Policy is set.
 	Webhook string
+	// Policy: a ValidatingAdmissionPolicy denied, through Binding when the
+	// server named it.
+	Policy  bool
+	Binding string
+	// Static: its name ends in .static.k8s.io on a 1.37+ server: loaded
+	// from kube-apiserver's disk (KEP-5793), with no API object to delete
+	// or bypass; only whoever runs the control plane changes it.
+	Static bool
+	// Failing: the static webhook could not be called (BlockingWebhook);
+	// Message is then the controller's error.
+	Failing bool
 	// Configuration and its kind, when the cluster's webhooks name it.
 	Configuration     string
 	ConfigurationKind string

@@ -16,6 +16,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	. "github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -41,7 +42,7 @@ func observation() Observation {
 		}},
 	}
 	return Observation{
-		Namespace: ns, Now: now, Ordering: deletion.Ordering{Ordered: true},
+		Namespace: ns, Now: now, Ordering: compat.Ordering{Ordered: true},
 		Resources: []*metav1.APIResourceList{
 			{GroupVersion: "v1", APIResources: []metav1.APIResource{
 				{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: allVerbs},
@@ -398,6 +399,103 @@ func TestOtherOrderingRecognised(t *testing.T) {
 		}
 		if agree == ordered {
 			t.Errorf("assumed ordered=%v: conditions agree=%v", ordered, agree)
+		}
+	}
+}
+
+// On 1.37+ no controller runs the other order: conditions that would match
+// it are never blamed on the gate. Where the controller's last pass
+// stopped at pods and claims no content remains while some does, the
+// early return (upstream issue 138208) is named instead; where the
+// controller counted, nothing is.
+func TestEarlyReturnNamedNotTheGate(t *testing.T) {
+	pod := terminatingItem("p", time.Minute, "example.com/pod-hold")
+	withPod := func() Observation {
+		obs := with(with(observation(), deletion.PodsGVR, pod), widgets, terminatingItem("w1", time.Minute, "example.com/cleanup"))
+		obs.Snapshot.Pods = []v1.Pod{{ObjectMeta: pod.ObjectMeta}}
+		return obs
+	}
+	withoutPod := func() Observation {
+		return with(observation(), widgets, terminatingItem("w1", time.Minute, "example.com/cleanup"))
+	}
+	for _, version := range []string{"v1.36.3", "v1.37.2"} {
+		// The controller's last pass saw the pod; it is gone since.
+		early := withPod()
+		early.Ordering, _ = compat.OrderingFor("auto", version)
+		written := PredictPass(early).Conditions
+		obs := withoutPod()
+		obs.Ordering = early.Ordering
+		obs.Namespace.Status.Conditions = written
+		r := Diagnose(obs)
+		if !r.Ordering.PodsFirstEarlyReturn || r.Ordering.OtherMatches {
+			t.Errorf("%s: early return %v, other order %v; want the early return named, not the gate", version, r.Ordering.PodsFirstEarlyReturn, r.Ordering.OtherMatches)
+		}
+		// The controller counted what remains: nothing to explain.
+		counted := withoutPod()
+		counted.Ordering = early.Ordering
+		counted.Namespace.Status.Conditions = PredictPass(withoutPod()).Conditions
+		if r := Diagnose(counted); r.Ordering.PodsFirstEarlyReturn {
+			t.Errorf("%s: early return named for conditions that agree", version)
+		}
+	}
+	// An unordered controller's conditions on 1.37: never the gate.
+	obs := withPod()
+	obs.Ordering, _ = compat.OrderingFor("auto", "v1.37.2")
+	unordered := withPod()
+	unordered.Ordering.Ordered = false
+	obs.Namespace.Status.Conditions = PredictPass(unordered).Conditions
+	if r := Diagnose(obs); r.Ordering.OtherMatches {
+		t.Error("1.37: conditions blamed on a gate that no longer exists")
+	}
+}
+
+// Refusals by admission loaded from kube-apiserver's disk (names ending
+// in .static.k8s.io, 1.37+) offer no bypass and no delete: they have no API
+// object. The same names on a server that does not load them, and a
+// policy created through the API, keep their steps.
+func TestStaticAdmissionOffersNoBypass(t *testing.T) {
+	msg := `Failed to delete all resource types, 3 remaining: admission webhook "keep.static.k8s.io" denied the request: kept, ` +
+		`configmaps "a" is forbidden: ValidatingAdmissionPolicy 'hold.static.k8s.io' with binding 'hold-binding.static.k8s.io' denied request: held, ` +
+		`Internal error occurred: failed calling webhook "down.static.k8s.io": failed to call webhook: Post "https://127.0.0.1:9/?timeout=10s": dial tcp 127.0.0.1:9: connect: connection refused`
+	for _, tc := range []struct {
+		version string
+		static  bool
+	}{{"v1.37.2", true}, {"v1.36.3", false}} {
+		obs := observation()
+		obs.Ordering, _ = compat.OrderingFor("auto", tc.version)
+		obs.Namespace.Status.Conditions = append(obs.Namespace.Status.Conditions, v1.NamespaceCondition{
+			Type: v1.NamespaceDeletionContentFailure, Status: v1.ConditionTrue, Reason: "ContentDeletionFailed", Message: msg})
+		var bs []Blocker
+		failing := 0
+		for _, b := range Diagnose(obs).Blockers {
+			switch {
+			case b.Kind == BlockerWebhookDenies:
+				bs = append(bs, b)
+			case b.Kind == BlockerWebhook && b.Subject == "down.static.k8s.io" && len(b.Actions) == 0:
+				failing++
+			}
+		}
+		if want := map[bool]int{true: 1, false: 0}[tc.static]; failing != want {
+			t.Errorf("%s: %d blockers for the static webhook that cannot be called, want %d", tc.version, failing, want)
+		}
+		if len(bs) != 2 {
+			t.Fatalf("%s: %d blockers: %+v", tc.version, len(bs), bs)
+		}
+		for _, b := range bs {
+			f := b.Facts.(*DenialFacts)
+			if f.Static != tc.static {
+				t.Errorf("%s: %s static=%v", tc.version, f.Webhook, f.Static)
+			}
+			if tc.static && len(b.Actions) != 0 {
+				t.Errorf("%s: a static %s is offered %+v", tc.version, f.Webhook, b.Actions)
+			}
+		}
+		policy := bs[0].Facts.(*DenialFacts)
+		if !policy.Policy || policy.Binding != "hold-binding.static.k8s.io" || policy.Message != "held" {
+			t.Errorf("%s: policy denial %+v", tc.version, policy)
+		}
+		if !tc.static && (len(bs[0].Actions) != 1 || bs[0].Actions[0].Target != "validatingadmissionpolicybinding/hold-binding.static.k8s.io") {
+			t.Errorf("%s: the policy's step %+v", tc.version, bs[0].Actions)
 		}
 	}
 }

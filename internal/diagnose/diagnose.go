@@ -12,6 +12,7 @@ import (
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 )
@@ -46,7 +47,7 @@ type Observation struct {
 	// IfDeleted diagnoses an Active namespace as if it were deleted now.
 	IfDeleted bool
 	// Ordering is the deletion order of the cluster's controller.
-	Ordering deletion.Ordering
+	Ordering compat.Ordering
 	// Earlier is an earlier read of the same namespace, when the caller
 	// reads it again and again (explain --wait, watch): content whose
 	// finalizers hold fewer objects than then is going, not stuck.
@@ -80,6 +81,7 @@ func Diagnose(obs Observation) Report {
 	result := predictPass(obs)
 	r.Conditions = compareConditions(ns.Status.Conditions, result.Conditions)
 	r.Ordering.OtherMatches = otherOrderingMatches(obs, r.Conditions)
+	r.Ordering.PodsFirstEarlyReturn = podsFirstEarlyReturn(obs, r.Conditions)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
 	markCannotFinish(r.Finalizers, r.Blockers)
@@ -131,11 +133,8 @@ func predictPass(obs Observation) deletion.ContentResult {
 // order: the cluster's controller then runs with OrderedNamespaceDeletion
 // set otherwise than its version's default.
 func otherOrderingMatches(obs Observation, conds []Condition) bool {
-	disagree := false
-	for _, c := range conds {
-		disagree = disagree || (c.Controller != nil && !c.Agree)
-	}
-	if !disagree {
+	if !disagree(conds) || obs.Ordering.Server.Known && obs.Ordering.Server.Has(compat.OrderingGateRemoved) {
+		// 1.37+: no controller runs the other order, so never blame it.
 		return false
 	}
 	obs.Ordering.Ordered = !obs.Ordering.Ordered
@@ -145,6 +144,33 @@ func otherOrderingMatches(obs Observation, conds []Condition) bool {
 		}
 	}
 	return true
+}
+
+func disagree(conds []Condition) bool {
+	for _, c := range conds {
+		if c.Controller != nil && !c.Agree {
+			return true
+		}
+	}
+	return false
+}
+
+// podsFirstEarlyReturn tells whether the controller's conditions disagree
+// because its last pass stopped at pods: ordered, a pass that finds pods
+// remaining returns before counting anything and writes
+// NamespaceContentRemaining False ("All content successfully removed")
+// however much remains (upstream issue 138208), while ns-doctor's pass,
+// run later, counts what remains.
+func podsFirstEarlyReturn(obs Observation, conds []Condition) bool {
+	if !obs.Ordering.Ordered || !disagree(conds) {
+		return false
+	}
+	for _, c := range conds {
+		if c.Type == string(v1.NamespaceContentRemaining) && c.Controller != nil && c.Computed != nil {
+			return c.Controller.Status == string(v1.ConditionFalse) && c.Computed.Status == string(v1.ConditionTrue)
+		}
+	}
+	return false
 }
 
 func namespaceOf(ns *v1.Namespace) Namespace {

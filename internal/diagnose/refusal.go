@@ -3,6 +3,8 @@ package diagnose
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +22,7 @@ const (
 	RefusedByConversion RefusedBy = "Conversion" // a CRD's conversion webhook could not be called
 	RefusedByRBAC       RefusedBy = "RBAC"       // Forbidden
 	RefusedByAPI        RefusedBy = "API"        // an aggregated API's backend
+	RefusedByPolicy     RefusedBy = "Policy"     // a ValidatingAdmissionPolicy's denial
 )
 
 // Refusal is who refused a request, as far as the answer and the cluster
@@ -35,6 +38,20 @@ type Refusal struct {
 	// Denied: the webhook answered no (a policy), rather than failing to
 	// be called.
 	Denied bool `json:"denied,omitempty"`
+	// Policy and Binding: the ValidatingAdmissionPolicy that denied
+	// (RefusedByPolicy), and its binding when the server named it.
+	Policy  string `json:"policy,omitempty"`
+	Binding string `json:"binding,omitempty"`
+	// NamespaceGone: a webhook or a policy's binding with a
+	// namespaceSelector met a request in a namespace that no longer
+	// exists: kube-apiserver reads the namespace's labels to match the
+	// selector and answers its 404 (namespaces "X" not found) instead of
+	// calling the webhook, or the policy fails on it.
+	NamespaceGone bool `json:"namespaceGone,omitempty"`
+	// Static: the webhook or policy is loaded from kube-apiserver's disk
+	// (a name ending in .static.k8s.io on 1.37+): no API object to delete
+	// or bypass.
+	Static bool `json:"static,omitempty"`
 	// CRD is the CRD whose conversion webhook failed.
 	CRD string `json:"crd,omitempty"`
 	// APIService is the aggregated API that failed.
@@ -71,10 +88,21 @@ func WhoRefused(obs Observation, gvr schema.GroupVersionResource, err error) *Re
 		if e.Webhook != "" {
 			return webhookRefusal(obs, e.Webhook, e.Kind == apierror.WebhookDenied)
 		}
+	case apierror.PolicyDenied:
+		// A binding that selects namespaces by label cannot be matched in
+		// a namespace that is gone: the policy fails, and its failure
+		// policy denies ("failed to configure binding: namespaces "X" not
+		// found").
+		gone := obs.Namespace != nil && strings.Contains(e.Denial, `failed to configure binding: namespaces "`+obs.Namespace.Name+`" not found`)
+		return &Refusal{By: RefusedByPolicy, Policy: e.Policy, Binding: e.Binding, Denied: true, Outside: true, Static: staticAdmission(obs, e.Policy), NamespaceGone: gone}
 	case apierror.ConversionFailed:
 		if crd := findCRD(obs.CRDs, gvr); crd != nil && crd.ConversionService != nil {
 			r := &Refusal{By: RefusedByConversion, CRD: crd.Name, Service: crd.ConversionService.Key()}
 			r.withService(obs)
+			return r
+		}
+	case apierror.NotFound:
+		if r := namespaceGoneRefusal(obs, gvr, e); r != nil {
 			return r
 		}
 	case apierror.Forbidden, apierror.NamespaceTerminating:
@@ -121,10 +149,30 @@ func DiscoveryRefusal(obs Observation, gv schema.GroupVersion, err error) *Refus
 	return r
 }
 
+// namespaceGoneRefusal reads a 404 naming the namespace itself, for an
+// update of an object in it (an orphan's finalizers, 1.37+, where
+// NamespaceLifecycle lets it through): the webhooks that catch that update
+// and select namespaces by label are what answered it. nil when none does.
+func namespaceGoneRefusal(obs Observation, gvr schema.GroupVersionResource, e apierror.Error) *Refusal {
+	if e.Resource != "namespaces" || gvr.Resource == "namespaces" || obs.Namespace == nil || e.Name != obs.Namespace.Name {
+		return nil
+	}
+	for _, wh := range obs.Webhooks {
+		if wh.NamespaceSelector == nil || (len(wh.NamespaceSelector.MatchLabels) == 0 && len(wh.NamespaceSelector.MatchExpressions) == 0) {
+			continue
+		}
+		if slices.Contains(matchingOperations(wh.Rules, gvr), "UPDATE") {
+			return &Refusal{By: RefusedByWebhook, Webhook: wh.Name, Configuration: wh.Configuration, ConfigurationKind: configurationKind(wh),
+				NamespaceGone: true, Outside: true}
+		}
+	}
+	return nil
+}
+
 func webhookRefusal(obs Observation, name string, denied bool) *Refusal {
 	// A webhook that answers and denies is a policy: passes that keep
 	// sending the same request only meet the same answer.
-	r := &Refusal{By: RefusedByWebhook, Webhook: name, Denied: denied, Outside: denied}
+	r := &Refusal{By: RefusedByWebhook, Webhook: name, Denied: denied, Outside: denied, Static: staticAdmission(obs, name)}
 	for _, wh := range obs.Webhooks {
 		if wh.Name != name {
 			continue

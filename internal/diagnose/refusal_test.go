@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,5 +127,51 @@ func TestDenialBlockerOffersTheBypass(t *testing.T) {
 	unknown := DenialBlocker(obs, "gone.example.com", "", DeniedController)
 	if unknown.Subject != "gone.example.com" || len(unknown.Actions) != 0 {
 		t.Errorf("a webhook no configuration holds: %+v", unknown)
+	}
+}
+
+// On 1.37 an orphan's strip passes NamespaceLifecycle, but a webhook that
+// selects namespaces by label answers the gone namespace's 404: the
+// refusal names it. A 404 of the object itself, or a webhook without a
+// selector, names nobody.
+func TestNamespaceGoneNamesTheSelectingWebhook(t *testing.T) {
+	obs := refusalCluster()
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	rules := []admissionregv1.RuleWithOperations{{Operations: []admissionregv1.OperationType{admissionregv1.Update},
+		Rule: admissionregv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"*"}, Resources: []string{"widgets"}}}}
+	obs.Webhooks = []Webhook{
+		{Configuration: "open", Name: "open.example.com", Type: "Validating", Rules: rules},
+		{Configuration: "tenants", Name: "tenants.example.com", Type: "Validating", Rules: rules,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "yes"}}},
+	}
+	gone := apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, obs.Namespace.Name)
+	r := WhoRefused(obs, widgets, gone)
+	if r == nil || !r.NamespaceGone || r.Webhook != "tenants.example.com" || r.Configuration != "tenants" {
+		t.Errorf("the namespace's 404: %+v", r)
+	}
+	if r := WhoRefused(obs, widgets, apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "w1")); r != nil {
+		t.Errorf("the object's own 404 was blamed on %+v", r)
+	}
+	obs.Webhooks = obs.Webhooks[:1]
+	if r := WhoRefused(obs, widgets, gone); r != nil {
+		t.Errorf("a webhook without a namespaceSelector was blamed: %+v", r)
+	}
+}
+
+// A policy whose binding selects namespaces by label fails on a gone
+// namespace, and its failure policy denies: that is said as such; its
+// other denials are not.
+func TestNamespaceGoneNamesTheSelectingPolicy(t *testing.T) {
+	obs := refusalCluster()
+	deny := func(words string) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "Unknown",
+			fmt.Errorf("ValidatingAdmissionPolicy 'keep' with binding 'keep-binding' denied request: %s", words))
+	}
+	r := WhoRefused(obs, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, deny(`failed to configure binding: namespaces "team-a" not found`))
+	if r == nil || r.By != RefusedByPolicy || !r.NamespaceGone || r.Policy != "keep" || r.Binding != "keep-binding" {
+		t.Errorf("the gone namespace's policy failure: %+v", r)
+	}
+	if r := WhoRefused(obs, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, deny("kept by the platform")); r == nil || r.NamespaceGone {
+		t.Errorf("a plain denial: %+v", r)
 	}
 }

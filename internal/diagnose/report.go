@@ -8,7 +8,7 @@ package diagnose
 import (
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
@@ -60,10 +60,14 @@ type Report struct {
 // Ordering is the deletion order ns-doctor assumed of the cluster's
 // namespace controller, and whether its conditions say otherwise.
 type Ordering struct {
-	deletion.Ordering
+	compat.Ordering
 	// OtherMatches: the controller's conditions disagree with the
 	// prediction but match the other deletion order (--ordered-deletion).
 	OtherMatches bool `json:"otherOrderingMatches,omitempty"`
+	// PodsFirstEarlyReturn: the controller's conditions disagree because
+	// its last pass stopped at pods and wrote "All content successfully
+	// removed" while content remained (upstream issue 138208).
+	PodsFirstEarlyReturn bool `json:"podsFirstEarlyReturn,omitempty"`
 }
 
 // Verdict is the one-line answer.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -74,7 +75,7 @@ type Options struct {
 	// IfDeleted diagnoses an Active namespace as if it were deleted now.
 	IfDeleted bool
 	// Ordering is the deletion order of the cluster's controller.
-	Ordering deletion.Ordering
+	Ordering compat.Ordering
 }
 
 // Explain is explain's engine in one call: the namespace's content read,

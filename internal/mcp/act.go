@@ -199,9 +199,13 @@ func (s *server) act(ctx context.Context, r reader, p *plan, consent string, det
 		// A folder per run: a long-lived server purges many times.
 		dir = filepath.Join(s.cfg.BackupDir, name+"-"+s.cfg.Now().UTC().Format("20060102T150405.000Z"))
 	}
+	ordering, err := s.cfg.Ordering(r.clients)
+	if err != nil {
+		return nil, PurgeResult{}, err
+	}
 	pr := &purge.Purger{Clients: r.clients, Inspector: r.in, Now: s.cfg.Now, Opts: purge.Options{
 		DryRun: purge.DryRunNone, Escalations: p.asked, BackupDir: dir, Timeout: s.cfg.Timeout, Workers: s.cfg.Workers,
-		OrderedDeletion: s.cfg.Ordering(r.clients), Context: r.Context, Cluster: r.Cluster.Cluster,
+		OrderedDeletion: ordering, Context: r.Context, Cluster: r.Cluster.Cluster,
 	}}
 	report, err := pr.Run(ctx, name)
 	if err != nil && !errors.Is(err, purge.ErrMissingPermissions) && (report == nil || len(report.Changes) == 0) {

@@ -160,8 +160,12 @@ func targetOf(c Cluster, ns *v1.Namespace) Target {
 
 // run runs purge on one namespace in mode.
 func (s *server) run(ctx context.Context, r reader, name string, asked purge.Asked, mode purge.DryRun) (*purge.Report, error) {
+	ordering, err := s.cfg.Ordering(r.clients)
+	if err != nil {
+		return nil, err
+	}
 	p := &purge.Purger{Clients: r.clients, Inspector: r.in, Opts: purge.Options{
-		DryRun: mode, Escalations: asked, Workers: s.cfg.Workers, OrderedDeletion: s.cfg.Ordering(r.clients),
+		DryRun: mode, Escalations: asked, Workers: s.cfg.Workers, OrderedDeletion: ordering,
 		Context: r.Context, Cluster: r.Cluster.Cluster,
 	}}
 	return p.Run(ctx, name)

@@ -27,7 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -60,7 +60,7 @@ type Config struct {
 	Fleet    bool
 	// Ordering is the deletion order of a cluster's namespace controller
 	// (--ordered-deletion resolved against its version).
-	Ordering func(*kube.Clients) deletion.Ordering
+	Ordering func(*kube.Clients) (compat.Ordering, error)
 	// Describe turns an error into the one line a user sees (the command
 	// layer's words for unreachable servers, missing permissions, ...).
 	Describe func(err error, server string) string

@@ -199,7 +199,11 @@ func (s *server) explain(ctx context.Context, _ *sdk.CallToolRequest, in Explain
 	if in.IfDeleted && ns.DeletionTimestamp != nil {
 		in.IfDeleted = false // being deleted already: the diagnosis is the real one
 	}
-	report, err := r.in.Explain(ctx, ns, inspect.Options{Grace: grace, IfDeleted: in.IfDeleted, Ordering: s.cfg.Ordering(r.clients)})
+	ordering, err := s.cfg.Ordering(r.clients)
+	if err != nil {
+		return nil, out, err
+	}
+	report, err := r.in.Explain(ctx, ns, inspect.Options{Grace: grace, IfDeleted: in.IfDeleted, Ordering: ordering})
 	if err != nil {
 		return nil, out, s.fail(err, r.Cluster)
 	}
@@ -237,7 +241,11 @@ func (s *server) stuckIn(ctx context.Context, r reader, selector string) ([]diag
 	if err != nil {
 		return nil, err
 	}
-	return r.in.ExplainAll(ctx, namespaces, inspect.Options{Grace: s.cfg.Grace, Ordering: s.cfg.Ordering(r.clients)})
+	ordering, err := s.cfg.Ordering(r.clients)
+	if err != nil {
+		return nil, err
+	}
+	return r.in.ExplainAll(ctx, namespaces, inspect.Options{Grace: s.cfg.Grace, Ordering: ordering})
 }
 
 // listFleet reads every cluster at once; one that cannot be read is a row

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
@@ -723,16 +724,45 @@ func managerWords(tool diagnose.ManagerTool) string {
 	return "remove it first"
 }
 
+// staticEvidence says why a webhook or policy is taken as loaded from
+// kube-apiserver's disk: its name, or its absence from the API.
+func staticEvidence(name string) string {
+	const where = "a manifest in the staticManifestsDir of kube-apiserver's --admission-control-config-file (KEP-5793, 1.37+), with no API object: neither purge --bypass-webhook nor kubectl delete can remove it"
+	if compat.StaticName(name) {
+		return fmt.Sprintf("%s ends in %s: %s", name, compat.StaticSuffix, where)
+	}
+	return fmt.Sprintf("webhook %s is in no webhook configuration the API serves: %s (or its configuration was deleted since the controller's last pass)", name, where)
+}
+
 func denialWords(b diagnose.Blocker, f *diagnose.DenialFacts) BlockerWords {
 	who := map[diagnose.DenialSource]string{diagnose.DeniedController: "the namespace controller", diagnose.DeniedPurge: "purge"}[f.Source]
+	what := fmt.Sprintf("admission webhook %q", f.Webhook)
+	if f.Policy {
+		what = fmt.Sprintf("ValidatingAdmissionPolicy %q", f.Webhook)
+	}
 	w := BlockerWords{
-		Summary:  fmt.Sprintf("admission webhook %q answers and denies deleting or un-finalizing the namespace's content: a policy, not an outage", f.Webhook),
+		Summary:  what + " answers and denies deleting or un-finalizing the namespace's content: a policy, not an outage",
 		Evidence: []string{fmt.Sprintf("denied %s: %s", who, Cut(f.Message, 300))},
 		NextStep: nextStep(b),
 	}
-	if f.Configuration != "" {
+	switch {
+	case f.Failing:
+		w.Summary = what + ", loaded from kube-apiserver's disk, fails closed: kube-apiserver cannot call it, so it rejects deleting the namespace's content"
+		w.Evidence = []string{"the namespace controller: " + Cut(f.Message, 300)}
+		w.Evidence = append(w.Evidence, staticEvidence(f.Webhook))
+		w.NextStep = "ask whoever runs the control plane to bring back the server at its url, or to change or remove the static manifest of " + f.Webhook
+	case f.Static:
+		w.Summary = what + ", loaded from kube-apiserver's disk, denies deleting or un-finalizing the namespace's content"
+		w.Evidence = append(w.Evidence, staticEvidence(f.Webhook))
+		w.NextStep = "ask whoever runs the control plane to change or remove the static manifest of " + f.Webhook + " (or its policy's author to allow this deletion)"
+	case f.Policy && f.Binding != "":
+		w.Evidence = append(w.Evidence, "bound by validatingadmissionpolicybinding "+f.Binding)
+		w.NextStep = "ask the owner of its policy to allow it; if the policy no longer matters: " + ActionWords(b.Actions[0])
+	case f.Policy:
+		w.NextStep = "find the bindings of ValidatingAdmissionPolicy " + f.Webhook + " (kubectl get validatingadmissionpolicybindings) and ask its owner"
+	case f.Configuration != "":
 		w.Evidence = append(w.Evidence, fmt.Sprintf("webhook %s of %s/%s", f.Webhook, f.ConfigurationKind, f.Configuration))
-	} else {
+	default:
 		w.NextStep = "find the configuration of webhook " + f.Webhook + " (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations) and ask its owner"
 	}
 	return w

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
@@ -29,14 +29,17 @@ type DiagnosisDocument struct {
 	Kind       string `json:"kind"`
 	// Context and Cluster: the kubeconfig context read, over many
 	// clusters (--all-contexts, --contexts).
-	Context    string                `json:"context,omitempty"`
-	Cluster    string                `json:"cluster,omitempty"`
-	ObservedAt time.Time             `json:"observedAt"`
-	Verdict    VerdictDocument       `json:"verdict"`
-	Namespace  diagnose.Namespace    `json:"namespace"`
-	Conditions []diagnose.Condition  `json:"conditions"`
-	Discovery  diagnose.Discovery    `json:"discovery"`
-	Ordering   diagnose.Ordering     `json:"ordering"`
+	Context    string               `json:"context,omitempty"`
+	Cluster    string               `json:"cluster,omitempty"`
+	ObservedAt time.Time            `json:"observedAt"`
+	Verdict    VerdictDocument      `json:"verdict"`
+	Namespace  diagnose.Namespace   `json:"namespace"`
+	Conditions []diagnose.Condition `json:"conditions"`
+	Discovery  diagnose.Discovery   `json:"discovery"`
+	Ordering   diagnose.Ordering    `json:"ordering"`
+	// Server is the API server's version and every version-dependent
+	// behaviour as assumed for it (docs/compatibility.md).
+	Server     compat.Server         `json:"server"`
 	Content    []diagnose.Content    `json:"content"`
 	Blockers   []BlockerDocument     `json:"blockers"`
 	Pods       *diagnose.PodsSummary `json:"pods,omitempty"`
@@ -125,13 +128,22 @@ type OrphansDocument struct {
 	Unchecked  []string                   `json:"unchecked,omitempty"`
 }
 
+// serverOf is what was assumed of the server, resolved for an unknown
+// version when nothing was (a report made without reading /version).
+func serverOf(o compat.Ordering) compat.Server {
+	if o.Server.Assumed == nil {
+		return compat.For(o.ServerVersion)
+	}
+	return o.Server
+}
+
 // Diagnosis is a diagnosis' document.
 func Diagnosis(r diagnose.Report) DiagnosisDocument {
 	d := DiagnosisDocument{
 		APIVersion: APIVersion, Kind: DiagnosisKind, ObservedAt: r.ObservedAt,
 		Verdict:   VerdictDocument{State: r.Verdict.State, Summary: VerdictSummary(r)},
 		Namespace: r.Namespace, Conditions: r.Conditions, Discovery: r.Discovery, Ordering: r.Ordering,
-		Content: r.Content, Blockers: Blockers(r.Blockers), Pods: r.Pods,
+		Server: serverOf(r.Ordering.Ordering), Content: r.Content, Blockers: Blockers(r.Blockers), Pods: r.Pods,
 		Holders: r.Holders, Events: r.Events, Unchecked: UncheckedWords(r.Unchecked), Progress: r.Progress,
 	}
 	for _, f := range r.Finalizers {
@@ -216,7 +228,8 @@ type PurgeDocument struct {
 	Orphans            bool                `json:"orphans,omitempty"`
 	Context            string              `json:"context,omitempty"`
 	Cluster            string              `json:"cluster,omitempty"`
-	Ordering           deletion.Ordering   `json:"ordering"`
+	Ordering           compat.Ordering     `json:"ordering"`
+	Server             compat.Server       `json:"server"`
 	Mode               purge.DryRun        `json:"mode"`
 	Escalations        []purge.Used        `json:"escalations"`
 	Outcome            purge.Outcome       `json:"outcome"`
@@ -407,7 +420,7 @@ type PurgeListDocument struct {
 func Purge(r *purge.Report) PurgeDocument {
 	d := PurgeDocument{
 		APIVersion: APIVersion, Kind: PurgeKind, Namespace: r.Namespace, Orphans: r.Orphans, Context: r.Context, Cluster: r.Cluster,
-		Ordering: r.Ordering, Mode: r.Mode, Escalations: nonNil(r.Escalations), Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
+		Ordering: r.Ordering, Server: serverOf(r.Ordering), Mode: r.Mode, Escalations: nonNil(r.Escalations), Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
 		Steps: []StepDocument{}, Strips: []StripDocument{}, Leaks: r.Leaks, ForcedPods: []ForcedPodDocument{}, Bypassed: []BypassDocument{},
 		Remaining: nonNil(r.Remaining), Conditions: nonNil(r.Conditions), Finalize: FinalizeDocument{Finalize: r.Finalize, Reason: FinalizeReason(r.Finalize)},
 		MissingPermissions: PermissionsWords(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),

@@ -5,6 +5,7 @@ package printer
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"io"
 	"strings"
 
@@ -28,7 +29,7 @@ type Printer interface {
 	Purge(w io.Writer, r *purge.Report) error
 	Purges(w io.Writer, rs []*purge.Report) error
 	Orphans(w io.Writer, r diagnose.OrphanReport) error
-	Version(w io.Writer, v version.Info) error
+	Version(w io.Writer, v VersionReport) error
 }
 
 var (
@@ -97,7 +98,17 @@ func (m Machine) Orphans(w io.Writer, r diagnose.OrphanReport) error {
 }
 
 // Version prints the build's version.
-func (m Machine) Version(w io.Writer, v version.Info) error { return Print(w, m.Format, v) }
+func (m Machine) Version(w io.Writer, v VersionReport) error { return Print(w, m.Format, v) }
+
+// VersionReport is what `version` prints: the build, and the server's
+// version with what ns-doctor assumes of it (docs/compatibility.md).
+type VersionReport struct {
+	version.Info
+	// Server is omitted with --client, or when it could not be read.
+	Server *compat.Server `json:"server,omitempty"`
+	// ServerError says why the server could not be read.
+	ServerError string `json:"serverError,omitempty"`
+}
 
 // print hands doc to the chosen printer, or names the namespaces.
 func (m Machine) print(w io.Writer, doc typed, names ...string) error {

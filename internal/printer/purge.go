@@ -67,6 +67,9 @@ func (h Human) purgeHeadline(p *errWriter, r *purge.Report) {
 	}
 	p.printf("%s %s %s%s: %s\n", h.paint(style...)(label), what, r.Namespace, where, PurgeMessage(r))
 	p.printf("  %s\n", orderingWords(r.Ordering))
+	if w := serverWords(r.Ordering); w != "" {
+		p.printf("  %s\n", w)
+	}
 	if len(r.Escalations) > 0 {
 		p.printf("  escalations: %s\n", Escape(EscalationsWords(r.Escalations)))
 	}

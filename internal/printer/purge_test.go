@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -13,7 +13,7 @@ import (
 func incompleteReport() *purge.Report {
 	return &purge.Report{
 		Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.DryRunNone,
-		Ordering: deletion.Ordering{ServerVersion: "v1.33.13", Ordered: true, Source: deletion.FromServerVersion},
+		Ordering: compat.Ordering{ServerVersion: "v1.33.13", Ordered: true, Source: compat.FromServerVersion},
 		Outcome:  purge.OutcomeRemaining, Passes: 4,
 		Stop: &purge.Stop{Reason: purge.StopRecreated, Recreated: []string{"gadgets.example.com"}, CreatedBy: []string{"gadget-operator"}},
 		Steps: []purge.Step{

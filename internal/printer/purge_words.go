@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -223,6 +224,10 @@ func EscalationsWords(used []purge.Used) string {
 func WarningWords(w purge.Warning, r *purge.Report) string {
 	kind := strings.ToLower(w.Resource)
 	switch w.Kind {
+	case purge.WarnUnreadableProven:
+		return fmt.Sprintf("%s/%s cannot be read from storage, proven: the API server accepted the unsafe DELETE as a dry run; for real it removes the object skipping its finalizers and admission: kubectl delete --raw '%s?ignoreStoreReadErrorWithClusterBreakingPotential=true'", kind, w.Name, w.Request)
+	case purge.WarnUnreadableDecodable:
+		return fmt.Sprintf("%s/%s is decodable now (the unsafe DELETE's dry run answered 409): it was read since the list failed; no unsafe delete is needed, run purge again", kind, w.Name)
 	case purge.WarnRevivalNeeded:
 		if r.Mode == purge.DryRunNone {
 			return fmt.Sprintf("the API server accepts finalizer removals only in a namespace that exists: purge created namespace %s and deleted it again at once", w.Name)
@@ -343,22 +348,37 @@ func failuresWords(r *purge.Report) []string {
 }
 
 // orderingWords says which deletion order ns-doctor followed, and why.
-func orderingWords(o deletion.Ordering) string {
+func orderingWords(o compat.Ordering) string {
 	order := "unordered deletion (pods with everything else)"
 	if o.Ordered {
 		order = "ordered deletion (pods first)"
 	}
 	version := o.ServerVersion
 	if version == "" {
+		version = o.Server.Version
+	}
+	if version == "" {
 		version = "version unknown"
 	}
-	switch o.Source {
-	case deletion.FromFlag:
+	switch {
+	case o.Server.Known && o.Server.Has(compat.OrderingGateRemoved):
+		return fmt.Sprintf("cluster %s; %s, the only order from 1.37", version, order)
+	case o.Source == compat.FromFlag:
 		return fmt.Sprintf("cluster %s; %s, as --ordered-deletion says", version, order)
-	case deletion.FromUnknownVersion:
+	case o.Source == compat.FromUnknownVersion:
 		return fmt.Sprintf("cluster %s; %s assumed, as from 1.33 (--ordered-deletion=on|off to choose)", version, order)
 	}
 	return fmt.Sprintf("cluster %s; %s, its namespace controller's default", version, order)
+}
+
+// serverWords names what else ns-doctor assumed of the server's version,
+// "" when nothing newer than 1.36 is assumed.
+func serverWords(o compat.Ordering) string {
+	s := serverOf(o)
+	if !strings.Contains(s.Words(), ": ") {
+		return ""
+	}
+	return "assumed of " + s.Words()
 }
 
 // progressLine is a force run's progress in a line, for a live display.
@@ -413,10 +433,25 @@ func RefusalWords(r *diagnose.Refusal) string {
 		return fmt.Sprintf(", whose service %s is %s", r.Service, serviceWords(*r.ServiceState))
 	}
 	switch r.By {
+	case diagnose.RefusedByPolicy:
+		words := "denied by ValidatingAdmissionPolicy " + r.Policy
+		if r.Binding != "" {
+			words += " (binding " + r.Binding + ")"
+		}
+		if r.Static {
+			words += ", loaded from kube-apiserver's disk"
+		}
+		return words
 	case diagnose.RefusedByWebhook:
 		config := ""
 		if r.Configuration != "" {
 			config = fmt.Sprintf(" of %s/%s", r.ConfigurationKind, r.Configuration)
+		}
+		if r.Static {
+			config = ", loaded from kube-apiserver's disk"
+		}
+		if r.NamespaceGone {
+			return fmt.Sprintf("webhook %s%s selects namespaces by label, and this one is gone: kube-apiserver answers its 404 instead of calling the webhook (purge re-creates the namespace for the strips)", r.Webhook, config)
 		}
 		if r.Denied {
 			return fmt.Sprintf("denied by webhook %s%s", r.Webhook, config)
@@ -443,6 +478,9 @@ func refusedOr(r *diagnose.Refusal, err string) string {
 	}
 	if _, msg, ok := diagnose.DenialOf(err); ok && r.Denied && msg != "" {
 		return RefusalWords(r) + ": " + Cut(msg, 200)
+	}
+	if ps := apierror.PolicyDenials(err); len(ps) > 0 && r.By == diagnose.RefusedByPolicy && ps[0].Denial != "" {
+		return RefusalWords(r) + ": " + Cut(ps[0].Denial, 200)
 	}
 	return RefusalWords(r)
 }

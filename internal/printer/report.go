@@ -11,9 +11,9 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
-	"github.com/ns-doctor/ns-doctor/internal/version"
 )
 
 // width is the terminal width the human view is laid out for.
@@ -87,6 +87,9 @@ func (h Human) namespace(p *errWriter, r diagnose.Report) {
 	}
 	p.printf("  finalizers: spec [%s], metadata [%s]\n", joinSome(ns.SpecFinalizers), joinSome(ns.MetadataFinalizers))
 	p.printf("  %s\n", orderingWords(r.Ordering.Ordering))
+	if w := serverWords(r.Ordering.Ordering); w != "" {
+		p.printf("  %s\n", wrap(w, width-2, "    "))
+	}
 }
 
 func (h Human) blockers(p *errWriter, blockers []diagnose.Blocker) {
@@ -214,6 +217,10 @@ func (h Human) events(p *errWriter, r diagnose.Report) {
 	}
 }
 
+// EarlyReturnNote explains conditions that disagree because the
+// controller's last pass stopped at pods.
+const EarlyReturnNote = "the controller's conditions come from a pass that stopped at pods: while any pod remains its pass returns early and writes ContentRemaining False (\"All content successfully removed\") without counting the rest (upstream issue 138208); its next pass after the pods are gone will count what ns-doctor counts"
+
 func (h Human) conditions(p *errWriter, r diagnose.Report) {
 	bold := h.paint(color.Bold)
 	p.printf("\n%s\n", bold("Conditions (controller's, and ns-doctor's own evaluation)"))
@@ -245,6 +252,9 @@ func (h Human) conditions(p *errWriter, r diagnose.Report) {
 		}
 		note := fmt.Sprintf("the controller's conditions are those of the other deletion order: this cluster's namespace controller runs with OrderedNamespaceDeletion=%s; run again with --ordered-deletion=%s", other, other)
 		p.printf("  %s %s\n", h.paint(color.FgYellow, color.Bold)("note:"), wrap(note, width-8, "        "))
+	}
+	if r.Ordering.PodsFirstEarlyReturn && !r.Ordering.OtherMatches {
+		p.printf("  %s %s\n", h.paint(color.FgYellow, color.Bold)("note:"), wrap(EarlyReturnNote, width-8, "        "))
 	}
 	for _, c := range r.Conditions {
 		if !c.Agree && c.Computed != nil && c.Controller != nil && c.Computed.Message != c.Controller.Message {
@@ -514,9 +524,20 @@ func (h Human) summaryRow(r diagnose.Report) []any {
 }
 
 // Version renders the build's version.
-func (h Human) Version(w io.Writer, v version.Info) error {
-	_, err := fmt.Fprintf(w, "ns-doctor %s\ncommit: %s\nbuilt: %s\ngo: %s %s\n", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
-	return err
+func (h Human) Version(w io.Writer, v VersionReport) error {
+	ew := &errWriter{w: w}
+	ew.printf("ns-doctor %s\ncommit: %s\nbuilt: %s\ngo: %s %s\n", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
+	if v.Server != nil {
+		ew.printf("server: %s\n", Escape(v.Server.Version))
+		for _, c := range compat.Changes() {
+			mark := "no "
+			if v.Server.Has(c.Behaviour) {
+				mark = "yes"
+			}
+			ew.printf("  %s %s (from %s)\n", mark, c.Short, c.Since)
+		}
+	}
+	return ew.err
 }
 
 // StatusLine is one namespace's state in a line, for a live display: what

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -54,7 +54,7 @@ func stuckReport() diagnose.Report {
 				Controller: &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some finalizers are remaining: example.com/cleanup in 1 resource instances", LastTransitionTime: at(time.Minute)},
 				Computed:   &diagnose.ConditionValue{Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/cleanup in 1 resource instances"}},
 		},
-		Ordering:  diagnose.Ordering{Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromServerVersion}},
+		Ordering:  diagnose.Ordering{Ordering: compat.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: compat.FromServerVersion}},
 		Discovery: diagnose.Discovery{Resources: 34, Failures: []diagnose.DiscoveryFailure{metrics}},
 		Content: []diagnose.Content{
 			widgets,

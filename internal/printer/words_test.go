@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
+
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/internal/version"
@@ -222,7 +223,7 @@ func planReport() *purge.Report {
 	step, _ := webhook.PurgeStep()
 	return &purge.Report{
 		Namespace: "team-a", Context: "kind-dev", Cluster: "kind-dev", Mode: purge.DryRunServer, Outcome: purge.OutcomePlanned, Passes: 2,
-		Ordering: deletion.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: deletion.FromFlag},
+		Ordering: compat.Ordering{ServerVersion: "v1.36.3", Ordered: true, Source: compat.FromFlag},
 		Steps: []purge.Step{
 			{Pass: 1, Verb: "deletecollection", Resource: "configmaps", Objects: 3, Status: purge.StepPlanned},
 			{Pass: 1, Verb: "deletecollection", Resource: "widgets.example.com", Objects: 1, Status: purge.StepFailed, Error: "Internal error occurred: failed calling webhook", Refusal: refusal},
@@ -345,13 +346,15 @@ func TestOtherViews(t *testing.T) {
 	if !strings.Contains(buf.String(), "no namespace is being deleted") {
 		t.Errorf("no diagnoses: %q", buf.String())
 	}
-	v := version.Info{Version: "v1.2.3", Commit: "abc"}
+	server := compat.For("v1.37.2")
+	v := VersionReport{Info: version.Info{Version: "v1.2.3", Commit: "abc"}, Server: &server}
 	buf.Reset()
-	if err := (Human{}).Version(&buf, v); err != nil || !strings.Contains(buf.String(), "ns-doctor v1.2.3") {
+	if err := (Human{}).Version(&buf, v); err != nil || !strings.Contains(buf.String(), "ns-doctor v1.2.3") ||
+		!strings.Contains(buf.String(), "server: v1.37.2\n  yes pods first (from 1.33)\n  yes no other deletion order (from 1.37)") {
 		t.Errorf("version: %v %s", err, buf.String())
 	}
 	buf.Reset()
-	if err := machine("yaml").Version(&buf, v); err != nil || !strings.Contains(buf.String(), "v1.2.3") {
+	if err := machine("yaml").Version(&buf, v); err != nil || !strings.Contains(buf.String(), "v1.2.3") || !strings.Contains(buf.String(), "behaviour: UpdateWithoutNamespace\n    holds: true") {
 		t.Errorf("version yaml: %v %s", err, buf.String())
 	}
 	notes := stuckReport()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/compat"
+
 	"golang.org/x/sync/errgroup"
 
 	v1 "k8s.io/api/core/v1"
@@ -128,6 +130,11 @@ func gvrOfKind(kind string) schema.GroupVersionResource {
 // precheck: each name is a validating or mutating webhook configuration.
 func (b *bypasser) precheck(ctx context.Context, a actor) error {
 	for _, name := range b.names {
+		if compat.StaticName(name) {
+			// From 1.37 the suffix is the API server's own: no API object
+			// carries it, so there is nothing to patch, on any version.
+			return &UsageError{fmt.Sprintf("--bypass-webhook=%s: a name ending in %s is a webhook loaded from kube-apiserver's disk (its staticManifestsDir): it has no API object to bypass; whoever runs the control plane can change it", name, compat.StaticSuffix)}
+		}
 		if _, err := configurations(ctx, a, name); err != nil {
 			return err
 		}

@@ -300,6 +300,9 @@ type scope struct {
 	snap    *deletion.Snapshot
 	obs     *diagnose.Observation
 	orphans bool
+	// revive: over a former namespace, changing its leftovers needs the
+	// namespace re-created (up to 1.36; see run.mustRevive).
+	revive bool
 }
 
 // startActions starts the escalations asked for, in the list's order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -85,12 +86,18 @@ func (r *run) denials() []diagnose.Blocker {
 	seen := map[string]bool{}
 	for _, f := range r.report.Failures {
 		ref := f.Refusal
-		if ref == nil || ref.By != diagnose.RefusedByWebhook || !ref.Denied {
+		if ref == nil || !ref.Denied || ref.By != diagnose.RefusedByWebhook && ref.By != diagnose.RefusedByPolicy {
 			continue
 		}
 		_, message, _ := diagnose.DenialOf(f.Error)
 		d := &diagnose.DenialFacts{Webhook: ref.Webhook, Configuration: ref.Configuration, ConfigurationKind: ref.ConfigurationKind,
-			Message: message, Source: diagnose.DeniedPurge}
+			Message: message, Source: diagnose.DeniedPurge, Static: ref.Static}
+		if ref.By == diagnose.RefusedByPolicy {
+			d.Webhook, d.Policy, d.Binding = ref.Policy, true, ref.Binding
+			if ps := apierror.PolicyDenials(f.Error); len(ps) > 0 {
+				d.Message = ps[0].Denial
+			}
+		}
 		if b := d.Blocker(r.ns()); !seen[b.Subject] {
 			seen[b.Subject] = true
 			out = append(out, b)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -71,7 +71,7 @@ type Options struct {
 	Orphans bool
 	// OrderedDeletion is --ordered-deletion resolved against the cluster's
 	// version: the controller's order, pods first or not.
-	OrderedDeletion deletion.Ordering
+	OrderedDeletion compat.Ordering
 	// Workers bounds the resource types a pass deletes at once.
 	Workers int
 	// Context and Cluster name where the run writes, for the report.

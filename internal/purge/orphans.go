@@ -3,12 +3,14 @@ package purge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
 
@@ -41,12 +43,30 @@ func savedNamespace(ns *v1.Namespace, former bool) *v1.Namespace {
 // namespace's leftovers.
 const revivedLabel = "ns-doctor.dev/revived-for-orphans"
 
-// revive re-creates the former namespace and deletes it again at once: the
-// API server refuses every change but deletion to content of a namespace
-// that does not exist (NamespaceLifecycle admission), so finalizers can be
-// removed only through a namespace of that name. Once terminating, it is
-// an ordinary purge: the passes go on with the real namespace. A plan
-// plays it, and says so.
+// mustRevive tells whether changing a former namespace's leftovers needs
+// the namespace re-created: up to 1.36 NamespaceLifecycle admission refuses
+// every change but deletion to content of a namespace that does not exist;
+// from 1.37 it admits UPDATE and PATCH (kubernetes PR 140661), so
+// finalizers are removed in place. An unknown version gets the older path,
+// which works on both.
+func (r *run) mustRevive() bool {
+	return r.Opts.Orphans && (!r.Opts.OrderedDeletion.Server.Has(compat.UpdateWithoutNamespace) || r.selectorMetGone())
+}
+
+// selectorMetGone tells whether a strip in place met a webhook that selects
+// namespaces by label: kube-apiserver cannot read a gone namespace's
+// labels and answers 404 for it, so only a namespace of that name lets the
+// strip through, as up to 1.36. Its create was not asked in the
+// permission check (1.37 needs none without such a webhook).
+func (r *run) selectorMetGone() bool {
+	return slices.ContainsFunc(r.report.Strips, func(s Strip) bool { return s.Refusal != nil && s.Refusal.NamespaceGone }) ||
+		slices.ContainsFunc(r.report.Failures, func(f Failure) bool { return f.Refusal != nil && f.Refusal.NamespaceGone })
+}
+
+// revive re-creates the former namespace and deletes it again at once, so
+// that finalizers can be removed through a namespace of that name (up to
+// 1.36: mustRevive). Once terminating, it is an ordinary purge: the passes
+// go on with the real namespace. A plan plays it, and says so.
 func (r *run) revive(ctx context.Context) error {
 	r.revived = true
 	r.l.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns()})
@@ -71,8 +91,13 @@ func (r *run) revive(ctx context.Context) error {
 // needsRevival tells whether a pass over a former namespace left objects
 // whose finalizers the escalations strip.
 func (r *run) needsRevival(content *deletion.ContentResult) bool {
-	if !r.Opts.Orphans || r.revived {
+	if !r.mustRevive() || r.revived {
 		return false
+	}
+	if r.selectorMetGone() {
+		// Deletions too were refused for the namespace's absence: only a
+		// namespace of that name lets anything through.
+		return true
 	}
 	held := make([]string, 0, len(content.Totals.FinalizersToNumRemaining))
 	for f := range content.Totals.FinalizersToNumRemaining {

@@ -195,6 +195,9 @@ func (r *run) recordPass(ctx context.Context, res deletion.Result, pass int) {
 			r.l.fail(Failure{Verb: "pass", Resource: deletion.ResourceName(gvr), Error: c.FailedErrs[gvr].Error()})
 		}
 	}
+	if pass == 1 {
+		r.proveUnreadable(ctx, c)
+	}
 	if c.Err != nil && r.disc != nil && len(r.disc.Failed) > 0 {
 		obs := r.inspector().ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{}, r.disc, r.inspectOptions())
 		for gv, err := range r.disc.Failed {

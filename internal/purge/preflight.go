@@ -25,7 +25,7 @@ import (
 // writer, and for real checks every permission the run needs and opens
 // the backup. It returns what the run knows before its first change.
 func (r *run) preflight(ctx context.Context, ns, deleted *v1.Namespace) (scope, error) {
-	s := scope{ns: ns, orphans: r.Opts.Orphans}
+	s := scope{ns: ns, orphans: r.Opts.Orphans, revive: r.mustRevive()}
 	if r.Opts.DryRun != DryRunNone || r.needsSnapshot() {
 		if err := r.leftovers(ctx); err != nil {
 			return s, err

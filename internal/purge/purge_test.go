@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
@@ -51,7 +51,7 @@ func purgerIn(c *kubetest.Cluster, name string, opts Options) testPurger {
 	if opts.Timeout == 0 {
 		opts.Timeout = time.Minute
 	}
-	opts.OrderedDeletion = deletion.Ordering{Ordered: true}
+	opts.OrderedDeletion = compat.Ordering{Ordered: true}
 	return testPurger{Purger: &Purger{Clients: c.Clients(), Opts: opts}, name: name}
 }
 

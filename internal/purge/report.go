@@ -3,7 +3,7 @@ package purge
 import (
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -18,7 +18,7 @@ type Report struct {
 	Context, Cluster string
 	// Ordering is the server's version and the deletion order purge
 	// followed.
-	Ordering deletion.Ordering
+	Ordering compat.Ordering
 	Mode     DryRun
 	Outcome  Outcome
 	// Stop says why a run ended before the namespace was gone.
@@ -352,6 +352,11 @@ const (
 	WarnBypassLeftover  WarningKind = "BypassLeftover"  // a killed run left a webhook bypassed
 	WarnBypassedRefusal WarningKind = "BypassedRefusal" // a server dry run refused by a bypassed webhook
 	WarnAPIServer       WarningKind = "APIServer"       // a warning the API server sent (admission)
+	// A server dry run on 1.37+ put an object a list could not read to the
+	// unsafe DELETE (dry run): accepted, it is unreadable for sure;
+	// answered 409, it is decodable now.
+	WarnUnreadableProven    WarningKind = "UnreadableProven"
+	WarnUnreadableDecodable WarningKind = "UnreadableDecodable"
 )
 
 // Warning is something the user should know: what, and about which object.

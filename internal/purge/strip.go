@@ -148,10 +148,11 @@ func newStripper(patterns []string, all bool) *stripper {
 func (s *stripper) match(fins []string) []string { return matchFinalizers(s.patterns, s.all, fins) }
 
 // needs: get and patch of every type that holds finalizers; over a former
-// namespace, the namespace re-created to reach them (revive).
+// namespace of a server up to 1.36, the namespace re-created to reach them
+// (revive).
 func (s *stripper) needs(sc scope) []Permission {
 	var out []Permission
-	if sc.orphans {
+	if sc.revive {
 		out = append(out, Permission{Verb: "create", Resource: "namespaces"}, Permission{Verb: "delete", Resource: "namespaces"},
 			Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
 	}

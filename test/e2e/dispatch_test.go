@@ -21,9 +21,12 @@ func TestPluginDispatchVersion(t *testing.T) {
 		t.Fatalf("kubectl ns-doctor version: code %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
 	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "version", "-o", "json")
-	var info map[string]string
+	var info map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil || info["version"] != testVersion || info["commit"] == "" {
 		t.Fatalf("version -o json: %v, %q", err, r.Stdout)
+	}
+	if server, _ := info["server"].(map[string]any); server["version"] != "v1.37.2" || server["known"] != true {
+		t.Errorf("version -o json names no server: %q", r.Stdout)
 	}
 }
 

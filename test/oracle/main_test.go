@@ -2,7 +2,7 @@
 // the Kubernetes version the test bed runs: explain's conditions agree with
 // the controller's, purge's plan predicts them, and purge --force does to a
 // namespace what the controller does to its twin. The version comes from
-// $NSDOCTOR_K8S (a minor, e.g. 1.33; empty: the default, 1.36) and the
+// $NSDOCTOR_K8S (a minor, e.g. 1.33; empty: the default, 1.37) and the
 // controller's feature gates from $NSDOCTOR_KCM_FEATURE_GATES; make
 // test-versions runs the package on each.
 package oracle

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -130,6 +131,18 @@ func TestConditionsAgreeWithTheController(t *testing.T) {
 			if !s.ordering {
 				return
 			}
+			if gateRemoved() {
+				// 1.37+: no controller runs the other order; off is
+				// refused, and auto never names it.
+				r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", ns, "--ordered-deletion=off")
+				if r.Code != 2 || !strings.Contains(r.Stderr, "removed in 1.37") {
+					t.Errorf("--ordered-deletion=off on a 1.37+ controller: exit %d\n%s", r.Code, r.Stderr)
+				}
+				if explain(t, ns, orderingFlag).Ordering.OtherMatches {
+					t.Error("explain names another deletion order on a controller that has none")
+				}
+				return
+			}
 			other := map[string]string{"auto": "off", "off": "on"}[orderingFlag]
 			r := explain(t, ns, other)
 			if !r.Ordering.OtherMatches {
@@ -144,6 +157,13 @@ func TestConditionsAgreeWithTheController(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gateRemoved tells a control plane whose namespace controller has no
+// OrderedNamespaceDeletion gate (1.37+).
+func gateRemoved() bool {
+	v, err := cluster.Kube.Discovery().ServerVersion()
+	return err == nil && compat.For(v.GitVersion).Has(compat.OrderingGateRemoved)
 }
 
 // purge --force, with the controller stopped, does to a namespace what

@@ -89,8 +89,10 @@ func TestOrphansOfAForcedFinalize(t *testing.T) {
 	if rep.BackedUp != 3 {
 		t.Errorf("%d objects saved, want 3", rep.BackedUp)
 	}
-	if len(rep.Strips) != 2 || !strings.Contains(strings.Join(rep.Changes, "\n"), "created namespace "+former) {
-		t.Errorf("strips %+v, changes %q: the finalizers go through a namespace re-created for them", rep.Strips, rep.Changes)
+	// 1.37 admits the PATCH of an object whose namespace is gone: no
+	// namespace is re-created for it (test/versions proves 1.36's way).
+	if len(rep.Strips) != 2 || strings.Contains(strings.Join(rep.Changes, "\n"), "created namespace "+former) {
+		t.Errorf("strips %+v, changes %q: the finalizers are removed in place", rep.Strips, rep.Changes)
 	}
 	if left := explainOrphans(t, 0, former); len(left.Namespaces) != 0 {
 		t.Errorf("leftovers after purge --orphans: %+v", left.Namespaces)

@@ -35,7 +35,7 @@ type Options struct {
 	// whose terminating namespaces nobody works on.
 	WithoutControllerManager bool
 	// Version is the Kubernetes minor to run, e.g. "1.33", built from the
-	// pins in hack/controlplane/1.33; empty is the default (1.36).
+	// pins in hack/controlplane/1.33; empty is the default (1.37).
 	Version string
 	// FeatureGates are kube-controller-manager's --feature-gates, e.g.
 	// "OrderedNamespaceDeletion=false" (a 1.30-1.32 controller).
@@ -43,6 +43,9 @@ type Options struct {
 	// APIServerFeatureGates are kube-apiserver's --feature-gates, e.g.
 	// "AllowUnsafeMalformedObjectDeletion=true".
 	APIServerFeatureGates string
+	// APIServerArgs are more kube-apiserver flags, e.g. an admission
+	// configuration file.
+	APIServerArgs []string
 	// EncryptionConfig is kube-apiserver's EncryptionConfiguration (YAML),
 	// written to the control plane's dir and passed as
 	// --encryption-provider-config; empty: none.
@@ -119,6 +122,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if opts.APIServerFeatureGates != "" {
 		cp.apiserver.args = append(cp.apiserver.args, "--feature-gates="+opts.APIServerFeatureGates)
 	}
+	cp.apiserver.args = append(cp.apiserver.args, opts.APIServerArgs...)
 	if opts.EncryptionConfig != "" {
 		if err := os.WriteFile(cp.path("encryption.yaml"), []byte(opts.EncryptionConfig), 0o600); err != nil {
 			return nil, fmt.Errorf("writing the encryption config: %w", err)

@@ -26,10 +26,10 @@ func TestControlPlaneLifecycle(t *testing.T) {
 	defer cp.Stop()
 	admin := client(t, cp.Config)
 
-	t.Run("reports v1.36.3", func(t *testing.T) {
+	t.Run("reports v1.37.2", func(t *testing.T) {
 		v, err := admin.Discovery().ServerVersion()
-		if err != nil || v.GitVersion != "v1.36.3" {
-			t.Fatalf("server version %v, %v; want v1.36.3 (version ldflags)", v, err)
+		if err != nil || v.GitVersion != "v1.37.2" {
+			t.Fatalf("server version %v, %v; want v1.37.2 (version ldflags)", v, err)
 		}
 	})
 

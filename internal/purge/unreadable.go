@@ -1,0 +1,67 @@
+package purge
+
+import (
+	"context"
+	"path"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
+	"github.com/ns-doctor/ns-doctor/internal/compat"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
+)
+
+// maxUnreadableProofs bounds the dry-run unsafe DELETEs of one type: the
+// server names at most 100 objects, and a few prove the case.
+const maxUnreadableProofs = 10
+
+// proveUnreadable puts each object a failed list named as unreadable
+// (KEP-3926's StorageReadError) to the unsafe DELETE as a dry run, in a
+// server dry run on 1.37+: the server accepts it only for an object it
+// cannot decode, so the answer proves the diagnosis before anyone deletes
+// with finalizers and admission skipped. 1.36 and older refuse the dry run
+// (422) and are never sent it.
+func (r *run) proveUnreadable(ctx context.Context, c *deletion.ContentResult) {
+	if c == nil || r.Opts.DryRun != DryRunServer || !r.Opts.OrderedDeletion.Server.Has(compat.UnsafeDeleteDryRun) {
+		return
+	}
+	for _, gvr := range c.Failed {
+		e := apierror.Classify(c.FailedErrs[gvr])
+		if e.Kind != apierror.StoreReadError || e.Reason != metav1.StatusReasonStoreReadError {
+			continue
+		}
+		for _, key := range e.Keys[:min(len(e.Keys), maxUnreadableProofs)] {
+			name := path.Base(key)
+			err := r.Clients.Metadata.Resource(gvr).Namespace(r.ns()).Delete(ctx, name, metav1.DeleteOptions{
+				DryRun: []string{metav1.DryRunAll}, IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true),
+			})
+			r.recordProof(deletion.ResourceName(gvr), name, objectPath(gvr, r.ns(), name), err)
+		}
+	}
+}
+
+// recordProof says what the dry run answered: accepted (unreadable,
+// proven), 409 (decodable: the object reads fine now), or a refusal.
+func (r *run) recordProof(resource, name, request string, err error) {
+	switch {
+	case err == nil:
+		r.l.warn(Warning{Kind: WarnUnreadableProven, Resource: resource, Name: name, Request: request})
+	case apierrors.IsConflict(err):
+		r.l.warn(Warning{Kind: WarnUnreadableDecodable, Resource: resource, Name: name, Request: request})
+	case apierrors.IsNotFound(err):
+		// Gone since the list: nothing left to prove.
+	default:
+		r.l.fail(Failure{Verb: "unsafe-delete", Resource: resource, Name: name, Error: err.Error()})
+	}
+}
+
+// objectPath is where an object is served, for the unsafe DELETE's step.
+func objectPath(gvr schemaGVR, namespace, name string) string {
+	base := "/apis/" + gvr.Group + "/" + gvr.Version
+	if gvr.Group == "" {
+		base = "/api/" + gvr.Version
+	}
+	return base + "/namespaces/" + namespace + "/" + gvr.Resource + "/" + name
+}
