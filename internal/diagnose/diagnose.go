@@ -334,16 +334,34 @@ func finalizersOf(content []Content, owners map[string]OwnerState) []FinalizerIn
 	var out []FinalizerInfo
 	for _, f := range sortedKeys(counts) {
 		info := FinalizerInfo{Name: f, Objects: counts[f], OwnerState: owners[f]}
-		if e := finalizers.Lookup(f); e != nil {
-			info.Known, info.Owner, info.Project, info.Guards, info.Leak, info.Source = true, e.Owner, e.Project, e.Guards, e.Leak, e.Source
-		}
+		catalogued(&info)
 		if info.OwnerState.State == "" {
 			// No evidence was read: an Active namespace.
 			info.OwnerState = OwnerState{State: OwnerUnknown, Owner: info.Owner, NotChecked: info.Known}
 		}
+		named(&info)
 		out = append(out, info)
 	}
 	return out
+}
+
+// catalogued fills a finalizer's catalogue entry, when it has one.
+func catalogued(info *FinalizerInfo) {
+	if e := finalizers.Lookup(info.Name); e != nil {
+		info.Known, info.Owner, info.Project, info.Guards, info.Leak, info.Source = true, e.Owner, e.Project, e.Guards, e.Leak, e.Source
+	}
+}
+
+// named says who removes a finalizer and where that comes from: the
+// catalogue's owner where it has one, else the owner the inference names
+// (never one it does not: an inference of confidence None names nobody).
+func named(info *FinalizerInfo) {
+	switch {
+	case info.Known:
+		info.OwnerSource = SourceCatalogue
+	case info.OwnerState.InferredOwner() != "":
+		info.Owner, info.OwnerSource = info.OwnerState.InferredOwner(), SourceInferred
+	}
 }
 
 // namespaceFinalizersOf lists the namespace's own finalizers whose owners
@@ -356,9 +374,8 @@ func namespaceFinalizersOf(ns Namespace, owners map[string]OwnerState) []Finaliz
 			continue
 		}
 		info := FinalizerInfo{Name: f, OwnerState: state}
-		if e := finalizers.Lookup(f); e != nil {
-			info.Known, info.Owner, info.Project, info.Guards, info.Leak, info.Source = true, e.Owner, e.Project, e.Guards, e.Leak, e.Source
-		}
+		catalogued(&info)
+		named(&info)
 		out = append(out, info)
 	}
 	return out

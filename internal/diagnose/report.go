@@ -170,20 +170,41 @@ type FinalizerInfo struct {
 	Name string `json:"name"`
 	// Objects counts the objects it holds.
 	Objects int `json:"objects"`
-	// Known: the catalogue has it; the fields below are its entry.
-	Known   bool   `json:"known"`
-	Owner   string `json:"owner,omitempty"`
-	Project string `json:"project,omitempty"`
-	Guards  string `json:"guards,omitempty"`
-	Leak    string `json:"leak,omitempty"`
-	Source  string `json:"source,omitempty"`
+	// Known: the catalogue has it; Project, Guards, Leak and Source are
+	// its entry.
+	Known bool `json:"known"`
+	// Owner is who removes it: the catalogue's owner, else the one
+	// inferred from the cluster (OwnerSource says which; the inference's
+	// confidence is in OwnerState.Inferred); empty when neither names one.
+	Owner       string      `json:"owner,omitempty"`
+	OwnerSource OwnerSource `json:"ownerSource,omitempty"`
+	Project     string      `json:"project,omitempty"`
+	Guards      string      `json:"guards,omitempty"`
+	Leak        string      `json:"leak,omitempty"`
+	Source      string      `json:"source,omitempty"`
 	// OwnerState is whether the owner appears to run.
 	OwnerState OwnerState `json:"-"`
 }
 
+// OwnerSource says where an owner, or its state, comes from.
+type OwnerSource string
+
+// Owner sources.
+const (
+	// SourceCatalogue: ns-doctor's catalogue (its entry, and the check of
+	// the workloads it names).
+	SourceCatalogue OwnerSource = "catalogue"
+	// SourceInferred: what the cluster itself says (owners.Infer).
+	SourceInferred OwnerSource = "inferred"
+)
+
 // OwnerState is what was found of a finalizer's owner.
 type OwnerState struct {
 	State OwnerRunning
+	// Catalogue is what the catalogue's own check found, kept when an
+	// inference decided State instead (WithInference); empty when State
+	// is the catalogue's.
+	Catalogue OwnerRunning
 	// Owner is the catalogue's owner (empty: unknown owner).
 	Owner string
 	// Found is the workload found (or that could not be read); Looked are
@@ -201,17 +222,102 @@ type OwnerState struct {
 	Inferred *owners.Inference
 }
 
-// Workload is the owner's workload: the catalogue's found, else the one
-// inferred; nil when neither.
-func (s OwnerState) Workload() *WorkloadState {
-	if s.Found != nil {
-		return s.Found
+// Source says who decided State: the catalogue's check, or the
+// inference; empty when neither could (an owner nobody names, or not
+// checked).
+func (s OwnerState) Source() OwnerSource {
+	switch {
+	case s.NotChecked:
+		return ""
+	case s.Catalogue != "":
+		return SourceInferred
+	case s.Owner != "":
+		return SourceCatalogue
 	}
+	return ""
+}
+
+// CatalogueState is what the catalogue's own check found, whoever decided
+// State.
+func (s OwnerState) CatalogueState() OwnerRunning {
+	if s.Catalogue != "" {
+		return s.Catalogue
+	}
+	return s.State
+}
+
+// InferredOwner names the owner the inference found: its workload, else
+// its identity; empty when it names none (confidence None, or no
+// inference).
+func (s OwnerState) InferredOwner() string {
+	in := s.Inferred
+	switch {
+	case in == nil || in.Confidence == owners.None:
+		return ""
+	case in.Workload != nil:
+		return in.Workload.String()
+	case in.Identity != nil:
+		return in.Identity.String()
+	}
+	return ""
+}
+
+// WithInference is an owner's state with what the cluster says of it.
+// The inference decides the state where it is the better evidence: when
+// it is certain; or, likely, where the catalogue has no finding of its
+// own: it does not know the finalizer, or knows it but names no workload
+// to look for (NotChecked) and the inference found the one that runs as
+// its owner. A likely inference beside the catalogue's own finding
+// (NotFound, NotReady, a read that failed) is evidence only, and an
+// inference that names nobody (None) decides nothing. When the inference
+// decides, Catalogue keeps what the catalogue's check found.
+func WithInference(s OwnerState, in owners.Inference) OwnerState {
+	s.Inferred = &in
+	decides := false
+	switch in.Confidence {
+	case owners.Certain:
+		decides = true
+	case owners.Likely:
+		decides = s.Owner == "" || (s.State == OwnerNotChecked && in.Workload != nil)
+	}
+	if !decides {
+		return s
+	}
+	s.NotChecked = false
+	s.Catalogue = s.State
+	w := in.Workload
+	switch {
+	case in.InNamespace:
+		s.State = OwnerDeletedWithNamespace
+	case in.OwnerNamespace != "":
+		s.State = OwnerNotFound
+	case w != nil && w.Ready > 0:
+		s.State = OwnerRunningReady
+	case w != nil:
+		s.State = OwnerNotReady
+	default:
+		s.State = OwnerNotFound
+	}
+	return s
+}
+
+// Workload is the owner's workload: the one of whoever decided State
+// first (the inferred one when the inference decided: the catalogue's
+// Found may then be one that could not be read), else the other; nil
+// when neither.
+func (s OwnerState) Workload() *WorkloadState {
+	var inferred *WorkloadState
 	if in := s.Inferred; in != nil && in.Workload != nil && in.Confidence != owners.None {
 		w := in.Workload
-		return &WorkloadState{WorkloadRef: WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}, Ready: w.Ready, Want: w.Want}
+		inferred = &WorkloadState{WorkloadRef: WorkloadRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}, Ready: w.Ready, Want: w.Want}
 	}
-	return nil
+	switch {
+	case s.Catalogue != "" && inferred != nil:
+		return inferred
+	case s.Found != nil:
+		return s.Found
+	}
+	return inferred
 }
 
 // WorkloadRef names one of an owner's usual workloads.

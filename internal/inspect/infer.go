@@ -16,7 +16,6 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
-	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
@@ -247,29 +246,13 @@ func (i *Inspector) apiAccesses(finalizer, namespace string) []owners.Access {
 	return out
 }
 
-// withInference is a finalizer's owner state with what the cluster says.
-// The inference decides the state when it is certain, or when the
-// catalogue knows nothing of the finalizer; a likely one beside the
-// catalogue's own finding is evidence only.
+// withInference is a finalizer's owner state with what the cluster says
+// (diagnose.WithInference decides); the pods of an inferred owner found
+// running are kept for their log.
 func (i *Inspector) withInference(finalizer string, s diagnose.OwnerState, in owners.Inference) diagnose.OwnerState {
-	s.Inferred = &in
-	if in.Confidence == owners.None || (in.Confidence == owners.Likely && finalizers.Lookup(finalizer) != nil) {
-		return s
-	}
-	s.NotChecked = false
-	w := in.Workload
-	switch {
-	case in.InNamespace:
-		s.State = diagnose.OwnerDeletedWithNamespace
-	case in.OwnerNamespace != "":
-		s.State = diagnose.OwnerNotFound
-	case w != nil && w.Ready > 0:
-		s.State = diagnose.OwnerRunningReady
+	s = diagnose.WithInference(s, in)
+	if w := in.Workload; s.Source() == diagnose.SourceInferred && s.State == diagnose.OwnerRunningReady && w != nil {
 		i.keepOwnerPods(finalizer, w.Namespace, w.Selector)
-	case w != nil:
-		s.State = diagnose.OwnerNotReady
-	default:
-		s.State = diagnose.OwnerNotFound
 	}
 	return s
 }

@@ -280,3 +280,32 @@ func TestNoInferenceWhenTheCatalogueOwnerRuns(t *testing.T) {
 		}
 	}
 }
+
+// A finalizer the catalogue knows but whose entry names no workload to
+// look for: the cluster shows the one identity that may remove it and
+// the Deployment running as it, ready. That is its owner's state
+// (Running, from the inference: likely, as a manifest set the finalizer),
+// no longer NotChecked; the owner stays the catalogue's.
+func TestCatalogueWithoutWorkloadsTakesTheInferredState(t *testing.T) {
+	const finalizer = "finalizer.managedresource.crossplane.io"
+	c := kubetest.New()
+	c.Serve(widgets, "Widget", kubetest.AllVerbs)
+	c.AddNamespace("crossplane-system", 0)
+	ns := c.AddNamespace("team-a", time.Hour)
+	c.Add(widgets, heldWidget("team-a", "w", finalizer, "helm"))
+	in := New(c.Clients(operator("crossplane-system", "provider-aws-s3", 1)...), Config{})
+	r, err := in.Explain(context.Background(), ns, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := finalizerInfo(t, r, finalizer)
+	s := f.OwnerState
+	switch {
+	case s.State != diagnose.OwnerRunningReady || s.Source() != diagnose.SourceInferred || s.CatalogueState() != diagnose.OwnerNotChecked:
+		t.Errorf("state %s from %q (the catalogue's %s), want Running from the inference", s.State, s.Source(), s.CatalogueState())
+	case s.Inferred == nil || s.Inferred.Confidence != owners.Likely || s.Workload() == nil || s.Workload().Name != "provider-aws-s3":
+		t.Errorf("inferred %+v", s.Inferred)
+	case !f.Known || f.OwnerSource != diagnose.SourceCatalogue || f.Owner == "":
+		t.Errorf("owner %q from %q, want the catalogue's", f.Owner, f.OwnerSource)
+	}
+}

@@ -138,13 +138,13 @@ func AgentOrphans(r diagnose.OrphanReport) string {
 func AgentPlan(r *purge.Report, name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Plan (%s dry run) for namespace %s: nothing was changed. %s", r.Mode, name, wouldWords(r))
-	if len(r.Escalations) > 0 {
-		flags := make([]string, 0, len(r.Escalations))
-		for _, u := range r.Escalations {
-			if e, ok := purge.LookupEscalation(u.Flag); ok {
-				flags = append(flags, e.Name())
-			}
+	flags := make([]string, 0, len(r.Escalations))
+	for _, u := range r.Escalations {
+		if e, ok := purge.LookupEscalation(u.Flag); ok {
+			flags = append(flags, e.Name())
 		}
+	}
+	if len(flags) > 0 {
 		fmt.Fprintf(&b, " Escalations: %s (escalations[].consent and .leak say what each does and costs).", strings.Join(flags, ", "))
 	}
 	if len(r.Holding) > 0 {
@@ -168,8 +168,11 @@ func wouldWords(r *purge.Report) string {
 	if r.Finalize.Would {
 		finalize = "would be finalized"
 	}
-	return fmt.Sprintf("%d pass(es), %d request(s) reaching %d object(s), %d finalizer strip(s), %d pod(s) force-deleted, %d webhook configuration(s) bypassed; the namespace %s (%s).",
-		r.Passes, len(r.Steps), objects, len(r.Strips), len(r.ForcedPods), len(r.Bypassed), finalize, r.Finalize.Cause)
+	if r.Finalize.Cause != "" {
+		finalize += " (" + string(r.Finalize.Cause) + ")"
+	}
+	return fmt.Sprintf("%d pass(es), %d request(s) reaching %d object(s), %d finalizer strip(s), %d pod(s) force-deleted, %d webhook configuration(s) bypassed; the namespace %s.",
+		r.Passes, len(r.Steps), objects, len(r.Strips), len(r.ForcedPods), len(r.Bypassed), finalize)
 }
 
 // AgentPurge is purge_namespace's summary of a run for real.

@@ -61,13 +61,31 @@ func ProgressWords(p diagnose.Progress) string {
 	case diagnose.ProgressPodsInGrace:
 		return fmt.Sprintf("%d pod(s) within their grace period (the last one ends in %s)", p.Objects, left)
 	case diagnose.ProgressFinalizersInGrace:
-		return fmt.Sprintf("%d %s wait for %s, for %s (called stuck after --grace, in %s)", p.Objects, p.Resource, clean(p.Subject), going, left)
+		return fmt.Sprintf("%d %s wait for %s, for %s (called stuck after --grace, in %s)", p.Objects, p.Resource, orFinalizers(clean(p.Subject)), going, left)
 	case diagnose.ProgressFinalizersGoing:
-		return fmt.Sprintf("%d %s wait for %s, and %d went in the last %s (about %s more at this rate)", p.Objects, p.Resource, clean(p.Subject), p.Went, going, left)
+		return fmt.Sprintf("%d %s wait for %s, and %d went in the last %s (about %s more at this rate)", p.Objects, p.Resource, orFinalizers(clean(p.Subject)), p.Went, going, left)
 	case diagnose.ProgressControllerInGrace:
 		return fmt.Sprintf("the namespace controller has not acted yet, %s after the deletion (called stuck in %s)", going, left)
 	}
 	return string(p.Kind)
+}
+
+// orFinalizers is a subject naming finalizers, or "their finalizers" when
+// it names none.
+func orFinalizers(subject string) string {
+	if subject == "" {
+		return "their finalizers"
+	}
+	return subject
+}
+
+// finalizerNames says "finalizer(s) a, b", or "their finalizers" when the
+// list is empty.
+func finalizerNames(names []string) string {
+	if len(names) == 0 {
+		return "their finalizers"
+	}
+	return "finalizer(s) " + strings.Join(names, ", ")
 }
 
 // kindList renders ": KindA, KindB" for the distinct kinds, in order.
@@ -150,13 +168,13 @@ func readOnlyWords(groupVersion string, readOnly bool) string {
 func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerFacts) BlockerWords {
 	w := BlockerWords{
 		Summary:  fmt.Sprintf("spec.finalizers holds %q, which only the system that added it removes", f.Token),
-		Evidence: []string{"spec.finalizers: " + strings.Join(f.Spec, ", ")},
+		Evidence: []string{"spec.finalizers: " + listed(f.Spec, ", ", "none")},
 		NextStep: nextStep(b),
 	}
 	names := []string{f.Token}
 	if f.Token == "" {
 		w.Summary = "metadata.finalizers of the namespace itself is not empty"
-		w.Evidence = []string{"metadata.finalizers: " + strings.Join(f.Metadata, ", ")}
+		w.Evidence = []string{"metadata.finalizers: " + listed(f.Metadata, ", ", "none")}
 		names = f.Metadata
 	}
 	gone := 0
@@ -170,7 +188,7 @@ func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerF
 			gone++
 		}
 	}
-	if gone == len(names) {
+	if gone > 0 && gone == len(names) {
 		w.Summary += ", and its owner " + likelyWord(f.Owners, names) + "lived in this namespace and was deleted with it: nothing will remove it"
 		if len(b.Actions) > 0 && b.Actions[0].Kind == diagnose.ActionPatchNamespaceFinalizers {
 			w.NextStep = ActionWords(b.Actions[0]) + "  # its owner went with the namespace; or: " + ActionWords(b.Actions[1])
@@ -292,13 +310,19 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		}
 		remover := e.Owner
 		if state, ok := f.Owners[name]; ok {
-			remover += " (" + ownerWords(state) + ")"
+			mark := ""
+			if state.Source() == diagnose.SourceInferred && state.Inferred != nil {
+				mark = ", inferred: " + strings.ToLower(string(state.Inferred.Confidence))
+			}
+			remover += " (" + ownerWords(state) + mark + ")"
 			evidence = append(evidence, fmt.Sprintf("%s: owner %s; %s", name, e.Owner, OwnerEvidence(state)))
 		}
 		removers = append(removers, remover)
 		evidence = append(evidence, fmt.Sprintf("stripping %s leaks: %s", name, e.Leak))
 	}
-	evidence = append(evidence, "e.g. "+strings.Join(c.Examples, ", "))
+	if len(c.Examples) > 0 {
+		evidence = append(evidence, "e.g. "+strings.Join(c.Examples, ", "))
+	}
 	var waits []string
 	for _, fw := range f.Foreground {
 		waits = append(waits, fmt.Sprintf("%s waits (foregroundDeletion) for its dependent %s", fw.Owner, fw.Dependent))
@@ -308,23 +332,26 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 	}
 	evidence = append(evidence, waits...)
 	w := BlockerWords{
-		Summary:  fmt.Sprintf("%d %s wait for finalizer(s) %s; removed by: %s", c.Count, res, strings.Join(names, ", "), strings.Join(removers, "; ")),
+		Summary:  fmt.Sprintf("%d %s wait for %s", c.Count, res, finalizerNames(names)),
 		Evidence: evidence,
 		NextStep: nextStep(b),
 	}
+	if len(removers) > 0 {
+		w.Summary += "; removed by: " + strings.Join(removers, "; ")
+	}
 	w.Evidence = append(w.Evidence, goneRefWords(f.GoneRefs)...)
 	if b.Kind == diagnose.BlockerOwnerDeleted {
-		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, whose owner %slived in this namespace and was deleted with it: nothing will remove them",
-			c.Count, res, strings.Join(f.OwnersGone, ", "), likelyWord(f.Owners, f.OwnersGone))
+		w.Summary = fmt.Sprintf("%d %s wait for %s, whose owner %slived in this namespace and was deleted with it: nothing will remove them",
+			c.Count, res, finalizerNames(f.OwnersGone), likelyWord(f.Owners, f.OwnersGone))
 	}
 	if a := b.Actions; b.Kind == diagnose.BlockerFinalizers && len(a) > 0 && a[0].Kind == diagnose.ActionOwnerLogs {
-		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s; their owner (%s in %s) runs, but has released none of these objects%s: it does not finish",
-			c.Count, res, strings.Join(names, ", "), a[0].Target, a[0].Of, waitedWords(f.Waited))
+		w.Summary = fmt.Sprintf("%d %s wait for %s; their owner (%s in %s) runs, but has released none of these objects%s: it does not finish",
+			c.Count, res, finalizerNames(names), a[0].Target, a[0].Of, waitedWords(f.Waited))
 		w.Evidence = append(saidWords(f.Said), w.Evidence...)
 	}
-	if b.Kind == diagnose.BlockerOwnerCannotFinish {
-		w.Summary = fmt.Sprintf("%d %s wait for finalizer(s) %s, and their owner cannot finish: %s; waiting will not help",
-			c.Count, res, strings.Join(names, ", "), cannotFinishWhy(f.CannotFinish[0]))
+	if b.Kind == diagnose.BlockerOwnerCannotFinish && len(f.CannotFinish) > 0 {
+		w.Summary = fmt.Sprintf("%d %s wait for %s, and their owner cannot finish: %s; waiting will not help",
+			c.Count, res, finalizerNames(names), cannotFinishWhy(f.CannotFinish[0]))
 		var said []string
 		for _, cf := range f.CannotFinish {
 			said = append(said, fmt.Sprintf("%s %s: %s", cf.Object, cf.Source, cf.Message))
@@ -332,8 +359,12 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 		w.Evidence = append(said, w.Evidence...)
 	}
 	if f.DeletingCRD != "" {
-		w.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances; their finalizers (%s) need a controller that was likely uninstalled with the CRD",
-			f.DeletingCRD, c.Count, strings.Join(names, ", "))
+		which := "their finalizers"
+		if len(names) > 0 {
+			which += " (" + strings.Join(names, ", ") + ")"
+		}
+		w.Summary = fmt.Sprintf("CRD %s is itself being deleted and waits for these %d instances; %s need a controller that was likely uninstalled with the CRD",
+			f.DeletingCRD, c.Count, which)
 		w.Evidence = append(w.Evidence, fmt.Sprintf("customresourcedefinition/%s has a deletionTimestamp", f.DeletingCRD))
 	}
 	return w
@@ -362,11 +393,16 @@ func webhookWords(b diagnose.Blocker, f *diagnose.WebhookFacts) BlockerWords {
 	wh := f.Webhook
 	var caught []string
 	for _, c := range f.Caught {
+		if len(c.Operations) == 0 {
+			caught = append(caught, c.Resource)
+			continue
+		}
 		caught = append(caught, fmt.Sprintf("%s (%s)", c.Resource, strings.Join(c.Operations, ",")))
 	}
+	what := listed(caught, ", ", "what its rules match")
 	w := BlockerWords{
 		Summary: fmt.Sprintf("%s webhook %q fails closed and its service %s is down: it rejects deleting or un-finalizing %s",
-			wh.Type, wh.Name, wh.Service.Key(), strings.Join(caught, ", ")),
+			wh.Type, wh.Name, wh.Service.Key(), what),
 		Evidence: []string{
 			fmt.Sprintf("%swebhookconfiguration/%s webhook %s: failurePolicy=Fail", strings.ToLower(wh.Type), wh.Configuration, wh.Name),
 			fmt.Sprintf("service %s: %s", wh.Service.Key(), serviceWords(f.Service)),
@@ -374,7 +410,7 @@ func webhookWords(b diagnose.Blocker, f *diagnose.WebhookFacts) BlockerWords {
 		NextStep: nextStep(b),
 	}
 	if b.Kind == diagnose.BlockerSelfHostedWebhook {
-		w.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s", wh.Type, wh.Name, strings.Join(caught, ", "))
+		w.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s", wh.Type, wh.Name, what)
 	}
 	return w
 }
@@ -408,19 +444,32 @@ func actionsWords(actions []diagnose.Action) string {
 	return strings.Join(parts, "; or: ")
 }
 
-// nextStep says a blocker's next steps as one sentence per kind.
+// nextStep says a blocker's next steps as one sentence per kind; when the
+// blocker has fewer steps than its kind's sentence names, the steps it has,
+// said in turn (never a sentence with a step left empty).
 func nextStep(b diagnose.Blocker) string {
-	a := b.Actions
+	short := false
 	at := func(i int) diagnose.Action {
-		if i < len(a) {
-			return a[i]
+		if i < len(b.Actions) {
+			return b.Actions[i]
 		}
+		short = true
 		return diagnose.Action{}
+	}
+	if s := kindStep(b, at); !short {
+		return s
+	}
+	return actionsWords(b.Actions)
+}
+
+// kindStep is a blocker kind's sentence over its steps; at gives the i-th.
+func kindStep(b diagnose.Blocker, at func(int) diagnose.Action) string {
+	a := b.Actions
+	if len(a) == 0 {
+		return ""
 	}
 	first := at(0)
 	switch {
-	case len(a) == 0:
-		return ""
 	case b.Kind == diagnose.BlockerSelfHostedAPIService:
 		return ActionWords(first) + "  # the backend is being deleted with the namespace anyway"
 	case b.Kind == diagnose.BlockerAPIServiceUnavailable && first.Kind == diagnose.ActionPurge && len(a) > 1:
@@ -443,7 +492,7 @@ func nextStep(b diagnose.Blocker) string {
 		return ActionWords(first) + "  # once their owner is known to be gone"
 	case b.Kind == diagnose.BlockerOwnerDeleted:
 		return "nothing will remove them: " + ActionWords(first) + "; and " + ActionWords(at(1))
-	case first.Kind == diagnose.ActionOwnerLogs:
+	case first.Kind == diagnose.ActionOwnerLogs && len(a) > 1:
 		return ActionWords(first) + "; if it cannot be made to release them: " + actionsWords(a[1:])
 	case b.Kind == diagnose.BlockerNamespaceFinalizer && first.Kind == diagnose.ActionPurge:
 		return "its owner went with the namespace, and nothing else removes it: " + ActionWords(first)
@@ -610,26 +659,33 @@ func OwnerEvidence(s diagnose.OwnerState) string {
 	return catalogueEvidence(s) + "; " + InferredWords(in)
 }
 
-// catalogueEvidence names what was found of the catalogue's owner.
+// catalogueEvidence names what was found of the catalogue's owner: what
+// its own check found (CatalogueState), even when an inference decided
+// the state since.
 func catalogueEvidence(s diagnose.OwnerState) string {
 	workload := func(w diagnose.WorkloadRef) string {
 		return fmt.Sprintf("%s %s/%s", strings.ToLower(w.Kind), w.Namespace, w.Name)
 	}
+	state := s.CatalogueState()
 	switch {
 	case s.NotChecked:
 		return "not checked"
-	case s.State == diagnose.OwnerUnknown && s.Found != nil:
+	case state == diagnose.OwnerUnknown && s.Found != nil:
 		return fmt.Sprintf("%s could not be read: %s", workload(s.Found.WorkloadRef), s.Error)
-	case s.State == diagnose.OwnerUnknown:
+	case state == diagnose.OwnerUnknown && s.Owner != "":
+		return "its workloads could not be read"
+	case state == diagnose.OwnerUnknown:
 		return "unknown owner: not in ns-doctor's catalogue"
-	case s.State == diagnose.OwnerControlPlane:
+	case state == diagnose.OwnerControlPlane:
 		return s.Owner + " (part of the control plane)"
-	case s.State == diagnose.OwnerNotChecked:
+	case state == diagnose.OwnerNotChecked:
 		return "the catalogue names no workload to look for"
-	case s.Found != nil && s.State == diagnose.OwnerDeletedWithNamespace:
+	case s.Found != nil && state == diagnose.OwnerDeletedWithNamespace:
 		return fmt.Sprintf("%s: %d/%d ready, in this namespace: it goes with it", workload(s.Found.WorkloadRef), s.Found.Ready, s.Found.Want)
 	case s.Found != nil:
 		return fmt.Sprintf("%s: %d/%d ready", workload(s.Found.WorkloadRef), s.Found.Ready, s.Found.Want)
+	case len(s.Looked) == 0:
+		return "none of its usual workloads found"
 	}
 	var looked []string
 	for _, w := range s.Looked {

@@ -87,8 +87,11 @@ type FinalizerDocument struct {
 
 // OwnerStateDocument says whether a finalizer's owner appears to run.
 type OwnerStateDocument struct {
-	State    diagnose.OwnerRunning `json:"state"`
-	Evidence string                `json:"evidence,omitempty"`
+	State diagnose.OwnerRunning `json:"state"`
+	// Source says who decided State: the catalogue's check of its
+	// workloads, or the inference (Inferred).
+	Source   diagnose.OwnerSource `json:"source,omitempty"`
+	Evidence string               `json:"evidence,omitempty"`
 	// Inferred is who the cluster itself says removes it.
 	Inferred *owners.Inference `json:"inferred,omitempty"`
 }
@@ -160,7 +163,7 @@ func Diagnosis(r diagnose.Report) DiagnosisDocument {
 }
 
 func finalizerDocument(f diagnose.FinalizerInfo) FinalizerDocument {
-	return FinalizerDocument{FinalizerInfo: f, OwnerState: OwnerStateDocument{State: f.OwnerState.State, Evidence: OwnerEvidence(f.OwnerState), Inferred: f.OwnerState.Inferred}}
+	return FinalizerDocument{FinalizerInfo: f, OwnerState: OwnerStateDocument{State: f.OwnerState.State, Source: f.OwnerState.Source(), Evidence: OwnerEvidence(f.OwnerState), Inferred: f.OwnerState.Inferred}}
 }
 
 // Blockers are blockers' documents.

@@ -65,8 +65,11 @@ func (GuardWords) Denial(v guard.Verdict) string {
 	}
 	shown, more := limit(sure, 5)
 	allow := fmt.Sprintf("kubectl annotate %s %s %s=true", strings.ToLower(string(v.Target)), v.Name, guard.AllowAnnotation)
-	msg := fmt.Sprintf("ns-doctor guard refuses to delete %s: it would stick in Terminating (the warnings say why, and what to do first; details: %s). To delete it anyway: %s. Sure to hold it: %s%s",
-		targetWords(v), detailsCommand(v), allow, strings.Join(shown, "; "), moreWords(more))
+	msg := fmt.Sprintf("ns-doctor guard refuses to delete %s: it would stick in Terminating (the warnings say why, and what to do first; details: %s). To delete it anyway: %s.",
+		targetWords(v), detailsCommand(v), allow)
+	if len(shown) > 0 {
+		msg += fmt.Sprintf(" Sure to hold it: %s%s", strings.Join(shown, "; "), moreWords(more))
+	}
 	return Cut(Escape(msg), maxGuardDenial)
 }
 
@@ -189,8 +192,12 @@ func findingWords(v guard.Verdict, f guard.Finding) string {
 			names = append(names, p.Name)
 		}
 		shown, more := limit(names, 2)
-		return fmt.Sprintf("%d pod(s) (%s%s) already outlived their grace period, and the namespace cannot go while they remain; check their nodes first: kubectl get pods -n %s -o wide",
-			len(facts.Stuck), strings.Join(shown, ", "), moreWords(more), v.Name)
+		which := ""
+		if len(shown) > 0 {
+			which = " (" + strings.Join(shown, ", ") + moreWords(more) + ")"
+		}
+		return fmt.Sprintf("%d pod(s)%s already outlived their grace period, and the namespace cannot go while they remain; check their nodes first: kubectl get pods -n %s -o wide",
+			len(facts.Stuck), which, v.Name)
 	case *diagnose.NamespaceFinalizerFacts:
 		return fmt.Sprintf("the namespace's own finalizer %s is removed only by whatever added it; make sure that runs", b.Subject)
 	case *diagnose.DenialFacts:
@@ -250,6 +257,9 @@ func finalizerGuardWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) string 
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%d %s%s wait for %s; %s", c.Finalizers[n], name(c.Name()), heldWords(f.Held), name(n), guardOwnerWords(n, s)))
+	}
+	if len(parts) == 0 {
+		return WordsOf(b).Summary
 	}
 	return strings.Join(parts, "; ")
 }

@@ -46,6 +46,9 @@ func InferredWords(in *owners.Inference) string {
 	if o := in.Object; o != nil {
 		parts = append(parts, objectWords(*o))
 	}
+	if len(parts) == 0 {
+		return strings.ToLower(string(in.Confidence)) + " owner"
+	}
 	return strings.ToLower(string(in.Confidence)) + " owner: " + strings.Join(parts, "; ")
 }
 
@@ -70,11 +73,14 @@ func lookedWords(in *owners.Inference) []string {
 		for _, c := range in.Candidates {
 			names = append(names, c.String())
 		}
-		more := ""
-		if n := in.CandidateCount - len(in.Candidates); n > 0 {
-			more = fmt.Sprintf(" and %d more", n)
+		line := fmt.Sprintf("%d identities may remove it, none set it", in.CandidateCount)
+		if len(names) > 0 {
+			line += ": " + strings.Join(names, ", ")
+			if n := in.CandidateCount - len(in.Candidates); n > 0 {
+				line += fmt.Sprintf(" and %d more", n)
+			}
 		}
-		out = append(out, fmt.Sprintf("%d identities may remove it, none set it: %s%s", in.CandidateCount, strings.Join(names, ", "), more))
+		out = append(out, line)
 	}
 	if o := in.Object; o != nil {
 		out = append(out, objectWords(*o))
@@ -140,20 +146,21 @@ func inferredDiffers(s diagnose.OwnerState) bool {
 }
 
 // ownerName names an owner for a summary: the catalogue's, else the
-// inferred workload or identity.
+// inferred workload or identity (as the OWNER column does).
 func ownerName(name string, s diagnose.OwnerState) string {
 	if e := s.Owner; e != "" {
 		return e
 	}
-	if in := s.Inferred; in != nil && in.Confidence != owners.None {
-		switch {
-		case in.Workload != nil:
-			return in.Workload.String()
-		case in.Identity != nil:
-			return in.Identity.String()
-		}
+	if o := s.InferredOwner(); o != "" {
+		return o
 	}
 	return "unknown owner of " + name
+}
+
+// inferredMark says where an owner or its state comes from when the
+// inference found it: "inferred, certain".
+func inferredMark(in *owners.Inference) string {
+	return "inferred, " + strings.ToLower(string(in.Confidence))
 }
 
 // waitedWords says how long content has waited, for the verdict on an

@@ -252,23 +252,33 @@ func (h Human) purgeFinalize(p *errWriter, r *purge.Report) {
 	if r.Outcome == purge.OutcomeRefused {
 		return
 	}
+	reason := ""
+	if why := FinalizeReason(f); why != "" {
+		reason = ": " + why
+	}
 	if r.Orphans {
 		// Nothing to finalize: the namespace is gone already.
 		switch {
 		case f.Done || f.Would:
 			p.printf("\n%s none %s\n", h.paint(color.Bold)("Leftovers:"), map[bool]string{true: "remain", false: "would remain"}[f.Done])
 		default:
-			p.printf("\n%s some remain: %s\n", h.paint(color.Bold)("Leftovers:"), FinalizeReason(f))
+			p.printf("\n%s some remain%s\n", h.paint(color.Bold)("Leftovers:"), reason)
 		}
 		return
 	}
 	switch {
+	case f.Done && len(f.Remove) == 0:
+		p.printf("\n%s finalized\n", h.paint(color.Bold)("Finalize:"))
 	case f.Done:
 		p.printf("\n%s finalized (removed %s)\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "))
 	case f.Would && r.Outcome == purge.OutcomePlanned:
-		p.printf("\n%s would finalize, removing %s: %s\n", h.paint(color.Bold)("Finalize:"), strings.Join(f.Remove, ", "), FinalizeReason(f))
+		removing := ""
+		if len(f.Remove) > 0 {
+			removing = ", removing " + strings.Join(f.Remove, ", ")
+		}
+		p.printf("\n%s would finalize%s%s\n", h.paint(color.Bold)("Finalize:"), removing, reason)
 	default:
-		p.printf("\n%s not %s: %s\n", h.paint(color.Bold)("Finalize:"), map[bool]string{true: "yet", false: "possible"}[r.Outcome != purge.OutcomePlanned], FinalizeReason(f))
+		p.printf("\n%s not %s%s\n", h.paint(color.Bold)("Finalize:"), map[bool]string{true: "yet", false: "possible"}[r.Outcome != purge.OutcomePlanned], reason)
 	}
 }
 

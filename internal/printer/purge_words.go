@@ -43,7 +43,7 @@ func PurgeMessage(r *purge.Report) string {
 			who = "a controller (field manager " + strings.Join(stop.CreatedBy, ", ") + ")"
 		}
 		return fmt.Sprintf("%s kept coming back in namespace %s in %d passes: %s still creates it and its API admits creates in a terminating namespace; stop that controller, then re-run purge",
-			strings.Join(stop.Recreated, ", "), r.Namespace, purge.RecreationPasses, who)
+			listed(stop.Recreated, ", ", "content"), r.Namespace, purge.RecreationPasses, who)
 	}
 	if stop.Reason == purge.StopBlocked {
 		return blockedMessage(r)
@@ -184,9 +184,9 @@ func FinalizeReason(f purge.Finalize) string {
 	case purge.FinalizeRejected:
 		return "the server rejects finalizing: " + f.Error
 	case purge.FinalizeOtherTokens:
-		return fmt.Sprintf("spec.finalizers keeps %v, which only their owner removes (add --remove-namespace-finalizers if it is gone)", f.Kept)
+		return fmt.Sprintf("spec.finalizers keeps %s, which only their owner removes (add --remove-namespace-finalizers if it is gone)", listed(f.Kept, ", ", "tokens other than kubernetes"))
 	case purge.FinalizeNamespaceHeld:
-		return fmt.Sprintf("the namespace's own metadata.finalizers hold it: %v (add --remove-namespace-finalizers if their owner is gone)", f.Kept)
+		return fmt.Sprintf("the namespace's own metadata.finalizers hold it: %s (add --remove-namespace-finalizers if their owner is gone)", listed(f.Kept, ", ", "its finalizers"))
 	}
 	return ""
 }
@@ -200,7 +200,10 @@ func ChangeWords(c purge.Change, namespace string) string {
 	case purge.ChangeDeletedContent:
 		return fmt.Sprintf("%s %s: %d objects, saved first", c.Verb, c.Resource, c.Objects)
 	case purge.ChangeFinalized:
-		return fmt.Sprintf("finalized namespace %s (removed spec.finalizers %v)", c.Name, c.Finalizers)
+		if len(c.Finalizers) == 0 {
+			return fmt.Sprintf("finalized namespace %s", c.Name)
+		}
+		return fmt.Sprintf("finalized namespace %s (removed spec.finalizers %s)", c.Name, strings.Join(c.Finalizers, ", "))
 	case purge.ChangeNoLeftovers:
 		return fmt.Sprintf("no leftovers of former namespace %s remain", c.Name)
 	case purge.ChangeCreatedNamespace:
@@ -234,7 +237,7 @@ func WarningWords(w purge.Warning, r *purge.Report) string {
 		}
 		return fmt.Sprintf("the API server accepts finalizer removals only in a namespace that exists: --force creates namespace %s, deletes it again at once, and finishes its deletion", w.Name)
 	case purge.WarnTokensKept:
-		return fmt.Sprintf("spec.finalizers keeps %v after finalizing: add --remove-namespace-finalizers if their owner is gone", w.Finalizers)
+		return fmt.Sprintf("spec.finalizers keeps %s after finalizing: add --remove-namespace-finalizers if their owner is gone", listed(w.Finalizers, ", ", "tokens other than kubernetes"))
 	case purge.WarnServerRetried:
 		return "the API server was unavailable for a while; purge retried"
 	case purge.WarnRecreated:
@@ -242,8 +245,12 @@ func WarningWords(w purge.Warning, r *purge.Report) string {
 	case purge.WarnConflict:
 		return fmt.Sprintf("%s/%s changed while purge worked on it; re-read and retried", w.Resource, w.Name)
 	case purge.WarnPutBack:
-		return fmt.Sprintf("%s/%s: finalizer %s was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
-			w.Resource, w.Name, strings.Join(w.Finalizers, ", "))
+		which := "a finalizer"
+		if len(w.Finalizers) > 0 {
+			which = "finalizer " + strings.Join(w.Finalizers, ", ")
+		}
+		return fmt.Sprintf("%s/%s: %s was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
+			w.Resource, w.Name, which)
 	case purge.WarnNodeReady:
 		return fmt.Sprintf("pod %s is on node %s, which is Ready: force deletion does not wait for confirmation that its containers stopped; they may continue to run on the node", w.Name, w.Node)
 	case purge.WarnBypassLeftover:

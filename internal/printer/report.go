@@ -85,7 +85,7 @@ func (h Human) namespace(p *errWriter, r diagnose.Report) {
 	if ns.DeletionTimestamp != nil {
 		p.printf("  deleted:    %s\n", h.when(*ns.DeletionTimestamp))
 	}
-	p.printf("  finalizers: spec [%s], metadata [%s]\n", joinSome(ns.SpecFinalizers), joinSome(ns.MetadataFinalizers))
+	p.printf("  finalizers: spec %s, metadata %s\n", bracketed(ns.SpecFinalizers), bracketed(ns.MetadataFinalizers))
 	p.printf("  %s\n", orderingWords(r.Ordering.Ordering))
 	if w := serverWords(r.Ordering.Ordering); w != "" {
 		p.printf("  %s\n", wrap(w, width-2, "    "))
@@ -120,7 +120,9 @@ func (h Human) blocker(p *errWriter, n int, kind diagnose.BlockerKind, w Blocker
 	if next == "" {
 		next = raw(clean(w.NextStep))
 	}
-	p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), next)
+	if next != "" {
+		p.printf("   %s %s\n", h.paint(color.FgCyan)("next:"), next)
+	}
 }
 
 func (h Human) notes(p *errWriter, notes []diagnose.Note) {
@@ -146,11 +148,7 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 	infos, left := limit(infos, maxItems)
 	t := newTable(p, "FINALIZER", "OBJECTS", "OWNER", "RUNNING")
 	for _, f := range infos {
-		owner := "unknown owner"
-		if f.Known {
-			owner = f.Owner
-		}
-		_ = t.Append(f.Name, fmt.Sprint(f.Objects), truncate(owner, 45), ownerCell(f.OwnerState.State))
+		_ = t.Append(f.Name, fmt.Sprint(f.Objects), OwnerCell(f), RunningCell(f))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -166,13 +164,41 @@ func (h Human) finalizers(p *errWriter, infos []diagnose.FinalizerInfo) {
 	p.more("  ", left, "finalizers")
 }
 
-// ownerCell is the RUNNING column: the state, said for an owner that
-// runs but cannot finish.
-func ownerCell(s diagnose.OwnerRunning) string {
-	if s == diagnose.OwnerRunningCannotFinish {
-		return "Running, but cannot finish"
+// OwnerCell is the OWNER column: the catalogue's owner (a description,
+// cut at 45 characters), else the workload or identity the inference
+// names (cut at 60: a name to look up), marked with its source and
+// confidence; "unknown owner" when neither names one.
+func OwnerCell(f diagnose.FinalizerInfo) string {
+	switch {
+	case f.Owner == "":
+		return "unknown owner"
+	case f.OwnerSource == diagnose.SourceInferred && f.OwnerState.Inferred != nil:
+		return truncate(f.Owner, 60) + " (" + inferredMark(f.OwnerState.Inferred) + ")"
 	}
-	return string(s)
+	return truncate(f.Owner, 45)
+}
+
+// RunningCell is the RUNNING column: the state (said for an owner that
+// runs but cannot finish). When the inference decided it, with the
+// readiness of the workload it found, and marked inferred unless the
+// OWNER column is already (an owner the inference names: the state is
+// then that inference's).
+func RunningCell(f diagnose.FinalizerInfo) string {
+	s := f.OwnerState
+	cell := string(s.State)
+	if s.State == diagnose.OwnerRunningCannotFinish {
+		cell = "Running, but cannot finish"
+	}
+	if s.Source() != diagnose.SourceInferred || s.Inferred == nil {
+		return cell
+	}
+	if w := s.Workload(); w != nil && (s.State == diagnose.OwnerRunningReady || s.State == diagnose.OwnerNotReady || s.State == diagnose.OwnerRunningCannotFinish) {
+		cell += fmt.Sprintf(" %d/%d", w.Ready, w.Want)
+	}
+	if f.OwnerSource == diagnose.SourceInferred {
+		return cell
+	}
+	return cell + " (" + inferredMark(s.Inferred) + ")"
 }
 
 // holders shows what the objects holding the namespace say in their
@@ -189,11 +215,20 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 		}
 		conds, left := limit(ho.Conditions, maxInCell)
 		for _, c := range conds {
-			when := ""
-			if c.LastTransitionTime != nil {
-				when = ", " + h.ago(*c.LastTransitionTime)
+			var about []string
+			if c.Reason != "" {
+				about = append(about, c.Reason)
 			}
-			line := fmt.Sprintf("%s/%s %s=%s (%s%s): %s", ho.Resource, ho.Name, c.Type, c.Status, c.Reason, when, c.Message)
+			if c.LastTransitionTime != nil {
+				about = append(about, h.ago(*c.LastTransitionTime))
+			}
+			line := fmt.Sprintf("%s/%s %s=%s", ho.Resource, ho.Name, c.Type, c.Status)
+			if len(about) > 0 {
+				line += " (" + strings.Join(about, ", ") + ")"
+			}
+			if c.Message != "" {
+				line += ": " + c.Message
+			}
 			p.printf("  - %s\n", wrap(line, width-4, "    "))
 		}
 		p.more("  ", left, "conditions of "+ho.Resource+"/"+ho.Name)
@@ -212,7 +247,10 @@ func (h Human) events(p *errWriter, r diagnose.Report) {
 	}
 	p.printf("\n%s\n", h.paint(color.Bold)("Warning events of the namespace (latest first)"))
 	for _, e := range r.Events {
-		line := fmt.Sprintf("%s %s (x%d, %s): %s", e.Object, e.Reason, e.Count, h.ago(e.Last), e.Message)
+		line := fmt.Sprintf("%s %s (x%d, %s)", e.Object, e.Reason, e.Count, h.ago(e.Last))
+		if e.Message != "" {
+			line += ": " + e.Message
+		}
 		p.printf("  - %s\n", wrap(line, width-4, "    "))
 	}
 }
@@ -323,7 +361,7 @@ func (h Human) content(p *errWriter, r diagnose.Report) {
 		if c.OldestDeletion != nil {
 			terminating += " (" + strings.TrimSuffix(h.ago(*c.OldestDeletion), " ago") + ")"
 		}
-		_ = t.Append(name, fmt.Sprint(c.Count), terminating, finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))
+		_ = t.Append(name, fmt.Sprint(c.Count), terminating, finalizerCounts(c.Finalizers), truncate(listed(c.Examples, ",", "-"), 30))
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)
@@ -555,7 +593,10 @@ func StatusLine(r diagnose.Report) string {
 				parts = append(parts, fmt.Sprintf("%s %d", name, c.Count))
 			}
 		}
-		left = fmt.Sprintf("%d objects left (%s)", n, strings.Join(parts, ", "))
+		left = fmt.Sprintf("%d objects left", n)
+		if len(parts) > 0 {
+			left += " (" + strings.Join(parts, ", ") + ")"
+		}
 	}
 	line := fmt.Sprintf("%s: %s, %s", r.Namespace.Name, strings.ToLower(string(r.Verdict.State)), left)
 	if b := r.Blocking(); len(b) > 0 {
@@ -586,7 +627,7 @@ func (h Human) Orphans(w io.Writer, r diagnose.OrphanReport) error {
 				if c.Group != "" {
 					name += "." + c.Group
 				}
-				_ = t.Append(f.Name, name, fmt.Sprint(c.Count), finalizerCounts(c.Finalizers), truncate(strings.Join(c.Examples, ","), 30))
+				_ = t.Append(f.Name, name, fmt.Sprint(c.Count), finalizerCounts(c.Finalizers), truncate(listed(c.Examples, ",", "-"), 30))
 			}
 		}
 		if err := t.Render(); err != nil {
@@ -601,6 +642,24 @@ func (h Human) Orphans(w io.Writer, r diagnose.OrphanReport) error {
 		}
 	}
 	return p.err
+}
+
+// listed joins a list for a sentence, or says none when it is empty: no
+// sentence shows an empty list.
+func listed(list []string, sep, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, sep)
+}
+
+// bracketed is a list of names as the namespace's fields show it, its
+// first few in brackets; "none" for an empty one.
+func bracketed(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return "[" + joinSome(list) + "]"
 }
 
 // joinSome joins the first few of list, and says how many more.

@@ -61,7 +61,7 @@ func stuckReport() diagnose.Report {
 			{Version: "v1", Resource: "secrets", Error: `secrets is forbidden: User "viewer" cannot list resource "secrets" in API group "" in the namespace "demo"`},
 		},
 		Finalizers: []diagnose.FinalizerInfo{{Name: "example.com/cleanup", Objects: 1, OwnerState: diagnose.OwnerState{State: diagnose.OwnerUnknown}},
-			{Name: "resources-finalizer.argocd.argoproj.io", Objects: 2, Known: true, Owner: "Argo CD application controller", Project: "Argo CD",
+			{Name: "resources-finalizer.argocd.argoproj.io", Objects: 2, Known: true, Owner: "Argo CD application controller", OwnerSource: diagnose.SourceCatalogue, Project: "Argo CD",
 				Guards: "the Application's child resources are deleted first", Leak: "the Application's resources stay in the destination cluster",
 				Source: "https://github.com/argoproj/argo-cd/blob/v2.14.0/common/common.go",
 				OwnerState: diagnose.OwnerState{State: diagnose.OwnerNotFound, Owner: "Argo CD application controller",

@@ -25,7 +25,10 @@ func (WatchWords) Stuck(r diagnose.Report) string {
 		}
 		parts = append(parts, s)
 	}
-	msg := fmt.Sprintf("Stuck in Terminating, %d object(s) left; blocked by %s.", r.Remaining(), strings.Join(parts, "; "))
+	msg := fmt.Sprintf("Stuck in Terminating, %d object(s) left.", r.Remaining())
+	if len(parts) > 0 {
+		msg = fmt.Sprintf("Stuck in Terminating, %d object(s) left; blocked by %s.", r.Remaining(), strings.Join(parts, "; "))
+	}
 	if len(blocking) > 0 {
 		w := WordsOf(blocking[0])
 		msg += " " + w.Summary + "."
@@ -46,7 +49,10 @@ func (WatchWords) Janitor(r *purge.Report, err error) string {
 	var msg string
 	switch {
 	case err != nil && r.Outcome == purge.OutcomeRefused || len(r.MissingPermissions) > 0:
-		msg = "janitor: permissions missing, nothing was changed: " + strings.Join(PermissionsWords(r.MissingPermissions), "; ")
+		msg = "janitor: permissions missing, nothing was changed"
+		if len(r.MissingPermissions) > 0 {
+			msg += ": " + strings.Join(PermissionsWords(r.MissingPermissions), "; ")
+		}
 	case err != nil:
 		msg = fmt.Sprintf("janitor: purge of namespace %s failed: %v", r.Namespace, err)
 	case r.Mode != purge.DryRunNone:
