@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +46,7 @@ func TestCorruptObjectsHaveAWayOut(t *testing.T) {
 			t.Fatalf("actions %+v", b.Actions)
 		}
 		// The etcd step, as given, works: the namespace then goes.
-		deleteInEtcd(t, own.EtcdURL, key)
+		plugintest.Must(t, scenario.DeleteInEtcd(own.EtcdURL, key))
 		r := plugintest.Kubectl(t, plugin.Dir, own.Kubeconfig, "ns-doctor", "explain", name, "--wait=60s")
 		if r.Code != 0 {
 			t.Errorf("the namespace did not go after the key's removal: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -91,7 +87,7 @@ func corruptNamespace(t *testing.T, gates string) (*controlplane.ControlPlane, s
 	name := plugintest.UniqueName(t)
 	plugintest.Must(t, c.CreateNamespace(ctx, name))
 	plugintest.Must(t, c.CreateConfigMap(ctx, name, "fine", nil))
-	putInEtcd(t, own.EtcdURL, "/registry/configmaps/"+name+"/broken", "not an object")
+	plugintest.Must(t, scenario.PutInEtcd(own.EtcdURL, "/registry/configmaps/"+name+"/broken", "not an object"))
 	plugintest.Must(t, c.DeleteNamespace(ctx, name))
 	_, err = c.WaitForConditionStatus(ctx, name, time.Minute, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 	plugintest.Must(t, err)
@@ -123,36 +119,9 @@ resources:
 	name := plugintest.UniqueName(t)
 	plugintest.Must(t, c.CreateNamespace(ctx, name))
 	plugintest.Must(t, c.CreateConfigMap(ctx, name, "fine", nil))
-	putInEtcd(t, own.EtcdURL, "/registry/configmaps/"+name+"/broken", "k8s:enc:aescbc:v1:lost:"+strings.Repeat("x", 64))
+	plugintest.Must(t, scenario.PutInEtcd(own.EtcdURL, "/registry/configmaps/"+name+"/broken", "k8s:enc:aescbc:v1:lost:"+strings.Repeat("x", 64)))
 	plugintest.Must(t, c.DeleteNamespace(ctx, name))
 	_, err = c.WaitForConditionStatus(ctx, name, time.Minute, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 	plugintest.Must(t, err)
 	return own, name
-}
-
-// deleteInEtcd removes a key through etcd's JSON gateway, as etcdctl del
-// does.
-func deleteInEtcd(t *testing.T, etcdURL, key string) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
-	resp, err := http.Post(etcdURL+"/v3/kv/deleterange", "application/json", bytes.NewReader(body))
-	plugintest.Must(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatal(fmt.Errorf("etcd delete %s: %s", key, resp.Status))
-	}
-}
-
-// putInEtcd writes a value at key through etcd's JSON gateway, as if a
-// component had written it: the API server cannot decode it.
-func putInEtcd(t *testing.T, etcdURL, key, value string) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]string{
-		"key": base64.StdEncoding.EncodeToString([]byte(key)), "value": base64.StdEncoding.EncodeToString([]byte(value))})
-	resp, err := http.Post(etcdURL+"/v3/kv/put", "application/json", bytes.NewReader(body))
-	plugintest.Must(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatal(fmt.Errorf("etcd put %s: %s", key, resp.Status))
-	}
 }

@@ -1,11 +1,7 @@
 package versions
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +15,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
 // A Secret encrypted with a key the API server no longer has (the
@@ -35,8 +32,8 @@ func TestUnreadableSecretFollowsTheVersion(t *testing.T) {
 		_, err := b.cluster.Kube.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fine"}}, metav1.CreateOptions{})
 		plugintest.Must(t, err)
 		key := "/registry/secrets/" + ns + "/broken"
-		putInEtcd(t, b.cp.EtcdURL, key, "k8s:enc:aescbc:v1:lost:"+strings.Repeat("x", 64))
-		t.Cleanup(func() { deleteInEtcd(t, b.cp.EtcdURL, key) })
+		plugintest.Must(t, scenario.PutInEtcd(b.cp.EtcdURL, key, "k8s:enc:aescbc:v1:lost:"+strings.Repeat("x", 64)))
+		t.Cleanup(func() { _ = scenario.DeleteInEtcd(b.cp.EtcdURL, key) })
 		plugintest.Must(t, b.cluster.DeleteNamespace(ctx, ns))
 		_, err = b.cluster.WaitForConditionStatus(ctx, ns, time.Minute, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
 		plugintest.Must(t, err)
@@ -88,28 +85,3 @@ func TestUnsafeDryRunAnswers(t *testing.T) {
 		plugintest.Must(t, b.cluster.DeleteNamespace(ctx, ns))
 	}
 }
-
-// putInEtcd writes a value behind the API server's back, through etcd's
-// JSON gateway, as a lost key or a bad write leaves it.
-func putInEtcd(t *testing.T, etcdURL, key, value string) {
-	t.Helper()
-	etcdCall(t, etcdURL+"/v3/kv/put", map[string]string{"key": b64(key), "value": b64(value)})
-}
-
-// deleteInEtcd removes a key, as etcdctl del does.
-func deleteInEtcd(t *testing.T, etcdURL, key string) {
-	t.Helper()
-	etcdCall(t, etcdURL+"/v3/kv/deleterange", map[string]string{"key": b64(key)})
-}
-
-func etcdCall(t *testing.T, url string, body map[string]string) {
-	data, _ := json.Marshal(body)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(data))
-	plugintest.Must(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("etcd %s: %s", url, resp.Status)
-	}
-}
-
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
