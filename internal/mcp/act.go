@@ -184,8 +184,7 @@ func (s *server) stillHolds(ctx context.Context, r reader, p *plan) error {
 		return s.purgeError(name, err, r.Cluster)
 	}
 	if now := wouldChange(report); now.Fingerprint != p.fingerprint {
-		return movedf("what the plan would change in namespace %q has moved since (now %d request(s) reaching %d object(s), %d finalizer strip(s) of %d finalizer(s), %d pod(s)): nothing was changed; plan again with plan_purge",
-			name, now.Requests, now.Objects, now.FinalizerStrips, now.Finalizers, now.Pods)
+		return movedf("what the plan would change in namespace %q has moved since (now %s): nothing was changed; plan again with plan_purge", name, now.words)
 	}
 	return nil
 }
@@ -213,7 +212,7 @@ func (s *server) act(ctx context.Context, r reader, p *plan, consent string, det
 	}
 	out := PurgeResult{PlanID: p.id, Target: p.target, Consent: consent}
 	var doc purgeDoc
-	doc, out.Bounded = bound(func() purgeDoc { return purgeDoc{Purge: printer.Purge(report)} }, detail)
+	doc, out.Bounded = bound(func() purgeDoc { return purgeDoc{Purge: printer.Purge(report).Current()} }, detail)
 	out.Purge = doc.Purge
 	res := result(printer.AgentPurge(report, name), out)
 	// Refused, or stopped by an error after changes: the document says

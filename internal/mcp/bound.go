@@ -131,7 +131,7 @@ type bounder struct {
 // rowLists are the lists the human view shows as tables; evidenceLists
 // the lines of one finding. Every other list is bounded as items.
 var (
-	rowLists      = []string{"content", "steps", "strips", "remaining", "items", "namespaces", "forcedPods", "changes"}
+	rowLists      = []string{"content", "steps", "rows", "remaining", "items", "namespaces", "changes"}
 	evidenceLists = []string{"evidence"}
 )
 
@@ -154,6 +154,14 @@ func (b *bounder) walk(v reflect.Value, path, field string) {
 		}
 	case reflect.Struct:
 		b.walkStruct(v, path)
+	case reflect.Interface:
+		// A row's typed extra: bounded and escaped as a copy, put back.
+		if !v.IsNil() && v.CanSet() {
+			e := reflect.New(v.Elem().Type()).Elem()
+			e.Set(v.Elem())
+			b.walk(e, path, field)
+			v.Set(e)
+		}
 	case reflect.String:
 		s := v.String()
 		if out := printer.Clip(s, b.l.Text); out != s && v.CanSet() {

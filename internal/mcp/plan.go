@@ -41,17 +41,18 @@ type Target struct {
 
 // WouldChange counts what a plan would change (a client-side plan, the
 // same that purge_namespace plays again before acting); its fingerprint
-// covers each request, finalizer strip, pod, configuration and the
-// finalize call, so that any change to them makes the plan stale.
+// covers each request, each row of every escalation (purge.Shapes), the
+// changes and the finalize call, so that any change to them makes the plan
+// stale.
 type WouldChange struct {
-	Requests        int    `json:"requests" jsonschema:"requests of the controller's passes and of the escalations"`
-	Objects         int    `json:"objects" jsonschema:"objects those requests reach"`
-	FinalizerStrips int    `json:"finalizer_strips" jsonschema:"objects whose finalizers would be stripped"`
-	Finalizers      int    `json:"finalizers" jsonschema:"finalizers stripped in all"`
-	Pods            int    `json:"pods" jsonschema:"pods force-deleted"`
-	Configurations  int    `json:"configurations" jsonschema:"webhook configurations bypassed for the run"`
-	Finalize        bool   `json:"finalize" jsonschema:"whether the namespace would be finalized (gone)"`
-	Fingerprint     string `json:"fingerprint" jsonschema:"sha256 of all of the above, one line each"`
+	Requests    int           `json:"requests" jsonschema:"requests of the controller's passes and of the escalations"`
+	Objects     int           `json:"objects" jsonschema:"objects those requests reach"`
+	Escalations []purge.Count `json:"escalations" jsonschema:"per kind of row the escalations report (the kinds of plan.rows): how many objects it would change (rows), what they touch beyond themselves (units: the finalizers of strips) and that in words"`
+	Finalize    bool          `json:"finalize" jsonschema:"whether the namespace would be finalized (gone)"`
+	Fingerprint string        `json:"fingerprint" jsonschema:"sha256 of all of the above, one line each"`
+	// words are the counts in one line, for the error that says a plan
+	// moved.
+	words string
 }
 
 // PlanResult is plan_purge's structured result.
@@ -127,7 +128,7 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in PlanInpu
 	out = PlanResult{PlanID: p.id, ExpiresAt: p.expires.UTC(), Target: target, WouldChange: would, Purge: s.howToAct(),
 		Command: printer.PurgeCommandLine(in.Namespace, r.Context, asked.Actions(in.Namespace))}
 	var doc planDoc
-	doc, out.Bounded = bound(func() planDoc { return planDoc{Plan: printer.Purge(report)} }, detail)
+	doc, out.Bounded = bound(func() planDoc { return planDoc{Plan: printer.Purge(report).Current()} }, detail)
 	out.Plan = doc.Plan
 	return result(printer.AgentPlan(report, in.Namespace), out), out, nil
 }
@@ -269,37 +270,38 @@ func escalationNames() string {
 	return strings.Join(names, ", ")
 }
 
+// Of is the count of one kind of row.
+func (w WouldChange) Of(kind purge.RowKind) purge.Count {
+	for _, c := range w.Escalations {
+		if c.Kind == kind {
+			return c
+		}
+	}
+	return purge.Count{Kind: kind}
+}
+
 // wouldChange counts what a plan would change and fingerprints it: a line
-// per request, strip, pod, configuration and the finalize call, sorted
-// (requests of one pass go out at once, in any order).
+// per request, row (in its shape's words), change and the finalize call,
+// sorted (requests of one pass go out at once, in any order).
 func wouldChange(r *purge.Report) WouldChange {
-	w := WouldChange{Finalize: r.Finalize.Would}
+	sum := r.Summary()
+	w := WouldChange{Requests: sum.Requests, Objects: sum.Objects, Escalations: sum.Counts, Finalize: r.Finalize.Would, words: sum.Words()}
 	var lines []string
 	for _, st := range r.Steps {
-		w.Requests++
-		w.Objects += st.Objects
 		lines = append(lines, fmt.Sprintf("request pass=%d %s %q %q objects=%d", st.Pass, st.Verb, st.Resource, st.Name, st.Objects))
 	}
-	for _, st := range r.Strips {
-		w.FinalizerStrips++
-		w.Finalizers += len(st.Finalizers)
-		lines = append(lines, fmt.Sprintf("strip %q %q %q", st.Resource, st.Name, sorted(st.Finalizers)))
-	}
-	for _, p := range r.ForcedPods {
-		w.Pods++
-		lines = append(lines, fmt.Sprintf("pod %q node=%q", p.Name, p.Node))
-	}
-	for _, b := range r.Bypassed {
-		w.Configurations++
-		lines = append(lines, fmt.Sprintf("bypass %q %q %q", b.Kind, b.Name, sorted(b.Webhooks)))
+	for _, row := range r.Rows {
+		if sh, ok := purge.ShapeOf(row.Kind); ok {
+			lines = append(lines, fmt.Sprintf("row %s %q %q status=%s%s %s", row.Kind, row.Resource, row.Name, row.Status, row.Why, sh.Fingerprint(row)))
+		}
 	}
 	for _, c := range r.Changes {
 		lines = append(lines, fmt.Sprintf("change %s %s %q %q objects=%d %q", c.Kind, c.Verb, c.Resource, c.Name, c.Objects, sorted(c.Finalizers)))
 	}
 	lines = append(lines, fmt.Sprintf("finalize would=%v remove=%q kept=%q", r.Finalize.Would, sorted(r.Finalize.Remove), sorted(r.Finalize.Kept)))
 	sort.Strings(lines)
-	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	w.Fingerprint = "sha256:" + hex.EncodeToString(sum[:])
+	digest := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	w.Fingerprint = "sha256:" + hex.EncodeToString(digest[:])
 	return w
 }
 

@@ -15,7 +15,23 @@ import (
 var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[purge.DryRun](): {Type: "string", Enum: []any{"client", "server", "none"}},
 	reflect.TypeFor[Detail]():       {Type: "string", Enum: details},
+	reflect.TypeFor[purge.Extra]():  extraSchema(),
 }}
+
+// extraSchema is a row's extra: one of the shapes' (purge.Shapes), by the
+// row's kind.
+func extraSchema() *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Description: "what only this kind of row knows, by its kind"}
+	for _, sh := range purge.Shapes() {
+		one, err := jsonschema.ForType(reflect.TypeOf(sh.Extra), &jsonschema.ForOptions{})
+		if err != nil { // a shape's extra is a plain struct: never, but a schema says less rather than fail
+			one = &jsonschema.Schema{Type: "object"}
+		}
+		one.Description = string(sh.Kind)
+		s.AnyOf = append(s.AnyOf, one)
+	}
+	return s
+}
 
 // schemaFor is T's schema, with patch's changes (enums, the escalations).
 func schemaFor[T any](patch func(s *jsonschema.Schema)) (*jsonschema.Schema, error) {

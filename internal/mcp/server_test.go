@@ -152,7 +152,7 @@ func TestPlanThenPurgeWithConsent(t *testing.T) {
 			}, version)
 			var plan PlanResult
 			res := call(t, cs, ToolPlan, map[string]any{"namespace": "demo", "escalations": map[string]any{"remove-finalizers": []string{"example.com/*"}}}, &plan)
-			if res.IsError || plan.PlanID == "" || plan.WouldChange.FinalizerStrips != 1 || !plan.WouldChange.Finalize || plan.Target.UID != "uid-demo" {
+			if res.IsError || plan.PlanID == "" || plan.WouldChange.Of(purge.RowStrip).Rows != 1 || !plan.WouldChange.Finalize || plan.Target.UID != "uid-demo" {
 				t.Fatalf("plan: %s %+v", text(res), plan)
 			}
 			if c.Namespace("demo") == nil {

@@ -160,9 +160,10 @@ func AgentPlan(r *purge.Report, name string) string {
 
 // wouldWords counts what a plan would change.
 func wouldWords(r *purge.Report) string {
-	objects := 0
-	for _, s := range r.Steps {
-		objects += s.Objects
+	s := r.Summary()
+	counts := make([]string, 0, len(s.Counts))
+	for _, c := range s.Counts {
+		counts = append(counts, c.Words)
 	}
 	finalize := "would not be finalized"
 	if r.Finalize.Would {
@@ -171,8 +172,8 @@ func wouldWords(r *purge.Report) string {
 	if r.Finalize.Cause != "" {
 		finalize += " (" + string(r.Finalize.Cause) + ")"
 	}
-	return fmt.Sprintf("%d pass(es), %d request(s) reaching %d object(s), %d finalizer strip(s), %d pod(s) force-deleted, %d webhook configuration(s) bypassed; the namespace %s.",
-		r.Passes, len(r.Steps), objects, len(r.Strips), len(r.ForcedPods), len(r.Bypassed), finalize)
+	return fmt.Sprintf("%d pass(es), %d request(s) reaching %d object(s), %s; the namespace %s.",
+		s.Passes, s.Requests, s.Objects, strings.Join(counts, ", "), finalize)
 }
 
 // AgentPurge is purge_namespace's summary of a run for real.
@@ -191,7 +192,8 @@ func AgentPurge(r *purge.Report, name string) string {
 		fmt.Fprintf(&b, "Namespace %s is still there; %s. %d blocker(s) hold it (holding[].nextStep); running the same plan again continues.", name, reason, len(r.Holding))
 	}
 	if r.Outcome != purge.OutcomeRefused {
-		fmt.Fprintf(&b, " %d change(s) made in %d pass(es); %d object(s) saved first to the backup folder (backupDir) on the machine running ns-doctor.", len(r.Changes), r.Passes, r.BackedUp)
+		sum := r.Summary()
+		fmt.Fprintf(&b, " %d change(s) made in %d pass(es); %d object(s) saved first to the backup folder (backupDir) on the machine running ns-doctor.", sum.Changes, sum.Passes, r.BackedUp)
 	}
 	b.WriteString(" " + dataNote)
 	return b.String()

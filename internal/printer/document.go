@@ -1,6 +1,9 @@
 package printer
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
@@ -225,35 +228,38 @@ const (
 
 // PurgeDocument is what purge planned or did, as JSON and YAML say it.
 type PurgeDocument struct {
-	APIVersion         string              `json:"apiVersion"`
-	Kind               string              `json:"kind"`
-	Namespace          string              `json:"namespace"`
-	Orphans            bool                `json:"orphans,omitempty"`
-	Context            string              `json:"context,omitempty"`
-	Cluster            string              `json:"cluster,omitempty"`
-	Ordering           compat.Ordering     `json:"ordering"`
-	Server             compat.Server       `json:"server"`
-	Mode               purge.DryRun        `json:"mode"`
-	Escalations        []purge.Used        `json:"escalations"`
-	Outcome            purge.Outcome       `json:"outcome"`
-	Stop               *purge.Stop         `json:"stop,omitempty"`
-	Message            string              `json:"message"`
-	Passes             int                 `json:"passes"`
-	Steps              []StepDocument      `json:"steps"`
-	Strips             []StripDocument     `json:"strips"`
-	Leaks              []purge.Leak        `json:"leaks,omitempty"`
-	ForcedPods         []ForcedPodDocument `json:"forcedPods"`
-	Bypassed           []BypassDocument    `json:"bypassed"`
-	Remaining          []purge.Remaining   `json:"remaining"`
-	Conditions         []purge.Condition   `json:"conditions"`
-	Finalize           FinalizeDocument    `json:"finalize"`
-	MissingPermissions []string            `json:"missingPermissions,omitempty"`
-	BackupDir          string              `json:"backupDir,omitempty"`
-	BackedUp           int                 `json:"backedUp"`
-	Recreated          []purge.Recreated   `json:"recreated"`
-	Changes            []string            `json:"changes"`
-	Warnings           []string            `json:"warnings"`
-	Errors             []string            `json:"errors"`
+	APIVersion  string          `json:"apiVersion"`
+	Kind        string          `json:"kind"`
+	Namespace   string          `json:"namespace"`
+	Orphans     bool            `json:"orphans,omitempty"`
+	Context     string          `json:"context,omitempty"`
+	Cluster     string          `json:"cluster,omitempty"`
+	Ordering    compat.Ordering `json:"ordering"`
+	Server      compat.Server   `json:"server"`
+	Mode        purge.DryRun    `json:"mode"`
+	Escalations []purge.Used    `json:"escalations"`
+	Outcome     purge.Outcome   `json:"outcome"`
+	Stop        *purge.Stop     `json:"stop,omitempty"`
+	Message     string          `json:"message"`
+	Passes      int             `json:"passes"`
+	Steps       []StepDocument  `json:"steps"`
+	// Rows are what the escalations acted on, each in one shape.
+	Rows  []RowDocument `json:"rows"`
+	Leaks []purge.Leak  `json:"leaks,omitempty"`
+	// sections are the rows again, as each kind's own section said them
+	// in v1alpha1 (strips, forcedPods, bypassed): deprecated, kept until
+	// v1alpha2 (docs/schema.md).
+	sections           []section
+	Remaining          []purge.Remaining `json:"remaining"`
+	Conditions         []purge.Condition `json:"conditions"`
+	Finalize           FinalizeDocument  `json:"finalize"`
+	MissingPermissions []string          `json:"missingPermissions,omitempty"`
+	BackupDir          string            `json:"backupDir,omitempty"`
+	BackedUp           int               `json:"backedUp"`
+	Recreated          []purge.Recreated `json:"recreated"`
+	Changes            []string          `json:"changes"`
+	Warnings           []string          `json:"warnings"`
+	Errors             []string          `json:"errors"`
 	// ChangeDetails, WarningDetails and ErrorDetails are changes,
 	// warnings and errors typed, in the same order, each with its kind
 	// and the same words as its message.
@@ -294,24 +300,86 @@ type StepDocument struct {
 	Result string `json:"result"`
 }
 
-// StripDocument is a finalizer removal, and what became of it.
-type StripDocument struct {
-	purge.Strip
+// RowsOf are the document's rows of one kind.
+func (d PurgeDocument) RowsOf(kind purge.RowKind) []RowDocument {
+	var out []RowDocument
+	for _, r := range d.Rows {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RowDocument is one row, and what became of it in words.
+type RowDocument struct {
+	purge.Row
 	Result string `json:"result"`
 }
 
-// ForcedPodDocument is a pod's force-deletion, and what became of it.
-type ForcedPodDocument struct {
-	purge.ForcedPod
-	Result string `json:"result"`
+// section is one kind's rows as its v1alpha1 section said them: the row's
+// fields and its extra's side by side, the status in the kind's word.
+type section struct {
+	name  string
+	items []map[string]any
 }
 
-// BypassDocument is a webhook configuration's bypass, and what became of
-// it.
-type BypassDocument struct {
-	purge.Bypass
-	RestoreCommand string `json:"restoreCommand,omitempty"`
-	Result         string `json:"result"`
+// legacySections are the rows by the section of their shape.
+func legacySections(rows []purge.Row) []section {
+	var out []section
+	for _, sh := range purge.Shapes() {
+		sec := section{name: sh.Section, items: []map[string]any{}}
+		for _, row := range rows {
+			if row.Kind == sh.Kind {
+				sec.items = append(sec.items, legacyItem(sh, row))
+			}
+		}
+		out = append(out, sec)
+	}
+	return out
+}
+
+func legacyItem(sh purge.Shape, row purge.Row) map[string]any {
+	item := map[string]any{}
+	if data, err := json.Marshal(row.Extra); err == nil {
+		_ = json.Unmarshal(data, &item)
+	}
+	item["resource"], item["name"], item["status"], item["result"] = row.Resource, row.Name, sh.LegacyStatus(row), RowResult(row)
+	if row.Error != "" {
+		item["error"] = row.Error
+	}
+	if row.Refusal != nil {
+		item["refusal"] = row.Refusal
+	}
+	return item
+}
+
+// Current is the document without the deprecated sections: what a schema
+// inferred from its fields describes (the MCP tools' output).
+func (d PurgeDocument) Current() PurgeDocument {
+	d.sections = nil
+	return d
+}
+
+// MarshalJSON writes the document with each kind's section after its
+// fields.
+func (d PurgeDocument) MarshalJSON() ([]byte, error) {
+	type plain PurgeDocument
+	data, err := json.Marshal(plain(d))
+	if err != nil || len(d.sections) == 0 {
+		return data, err
+	}
+	var b bytes.Buffer
+	b.Write(data[:len(data)-1])
+	for _, sec := range d.sections {
+		items, err := json.Marshal(sec.items)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, ",%q:%s", sec.name, items)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // FinalizeDocument says whether the namespace is finalized, and why.
@@ -424,7 +492,7 @@ func Purge(r *purge.Report) PurgeDocument {
 	d := PurgeDocument{
 		APIVersion: APIVersion, Kind: PurgeKind, Namespace: r.Namespace, Orphans: r.Orphans, Context: r.Context, Cluster: r.Cluster,
 		Ordering: r.Ordering, Server: serverOf(r.Ordering), Mode: r.Mode, Escalations: nonNil(r.Escalations), Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
-		Steps: []StepDocument{}, Strips: []StripDocument{}, Leaks: r.Leaks, ForcedPods: []ForcedPodDocument{}, Bypassed: []BypassDocument{},
+		Steps: []StepDocument{}, Rows: []RowDocument{}, Leaks: r.Leaks, sections: legacySections(r.Rows),
 		Remaining: nonNil(r.Remaining), Conditions: nonNil(r.Conditions), Finalize: FinalizeDocument{Finalize: r.Finalize, Reason: FinalizeReason(r.Finalize)},
 		MissingPermissions: PermissionsWords(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),
 		Changes: changesWords(r), Warnings: warningsWords(r), Errors: failuresWords(r),
@@ -448,14 +516,8 @@ func Purge(r *purge.Report) PurgeDocument {
 	for _, s := range r.Steps {
 		d.Steps = append(d.Steps, StepDocument{Step: s, Result: StepResult(s)})
 	}
-	for _, s := range r.Strips {
-		d.Strips = append(d.Strips, StripDocument{Strip: s, Result: StripResult(s)})
-	}
-	for _, f := range r.ForcedPods {
-		d.ForcedPods = append(d.ForcedPods, ForcedPodDocument{ForcedPod: f, Result: ForcedResult(f)})
-	}
-	for _, b := range r.Bypassed {
-		d.Bypassed = append(d.Bypassed, BypassDocument{Bypass: b, RestoreCommand: RestoreCommand(b.RestorePath), Result: BypassResult(b)})
+	for _, row := range r.Rows {
+		d.Rows = append(d.Rows, RowDocument{Row: row, Result: RowResult(row)})
 	}
 	return d
 }

@@ -5,9 +5,10 @@ package printer
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"io"
 	"strings"
+
+	"github.com/ns-doctor/ns-doctor/internal/compat"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"

@@ -121,12 +121,14 @@ func hostilePurge(s string) *purge.Report {
 	d := hostileDiagnosis(s)
 	return &purge.Report{
 		Namespace: s, Context: s, Cluster: s, Mode: purge.DryRunNone, Outcome: purge.OutcomeRemaining, Orphans: false,
-		Stop:               &purge.Stop{Reason: purge.StopRecreated, Error: s, Recreated: []string{s}, CreatedBy: []string{s}},
-		Steps:              []purge.Step{{Pass: 1, Verb: s, Resource: s, Name: s, Objects: 1, Status: purge.StepFailed, Error: s, Refusal: refusal}, {Pass: 2, Verb: s, Resource: s, Objects: 1, Status: purge.StepFailed, Error: s}},
-		Strips:             []purge.Strip{{Resource: s, Name: s, Finalizers: []string{s}, Status: purge.StripFailed, Error: s}},
+		Stop:  &purge.Stop{Reason: purge.StopRecreated, Error: s, Recreated: []string{s}, CreatedBy: []string{s}},
+		Steps: []purge.Step{{Pass: 1, Verb: s, Resource: s, Name: s, Objects: 1, Status: purge.StepFailed, Error: s, Refusal: refusal}, {Pass: 2, Verb: s, Resource: s, Objects: 1, Status: purge.StepFailed, Error: s}},
+		Rows: []purge.Row{
+			{Kind: purge.RowStrip, Resource: s, Name: s, Status: purge.RowFailed, Error: s, Extra: purge.Strip{Finalizers: []string{s}}},
+			{Kind: purge.RowForcedPod, Resource: "pods", Name: s, Status: purge.RowFailed, Error: s, Extra: purge.ForcedPod{Node: s, NodeState: purge.NodeState(s)}},
+			{Kind: purge.RowBypass, Resource: s, Name: s, Status: purge.RowFailed, Why: purge.BypassRestoreFailed, Error: s, Extra: purge.Bypass{Kind: s, Catches: []string{s}, RestorePath: s, RestoreCommand: s}},
+		},
 		Leaks:              []purge.Leak{{Finalizer: s, Owner: s, Leak: s}, {Finalizer: s}},
-		ForcedPods:         []purge.ForcedPod{{Name: s, Node: s, NodeState: purge.NodeState(s), Status: purge.ForceFailed, Error: s}},
-		Bypassed:           []purge.Bypass{{Kind: s, Name: s, Catches: []string{s}, Status: purge.BypassRestoreFailed, RestorePath: s}},
 		Remaining:          []purge.Remaining{{Resource: s, Count: 1, Finalizers: map[string]int{s: 1}}},
 		Conditions:         []purge.Condition{{Type: s, Status: "True", Reason: s, Message: s}},
 		Finalize:           purge.Finalize{Cause: purge.FinalizeOtherTokens, Kept: []string{s}, Remove: []string{s}, Error: s},

@@ -5,7 +5,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/fatih/color"
 
@@ -17,9 +16,7 @@ func (h Human) Purge(w io.Writer, r *purge.Report) error {
 	p := &errWriter{w: w}
 	h.purgeHeadline(p, r)
 	h.purgeSteps(p, r)
-	h.purgeStrips(p, r)
-	h.purgeForcedPods(p, r)
-	h.purgeBypassed(p, r)
+	h.purgeRows(p, r)
 	h.purgeRecreated(p, r)
 	h.purgeRemaining(p, r)
 	h.purgeConditions(p, r)
@@ -135,60 +132,45 @@ func (h Human) purgeSteps(p *errWriter, r *purge.Report) {
 	}
 }
 
-func (h Human) purgeStrips(p *errWriter, r *purge.Report) {
-	if len(r.Strips) == 0 {
-		return
-	}
-	p.printf("\n%s\n", h.paint(color.Bold)("Finalizers to remove (escalation)"))
-	strips, left := limit(r.Strips, maxRows)
-	t := newTable(p, "RESOURCE", "NAME", "FINALIZERS", "RESULT")
-	for _, s := range strips {
-		_ = t.Append(s.Resource, s.Name, joinSome(s.Finalizers), cell(StripResult(s), s.Refusal, 50))
-	}
-	if err := t.Render(); err != nil {
-		p.fail(err)
-	}
-	p.more("  ", left, "objects")
-	leaks, left := limit(r.Leaks, maxItems)
-	defer p.more("  ", left, "finalizers")
-	for _, l := range leaks {
-		if l.Owner == "" {
-			p.printf("  stripping %s: unknown owner; what it guards is not known\n", l.Finalizer)
+// purgeRows tells each escalation's rows in a table of its shape's
+// columns, then the shape's notes.
+func (h Human) purgeRows(p *errWriter, r *purge.Report) {
+	for _, sh := range purge.Shapes() {
+		rows := r.RowsOf(sh.Kind)
+		if len(rows) == 0 {
 			continue
 		}
-		p.printf("  stripping %s (owner: %s) leaks: %s\n", l.Finalizer, l.Owner, wrap(l.Leak, width-30, "    "))
+		p.printf("\n%s\n", h.paint(color.Bold)(sh.Title))
+		header := make([]string, 0, len(sh.Columns)+1)
+		for _, c := range sh.Columns {
+			header = append(header, c.Header)
+		}
+		t := newTable(p, append(header, "RESULT")...)
+		shown, left := limit(rows, maxRows)
+		for _, row := range shown {
+			cells := make([]any, 0, len(header)+1)
+			for _, c := range sh.Columns {
+				cells = append(cells, truncate(c.Cell(row), rowCellWidth))
+			}
+			_ = t.Append(append(cells, cell(RowResult(row), row.Refusal, rowCellWidth))...)
+		}
+		if err := t.Render(); err != nil {
+			p.fail(err)
+		}
+		p.more("  ", left, "rows")
+		if sh.Notes == nil {
+			continue
+		}
+		notes, left := limit(sh.Notes(r), maxItems)
+		for _, n := range notes {
+			p.printf("  %s\n", wrap(n, width-4, "    "))
+		}
+		p.more("  ", left, "lines")
 	}
 }
 
-func (h Human) purgeForcedPods(p *errWriter, r *purge.Report) {
-	if len(r.ForcedPods) == 0 {
-		return
-	}
-	p.printf("\n%s\n", h.paint(color.Bold)("Pods to delete with grace period 0 (escalation)"))
-	t := newTable(p, "POD", "NODE", "NODE STATE", "TERMINATING", "RESULT")
-	pods, left := limit(r.ForcedPods, maxRows)
-	defer p.more("  ", left, "pods")
-	for _, f := range pods {
-		_ = t.Append(f.Name, orDash(f.Node), string(f.NodeState), (time.Duration(f.TerminatingSeconds) * time.Second).String(), cell(ForcedResult(f), f.Refusal, 50))
-	}
-	if err := t.Render(); err != nil {
-		p.fail(err)
-	}
-}
-
-func (h Human) purgeBypassed(p *errWriter, r *purge.Report) {
-	if len(r.Bypassed) == 0 {
-		return
-	}
-	p.printf("\n%s\n", h.paint(color.Bold)("Webhooks bypassed for this namespace during the run (escalation)"))
-	t := newTable(p, "CONFIGURATION", "CATCHES", "RESULT")
-	for _, b := range r.Bypassed {
-		_ = t.Append(strings.ToLower(b.Kind)+"/"+b.Name, truncate(strings.Join(b.Catches, ", "), 50), truncate(BypassResult(b), 60))
-	}
-	if err := t.Render(); err != nil {
-		p.fail(err)
-	}
-}
+// rowCellWidth bounds a cell of an escalation's table.
+const rowCellWidth = 60
 
 func (h Human) purgeRecreated(p *errWriter, r *purge.Report) {
 	if len(r.Recreated) == 0 {
@@ -335,12 +317,13 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 	}
 	p.printf("%s %d namespaces%s: %s\n", h.paint(color.Bold)(label), len(rs), where, what)
 	p.printf("  %s\n\n", orderingWords(rs[0].Ordering))
-	t := newTable(p, "NAMESPACE", "OUTCOME", "PASSES", "SAVED", "STRIPS", "FORCED PODS", "REMAINING", "FINALIZE")
+	header := []string{"NAMESPACE", "OUTCOME", "PASSES", "SAVED"}
+	for _, sh := range purge.Shapes() {
+		header = append(header, sh.Short)
+	}
+	t := newTable(p, append(header, "REMAINING", "FINALIZE")...)
 	for _, r := range rs {
-		remaining := 0
-		for _, rem := range r.Remaining {
-			remaining += rem.Count
-		}
+		sum := r.Summary()
 		fin := "no"
 		switch {
 		case r.Finalize.Done:
@@ -348,7 +331,11 @@ func (h Human) Purges(w io.Writer, rs []*purge.Report) error {
 		case r.Finalize.Would:
 			fin = "would"
 		}
-		_ = t.Append(r.Namespace, string(r.Outcome), fmt.Sprint(r.Passes), fmt.Sprint(r.BackedUp), fmt.Sprint(len(r.Strips)), fmt.Sprint(len(r.ForcedPods)), fmt.Sprint(remaining), fin)
+		cells := []any{r.Namespace, string(r.Outcome), fmt.Sprint(r.Passes), fmt.Sprint(r.BackedUp)}
+		for _, c := range sum.Counts {
+			cells = append(cells, fmt.Sprint(c.Rows))
+		}
+		_ = t.Append(append(cells, fmt.Sprint(sum.Remaining), fin)...)
 	}
 	if err := t.Render(); err != nil {
 		p.fail(err)

@@ -21,9 +21,9 @@ func incompleteReport() *purge.Report {
 			{Verb: "deletecollection", Resource: "gadgets.example.com", Objects: 2, Status: purge.StepSent},
 			{Verb: "deletecollection", Resource: "sprockets.example.com", Objects: 1, Status: purge.StepFailed, Error: "sprocket backend is down"},
 		},
-		Strips: []purge.Strip{
-			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Status: purge.StripRemoved},
-			{Resource: "gadgets.example.com", Name: "g2", Finalizers: []string{"example.com/operator"}, Status: purge.StripLeftAlone},
+		Rows: []purge.Row{
+			{Kind: purge.RowStrip, Resource: "gadgets.example.com", Name: "g2", Status: purge.RowDone, Extra: purge.Strip{Finalizers: []string{"example.com/operator"}}},
+			{Kind: purge.RowStrip, Resource: "gadgets.example.com", Name: "g2", Status: purge.RowSkipped, Why: purge.StripLeftAlone, Extra: purge.Strip{Finalizers: []string{"example.com/operator"}}},
 		},
 		Recreated: []purge.Recreated{
 			{Resource: "gadgets.example.com", Name: "g1", Times: 3, CreatedBy: "gadget-operator"},

@@ -100,66 +100,18 @@ func StepResult(s purge.Step) string {
 	return words
 }
 
-// StripResult says what became of one finalizer removal.
-func StripResult(s purge.Strip) string {
-	switch s.Status {
-	case purge.StripPlanned:
-		return "would remove"
-	case purge.StripRemoved:
-		return "removed"
-	case purge.StripFailed:
-		return "failed: " + refusalCell(s.Refusal, s.Error)
-	case purge.StripGone:
-		return "gone before its finalizers were removed"
-	case purge.StripNothingLeft:
-		return "no matching finalizer left"
-	case purge.StripLeftAlone:
-		return "left alone: put back by a live controller"
-	}
-	return string(s.Status)
-}
-
-// ForcedResult says what became of a pod's force-deletion.
-func ForcedResult(f purge.ForcedPod) string {
-	switch f.Status {
-	case purge.ForcePlanned:
-		if f.AfterSeconds > 0 {
-			return fmt.Sprintf("would delete, once its grace period ends (%ds)", f.AfterSeconds)
+// RowResult says what became of one row, in its shape's words; a failure
+// with who refused it.
+func RowResult(row purge.Row) string {
+	if sh, ok := purge.ShapeOf(row.Kind); ok {
+		if words := sh.Result(row); words != "" {
+			return words
 		}
-		return "would delete"
-	case purge.ForceDeleted:
-		return "deleted"
-	case purge.ForceGone:
-		return "gone before its turn"
-	case purge.ForceFailed:
-		return "failed: " + refusalCell(f.Refusal, f.Error)
 	}
-	return string(f.Status)
-}
-
-// RestoreCommand restores a bypassed webhook configuration by hand.
-func RestoreCommand(path string) string {
-	if path == "" {
-		return ""
+	if row.Status == purge.RowFailed {
+		return "failed: " + refusalCell(row.Refusal, row.Error)
 	}
-	return "kubectl replace -f " + path
-}
-
-// BypassResult says what became of a webhook configuration's bypass.
-func BypassResult(b purge.Bypass) string {
-	switch b.Status {
-	case purge.BypassPlanned:
-		return "would exclude the namespace during the run, then restore"
-	case purge.BypassRestored:
-		return "excluded during the run, restored"
-	case purge.BypassLeftover:
-		return "left excluding the namespace by a killed run: restored first"
-	case purge.BypassFailed:
-		return "failed: " + b.Error
-	case purge.BypassRestoreFailed:
-		return "NOT restored: " + RestoreCommand(b.RestorePath)
-	}
-	return string(b.Status)
+	return string(row.Status)
 }
 
 // FinalizeReason says why the namespace is, or is not, finalized.
@@ -225,6 +177,9 @@ func EscalationsWords(used []purge.Used) string {
 
 // WarningWords says a warning.
 func WarningWords(w purge.Warning, r *purge.Report) string {
+	if words, ok := purge.WarningWords(w); ok {
+		return words // an escalation's: its entry words it
+	}
 	kind := strings.ToLower(w.Resource)
 	switch w.Kind {
 	case purge.WarnUnreadableProven:
@@ -251,8 +206,6 @@ func WarningWords(w purge.Warning, r *purge.Report) string {
 		}
 		return fmt.Sprintf("%s/%s: %s was put back by a live controller after purge removed it; purge does not fight it: stop that controller or let it finish",
 			w.Resource, w.Name, which)
-	case purge.WarnNodeReady:
-		return fmt.Sprintf("pod %s is on node %s, which is Ready: force deletion does not wait for confirmation that its containers stopped; they may continue to run on the node", w.Name, w.Node)
 	case purge.WarnBypassLeftover:
 		if w.Restored {
 			return fmt.Sprintf("%s %s still excluded namespace %s after an earlier run was killed: restored first", kind, w.Name, r.Namespace)
@@ -574,4 +527,12 @@ func HoldStep(r *purge.Report, h purge.Hold) string {
 		return strings.TrimSuffix(given, "; ")
 	}
 	return given + strings.Join(outside, "; or: ")
+}
+
+// RestoreCommand restores a bypassed webhook configuration by hand.
+func RestoreCommand(path string) string {
+	if path == "" {
+		return ""
+	}
+	return "kubectl replace -f " + path
 }

@@ -65,16 +65,11 @@ func (WatchWords) Janitor(r *purge.Report, err error) string {
 	return Escape(msg)
 }
 
-// planWords sums up a dry run: its requests, strips and forced pods, and
-// whether the namespace would go.
+// planWords sums up a dry run: its requests, what each escalation would
+// change, and whether the namespace would go.
 func planWords(r *purge.Report) string {
-	msg := fmt.Sprintf("%d request(s) of the deletion pass", len(r.Steps))
-	if len(r.Strips) > 0 {
-		msg += fmt.Sprintf(", %d finalizer removal(s)", len(r.Strips))
-	}
-	if len(r.ForcedPods) > 0 {
-		msg += fmt.Sprintf(", %d pod(s) force-deleted", len(r.ForcedPods))
-	}
+	sum := r.Summary()
+	msg := strings.Join(append([]string{fmt.Sprintf("%d request(s) of the deletion pass", sum.Requests)}, sum.Acting()...), ", ")
 	if len(r.Holding) == 0 {
 		return msg + "; the namespace would then be gone"
 	}

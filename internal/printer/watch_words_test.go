@@ -45,7 +45,7 @@ func TestWatchWordsJanitor(t *testing.T) {
 		err  error
 		want []string
 	}{
-		{&purge.Report{Namespace: "ci-1", Mode: purge.DryRunServer, Outcome: purge.OutcomePlanned, Steps: make([]purge.Step, 4), Strips: make([]purge.Strip, 2)},
+		{&purge.Report{Namespace: "ci-1", Mode: purge.DryRunServer, Outcome: purge.OutcomePlanned, Steps: make([]purge.Step, 4), Rows: []purge.Row{{Kind: purge.RowStrip, Name: "a", Status: purge.RowPlanned}, {Kind: purge.RowStrip, Name: "b", Status: purge.RowPlanned}}},
 			nil, []string{"server dry run", "--purge-force", "4 request(s)", "2 finalizer removal(s)", "would then be gone"}},
 		{&purge.Report{Namespace: "ci-1", Mode: purge.DryRunServer, Outcome: purge.OutcomePlanned, Holding: []purge.Hold{hold}},
 			nil, []string{"it would remain, held by FinalizersRemaining"}},

@@ -53,14 +53,15 @@ func TestEveryKindHasWords(t *testing.T) {
 			said(t, string(s), StepResult(step))
 		}
 	}
-	for _, s := range []purge.StripStatus{purge.StripPlanned, purge.StripRemoved, purge.StripFailed, purge.StripGone, purge.StripNothingLeft, purge.StripLeftAlone} {
-		said(t, string(s), StripResult(purge.Strip{Status: s, Error: "e"}))
-	}
-	for _, s := range []purge.ForceStatus{purge.ForcePlanned, purge.ForceDeleted, purge.ForceFailed, purge.ForceGone} {
-		said(t, string(s), ForcedResult(purge.ForcedPod{Status: s, AfterSeconds: 30, Error: "e"}))
-	}
-	for _, s := range []purge.BypassStatus{purge.BypassPlanned, purge.BypassRestored, purge.BypassFailed, purge.BypassRestoreFailed, purge.BypassLeftover} {
-		said(t, string(s), BypassResult(purge.Bypass{Status: s, Error: "e", RestorePath: "/b/c.yaml"}))
+	// Every shape words every status, and the whys of its kind.
+	whys := map[purge.RowKind][]string{purge.RowStrip: {purge.StripNothingLeft, purge.StripLeftAlone}, purge.RowBypass: {purge.BypassRestoreFailed, purge.BypassLeftover}}
+	for _, sh := range purge.Shapes() {
+		for _, s := range []purge.RowStatus{purge.RowPlanned, purge.RowDone, purge.RowFailed, purge.RowGone, purge.RowSkipped} {
+			said(t, string(sh.Kind)+"/"+string(s), RowResult(purge.Row{Kind: sh.Kind, Status: s, Error: "e"}))
+		}
+		for _, why := range whys[sh.Kind] {
+			said(t, string(sh.Kind)+"/"+why, RowResult(purge.Row{Kind: sh.Kind, Status: purge.RowSkipped, Why: why, Error: "e"}))
+		}
 	}
 	for _, c := range []purge.FinalizeCause{purge.FinalizeNothingRemains, purge.FinalizeAfterEscalations, purge.FinalizeDespiteDiscovery, purge.FinalizeContentRemains,
 		purge.FinalizeDiscoveryFailed, purge.FinalizeDeletionErrors, purge.FinalizeRejected, purge.FinalizeOtherTokens, purge.FinalizeNamespaceHeld} {
@@ -229,10 +230,12 @@ func planReport() *purge.Report {
 			{Pass: 1, Verb: "deletecollection", Resource: "widgets.example.com", Objects: 1, Status: purge.StepFailed, Error: "Internal error occurred: failed calling webhook", Refusal: refusal},
 			{Pass: 2, Verb: "delete", Resource: "gizmos.example.com", Name: "g1", Objects: 1, Status: purge.StepPlanned},
 		},
-		Strips:      []purge.Strip{{Resource: "widgets.example.com", Name: "w1", Finalizers: []string{"example.com/cleanup"}, Status: purge.StripFailed, Error: "x", Refusal: refusal}},
+		Rows: []purge.Row{
+			{Kind: purge.RowStrip, Resource: "widgets.example.com", Name: "w1", Status: purge.RowFailed, Error: "x", Refusal: refusal, Extra: purge.Strip{Finalizers: []string{"example.com/cleanup"}}},
+			{Kind: purge.RowForcedPod, Resource: "pods", Name: "p1", Status: purge.RowPlanned, Extra: purge.ForcedPod{Node: "gone", NodeState: purge.NodeMissing, TerminatingSeconds: 90, AfterSeconds: 10}},
+			{Kind: purge.RowBypass, Resource: "validatingwebhookconfigurations", Name: "other", Status: purge.RowPlanned, Extra: purge.Bypass{Kind: "ValidatingWebhookConfiguration", Catches: []string{"DELETE pods"}}},
+		},
 		Leaks:       []purge.Leak{{Finalizer: "example.com/cleanup"}, {Finalizer: "argo", Owner: "Argo CD", Leak: "the app's resources stay"}},
-		ForcedPods:  []purge.ForcedPod{{Name: "p1", Node: "gone", NodeState: purge.NodeMissing, TerminatingSeconds: 90, AfterSeconds: 10, Status: purge.ForcePlanned}},
-		Bypassed:    []purge.Bypass{{Kind: "ValidatingWebhookConfiguration", Name: "other", Catches: []string{"DELETE pods"}, Status: purge.BypassPlanned}},
 		Remaining:   []purge.Remaining{{Resource: "widgets.example.com", Count: 1, Finalizers: map[string]int{"example.com/cleanup": 1}}},
 		Conditions:  []purge.Condition{{Type: "NamespaceDeletionContentFailure", Status: "True", Reason: "ContentDeletionFailed", Message: "Failed to delete all resource types, 1 remaining: failed calling webhook"}},
 		Finalize:    purge.Finalize{Cause: purge.FinalizeDeletionErrors, Error: "failed calling webhook"},

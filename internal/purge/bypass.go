@@ -73,6 +73,82 @@ const (
 	ChangeRestoredWebhook     ChangeKind = "RestoredWebhook"     // the bypass undone
 )
 
+// RowBypass: a webhook configuration this namespace is (or would be)
+// excluded from during the run.
+const RowBypass RowKind = "Bypass"
+
+// Bypass is what a bypass's row knows beyond the others.
+type Bypass struct {
+	// Kind is ValidatingWebhookConfiguration or MutatingWebhookConfiguration.
+	Kind     string   `json:"kind"`
+	Webhooks []string `json:"webhooks"`
+	// Catches names what of purge's writes it catches in the namespace.
+	Catches []string `json:"catches,omitempty"`
+	// RestorePath is the configuration as it was, saved in the backup
+	// before the run changed it: `kubectl replace -f` it to restore by hand.
+	RestorePath    string `json:"-"`
+	RestoreCommand string `json:"restoreCommand,omitempty"`
+}
+
+// Of is its row kind.
+func (Bypass) Of() RowKind { return RowBypass }
+
+func bypassOf(r Row) Bypass {
+	b, _ := r.Extra.(Bypass)
+	return b
+}
+
+// Why of a bypass row.
+const (
+	BypassRestoreFailed = "RestoreFailed"    // excluded, and not restored: see RestorePath
+	BypassLeftover      = "LeftoverRestored" // a killed run's, restored first
+)
+
+var bypassShape = Shape{
+	Kind: RowBypass, Section: "bypassed", Key: "configurations", Short: "BYPASSED",
+	Title: "Webhooks bypassed for this namespace during the run (escalation)",
+	Columns: []Column{
+		{"CONFIGURATION", func(r Row) string { return strings.ToLower(bypassOf(r).Kind) + "/" + r.Name }},
+		{"CATCHES", func(r Row) string { return strings.Join(bypassOf(r).Catches, ", ") }},
+	},
+	Counted: "%d webhook configuration(s) bypassed", Done: "Restored",
+	Extra: Bypass{},
+	Result: func(r Row) string {
+		switch {
+		case r.Why == BypassLeftover:
+			return "left excluding the namespace by a killed run: restored first"
+		case r.Why == BypassRestoreFailed:
+			return "NOT restored: " + bypassOf(r).RestoreCommand
+		case r.Status == RowPlanned:
+			return "would exclude the namespace during the run, then restore"
+		case r.Status == RowDone:
+			return "excluded during the run, restored"
+		case r.Status == RowFailed:
+			return "failed: " + r.Error
+		case r.Status == RowGone:
+			return "deleted by someone else during the run: nothing to restore"
+		}
+		return ""
+	},
+	Fingerprint: func(r Row) string {
+		return fmt.Sprintf("kind=%q webhooks=%q", bypassOf(r).Kind, sortedCopy(bypassOf(r).Webhooks))
+	},
+}
+
+// bypassRow is a configuration of kind and name to bypass.
+func bypassRow(kind, name string, b Bypass) Row {
+	b.Kind = kind
+	return Row{Kind: RowBypass, Resource: gvrOfKind(kind).Resource, Name: name, Status: RowPlanned, Extra: b}
+}
+
+// restoreCommand restores a bypassed webhook configuration by hand.
+func restoreCommand(path string) string {
+	if path == "" {
+		return ""
+	}
+	return "kubectl replace -f " + path
+}
+
 // webhookValues are the webhook configurations whose webhooks a purge of
 // the namespace would meet, with the writes they catch.
 func webhookValues(obs diagnose.Observation) []Value {
@@ -101,7 +177,7 @@ func webhookValues(obs diagnose.Observation) []Value {
 type bypasser struct {
 	names []string
 	// found are the configurations the names resolved to.
-	found []Bypass
+	found []Row
 }
 
 // bypassAnnotation marks a configuration bypassed for one namespace.
@@ -179,12 +255,12 @@ func (b *bypasser) resolve(ctx context.Context, a actor, s scope) error {
 			return err
 		}
 		for _, c := range found {
-			by := Bypass{Kind: c.kind, Name: name, Webhooks: webhookNames(c.cfg), Catches: diagnose.WebhookCatches(*s.obs, name), Status: BypassPlanned}
-			if len(by.Catches) == 0 {
+			by := bypassRow(c.kind, name, Bypass{Webhooks: webhookNames(c.cfg), Catches: diagnose.WebhookCatches(*s.obs, name)})
+			if len(bypassOf(by).Catches) == 0 {
 				return &UsageError{fmt.Sprintf("--bypass-webhook=%s: %s %s catches nothing purge sends in namespace %s; drop it", name, strings.ToLower(c.kind), name, a.namespace())}
 			}
 			b.found = append(b.found, by)
-			a.record(func(r *Report) { r.Bypassed = append(r.Bypassed, by) })
+			a.record(func(r *Report) { r.Rows = append(r.Rows, by) })
 		}
 	}
 	return nil
@@ -194,7 +270,7 @@ func (b *bypasser) resolve(ctx context.Context, a actor, s scope) error {
 func (b *bypasser) needs(scope) []Permission {
 	var out []Permission
 	for _, by := range b.found {
-		gvr := gvrOfKind(by.Kind)
+		gvr := gvrOfKind(bypassOf(by).Kind)
 		out = append(out, Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource},
 			Permission{Verb: "get", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name},
 			Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name})
@@ -205,8 +281,8 @@ func (b *bypasser) needs(scope) []Permission {
 // bypassedNames are the configurations the run bypasses.
 func (r *run) bypassedNames() map[string]bool {
 	out := map[string]bool{}
-	for _, b := range r.report.Bypassed {
-		if b.Status == BypassPlanned {
+	for _, b := range r.report.RowsOf(RowBypass) {
+		if b.Status == RowPlanned {
 			out[b.Name] = true
 		}
 	}
@@ -221,8 +297,8 @@ func (r *run) bypassedError(err error) bool {
 	if by == "" {
 		return false
 	}
-	for _, b := range r.report.Bypassed {
-		if b.Status == BypassPlanned && slices.Contains(b.Webhooks, by) {
+	for _, b := range r.report.RowsOf(RowBypass) {
+		if b.Status == RowPlanned && slices.Contains(bypassOf(b).Webhooks, by) {
 			return true
 		}
 	}
@@ -233,48 +309,72 @@ func (r *run) bypassedError(err error) bool {
 // found, each saved first. The undo restores them when the run ends,
 // whatever ends it.
 func (b *bypasser) before(ctx context.Context, a actor, _ scope) (func(), error) {
-	applied := map[int]Sent{}
+	type bypassed struct {
+		row  Row
+		sent Sent
+	}
+	var applied []bypassed
 	undo := func() {
 		// The run's context may be cancelled (Ctrl-C, SIGTERM, --timeout):
 		// the restore gets its own.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		for i, sent := range applied {
-			b.restore(ctx, a, i, sent)
+		for _, by := range applied {
+			b.restore(ctx, a, by.row, by.sent)
 		}
 	}
-	var found []Bypass
-	a.record(func(r *Report) { found = slices.Clone(r.Bypassed) })
-	for i, by := range found {
-		if by.Status != BypassPlanned {
+	var found []Row
+	a.record(func(r *Report) { found = r.RowsOf(RowBypass) })
+	for _, by := range found {
+		if by.Status != RowPlanned {
 			continue // a leftover, already restored
 		}
-		sent, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, a.namespace()) },
-			&Change{Kind: ChangeExcludedFromWebhook, Resource: by.Kind, Name: by.Name})
+		kind := bypassOf(by).Kind
+		sent, err := patchConfig(ctx, a.read, a.send, gvrOfKind(kind), by.Name, func(c *unstructured.Unstructured) error { return excludeNamespace(c, a.namespace()) },
+			&Change{Kind: ChangeExcludedFromWebhook, Resource: kind, Name: by.Name})
 		if err != nil {
-			a.record(func(r *Report) { r.Bypassed[i].Status, r.Bypassed[i].Error = BypassFailed, err.Error() })
+			updateBypass(a, by, func(row *Row, _ *Bypass) { row.Status, row.Error = RowFailed, err.Error() })
 			undo()
-			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", a.namespace(), strings.ToLower(by.Kind), by.Name, err)
+			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", a.namespace(), strings.ToLower(kind), by.Name, err)
 		}
-		a.record(func(r *Report) { r.Bypassed[i].RestorePath = sent.Saved })
-		applied[i] = sent
+		updateBypass(a, by, func(_ *Row, b *Bypass) { b.RestorePath, b.RestoreCommand = sent.Saved, restoreCommand(sent.Saved) })
+		applied = append(applied, bypassed{by, sent})
 	}
 	return undo, nil
 }
 
-// restore undoes this namespace's exclusion from the i-th configuration,
+// updateBypass changes the report's row of the configuration of by.
+func updateBypass(a actor, by Row, fn func(*Row, *Bypass)) {
+	a.record(func(r *Report) {
+		for i := range r.Rows {
+			row := &r.Rows[i]
+			if row.Kind == RowBypass && row.Resource == by.Resource && row.Name == by.Name {
+				extra := bypassOf(*row)
+				fn(row, &extra)
+				row.Extra = extra
+			}
+		}
+	})
+}
+
+// restore undoes this namespace's exclusion from the configuration of by,
 // excluded as applied says (made, or played).
-func (b *bypasser) restore(ctx context.Context, a actor, i int, applied Sent) {
-	var by Bypass
-	a.record(func(r *Report) { by = r.Bypassed[i] })
-	_, err := patchConfig(ctx, a.read, a.send, gvrOfKind(by.Kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, a.namespace()) },
-		&Change{Kind: ChangeRestoredWebhook, Resource: by.Kind, Name: by.Name})
+func (b *bypasser) restore(ctx context.Context, a actor, by Row, applied Sent) {
+	kind, path := bypassOf(by).Kind, applied.Saved
+	_, err := patchConfig(ctx, a.read, a.send, gvrOfKind(kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, a.namespace()) },
+		&Change{Kind: ChangeRestoredWebhook, Resource: kind, Name: by.Name})
 	if err != nil && !apierrors.IsNotFound(err) {
-		a.record(func(r *Report) { r.Bypassed[i].Status, r.Bypassed[i].Error = BypassRestoreFailed, err.Error() })
-		a.fail(ctx, gvrOfKind(by.Kind), Failure{Verb: "restore", Resource: by.Kind, Name: by.Name, Path: by.RestorePath}, err)
+		updateBypass(a, by, func(row *Row, _ *Bypass) {
+			row.Status, row.Why, row.Error = RowFailed, BypassRestoreFailed, err.Error()
+		})
+		a.fail(ctx, gvrOfKind(kind), Failure{Verb: "restore", Resource: kind, Name: by.Name, Path: path}, err)
 		return
 	}
-	a.record(func(r *Report) { r.Bypassed[i].Status = pick(applied, BypassRestored, BypassPlanned) })
+	status := pick(applied, RowDone, RowPlanned)
+	if apierrors.IsNotFound(err) {
+		status = RowGone
+	}
+	updateBypass(a, by, func(row *Row, _ *Bypass) { row.Status = status })
 }
 
 // patchConfig changes a configuration's webhooks and annotations with a

@@ -54,6 +54,8 @@ type Escalation struct {
 	snapshot bool
 	// changes words the changes it makes (its ChangeKinds), in namespace.
 	changes map[ChangeKind]func(c Change, namespace string) string
+	// warnings words the warnings only it raises (its WarningKinds).
+	warnings map[WarningKind]func(w Warning) string
 }
 
 // escalations is the list, in the order the escalations act and are told.
@@ -148,6 +150,17 @@ func ChangeWords(c Change, namespace string) (string, bool) {
 	for _, e := range escalations {
 		if words, ok := e.changes[c.Kind]; ok {
 			return words(c, namespace), true
+		}
+	}
+	return "", false
+}
+
+// WarningWords words a warning only an escalation raises, by its kind;
+// false for one no escalation raises.
+func WarningWords(w Warning) (string, bool) {
+	for _, e := range escalations {
+		if words, ok := e.warnings[w.Kind]; ok {
+			return words(w), true
 		}
 	}
 	return "", false

@@ -69,12 +69,12 @@ func TestBypassAppliedAndRestored(t *testing.T) {
 	c, cfg := guarded(t)
 	clients := c.Clients(cfg)
 	plan, err := (&Purger{Clients: clients, Opts: Options{Escalations: Asked{diagnose.FlagBypassWebhook: {"guard"}}}}).Run(context.Background(), "ns")
-	if err != nil || len(plan.Bypassed) != 1 || plan.Bypassed[0].Status != BypassPlanned || len(writes(c)) != 0 {
-		t.Fatalf("plan: %v, bypassed %+v, writes %v", err, plan.Bypassed, writes(c))
+	if bypassed := plan.RowsOf(RowBypass); err != nil || len(bypassed) != 1 || bypassed[0].Status != RowPlanned || len(writes(c)) != 0 {
+		t.Fatalf("plan: %v, bypassed %+v, writes %v", err, bypassed, writes(c))
 	}
 	r, err := (&Purger{Clients: clients, Opts: Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: time.Minute, Escalations: Asked{diagnose.FlagBypassWebhook: {"guard"}}}}).Run(context.Background(), "ns")
-	if err != nil || r.Outcome != OutcomeGone || len(r.Bypassed) != 1 || r.Bypassed[0].Status != BypassRestored || !strings.HasSuffix(r.Bypassed[0].RestorePath, ".yaml") {
-		t.Fatalf("force: %v, outcome %s, bypassed %+v", err, r.Outcome, r.Bypassed)
+	if bypassed := r.RowsOf(RowBypass); err != nil || r.Outcome != OutcomeGone || len(bypassed) != 1 || bypassed[0].Status != RowDone || !strings.HasSuffix(bypassOf(bypassed[0]).RestorePath, ".yaml") {
+		t.Fatalf("force: %v, outcome %s, bypassed %+v", err, r.Outcome, bypassed)
 	}
 	kinds := map[ChangeKind]bool{}
 	for _, ch := range r.Changes {
@@ -104,8 +104,8 @@ func TestBypassLeftoverRestoredFirst(t *testing.T) {
 		t.Fatalf("plan: %v, warnings %+v, writes %v", err, plan.Warnings, writes(c))
 	}
 	r, err := (&Purger{Clients: clients, Opts: Options{DryRun: DryRunNone, BackupDir: t.TempDir(), Timeout: 2 * time.Second}}).Run(context.Background(), "ns")
-	if err != nil || len(r.Bypassed) != 1 || r.Bypassed[0].Status != BypassLeftover {
-		t.Fatalf("force: %v, bypassed %+v", err, r.Bypassed)
+	if bypassed := r.RowsOf(RowBypass); err != nil || len(bypassed) != 1 || bypassed[0].Status != RowDone || bypassed[0].Why != BypassLeftover {
+		t.Fatalf("force: %v, bypassed %+v", err, bypassed)
 	}
 	if live := c.Get(kubetest.ValidatingWebhooks, "", "guard"); len(live.GetAnnotations()) != 0 {
 		t.Errorf("leftover not restored: %v", live.GetAnnotations())

@@ -15,25 +15,25 @@ import (
 // this run lacks that gets past it. Only the types the last pass could
 // not recount are read again: no second sweep of the namespace.
 func (r *run) holding(ctx context.Context) {
-	rep := r.report
-	if r.rec == nil || !rep.stays() {
+	if r.rec == nil || !r.report.stays() {
 		return
 	}
 	diag := r.inspector().Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx), r.disc, r.inspectOptions())
-	rep.Holding = nil
+	var holding []Hold
 	for _, b := range diag.Blocking() {
 		if b.Kind == diagnose.BlockerControllerNotRunning {
 			continue // purge ran the controller's pass itself
 		}
-		rep.Holding = append(rep.Holding, r.hold(b))
+		holding = append(holding, r.hold(b))
 	}
 	for _, b := range r.denials() {
-		if !alreadyHeld(rep.Holding, b) {
-			rep.Holding = append(rep.Holding, r.hold(b))
+		if !alreadyHeld(holding, b) {
+			holding = append(holding, r.hold(b))
 		}
 	}
 	// What a purge flag gets past comes first: it is the step to take.
-	sort.SliceStable(rep.Holding, func(i, j int) bool { return rep.Holding[i].Step != nil && rep.Holding[j].Step == nil })
+	sort.SliceStable(holding, func(i, j int) bool { return holding[i].Step != nil && holding[j].Step == nil })
+	r.l.update(func(rep *Report) { rep.Holding = holding })
 }
 
 // lastSeen is the namespace's content as the last pass left it: its

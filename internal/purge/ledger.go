@@ -28,6 +28,11 @@ func (l *ledger) update(fn func(r *Report)) {
 	fn(l.report)
 }
 
+// end records how the run ended (its outcome, and why it stopped).
+func (l *ledger) end(o Outcome, stop *Stop) {
+	l.update(func(r *Report) { r.Outcome, r.Stop = o, stop })
+}
+
 // changed records a change made to the cluster.
 func (l *ledger) changed(c Change) {
 	l.update(func(r *Report) { r.Changes = append(r.Changes, c) })

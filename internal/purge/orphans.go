@@ -59,7 +59,7 @@ func (r *run) mustRevive() bool {
 // strip through, as up to 1.36. Its create was not asked in the
 // permission check (1.37 needs none without such a webhook).
 func (r *run) selectorMetGone() bool {
-	return slices.ContainsFunc(r.report.Strips, func(s Strip) bool { return s.Refusal != nil && s.Refusal.NamespaceGone }) ||
+	return slices.ContainsFunc(r.report.RowsOf(RowStrip), func(s Row) bool { return s.Refusal != nil && s.Refusal.NamespaceGone }) ||
 		slices.ContainsFunc(r.report.Failures, func(f Failure) bool { return f.Refusal != nil && f.Refusal.NamespaceGone })
 }
 
@@ -133,6 +133,6 @@ func (r *run) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (int, e
 			return n, nil
 		}
 	}
-	r.report.Finalize.Cause, r.report.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers
+	r.l.update(func(rep *Report) { rep.Finalize.Cause, rep.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers })
 	return 0, stopIfPlan(r, r.blocked())
 }

@@ -31,8 +31,8 @@ func TestOrphansPlan(t *testing.T) {
 	if w := writes(c); len(w) != 0 {
 		t.Fatalf("a plan sent writes: %v", w)
 	}
-	if !r.Orphans || r.Outcome != OutcomePlanned || !r.Finalize.Would || len(r.Strips) != 1 {
-		t.Errorf("orphans %v, outcome %s, finalize %+v, strips %+v", r.Orphans, r.Outcome, r.Finalize, r.Strips)
+	if !r.Orphans || r.Outcome != OutcomePlanned || !r.Finalize.Would || len(r.RowsOf(RowStrip)) != 1 {
+		t.Errorf("orphans %v, outcome %s, finalize %+v, rows %+v", r.Orphans, r.Outcome, r.Finalize, r.Rows)
 	}
 	if !hasWarning(r, WarnRevivalNeeded) {
 		t.Errorf("warnings %+v", r.Warnings)

@@ -38,20 +38,20 @@ func (r *run) passes(ctx context.Context) error {
 		var stop *stopError
 		switch {
 		case errors.Is(err, errGone):
-			r.report.Outcome = OutcomePlanned
+			r.l.end(OutcomePlanned, nil)
 			if r.w.real() {
-				r.report.Outcome = OutcomeGone
+				r.l.end(OutcomeGone, nil)
 			}
 			return nil
 		case !r.w.real():
-			r.report.Outcome = OutcomePlanned
+			r.l.end(OutcomePlanned, nil)
 			if err != nil || acted == 0 || pass == maxPlanPasses {
 				return nil
 			}
 			pass++
 			continue
 		case errors.As(err, &stop):
-			r.report.Outcome, r.report.Stop = OutcomeRemaining, stop.stop
+			r.l.end(OutcomeRemaining, stop.stop)
 			return nil
 		case err != nil && cutShort(ctx) != nil:
 			return r.stopped(ctx, cutShort(ctx))
@@ -64,8 +64,7 @@ func (r *run) passes(ctx context.Context) error {
 		case r.stalled(acted):
 			// The same refusals, nothing changed: only an outside action
 			// clears them, and waiting until --timeout would not help.
-			r.report.Outcome = OutcomeRemaining
-			r.report.Stop = &Stop{Reason: StopBlocked, After: time.Since(r.started).Round(time.Second).String()}
+			r.l.end(OutcomeRemaining, &Stop{Reason: StopBlocked, After: time.Since(r.started).Round(time.Second).String()})
 			return nil
 		default:
 			pass, backoff = pass+1, retryBackoff()
@@ -153,7 +152,7 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 	if res.Content == nil && err != nil {
 		return 0, 0, err // the namespace could not even be read
 	}
-	r.report.Passes = pass
+	r.l.update(func(rep *Report) { rep.Passes = pass })
 	r.recordPass(ctx, res, pass)
 	// What the pass left, before the escalations act on it: their
 	// refusals show in the next pass's line, and in the report.
@@ -272,7 +271,6 @@ func estimateOf(res deletion.Result) int64 {
 // finalize with other systems' tokens left, or content that remains, which
 // the escalations act on.
 func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (time.Duration, int, error) {
-	rep := r.report
 	var chased []string
 	if res.Content != nil {
 		chased = r.noteRecreated()
@@ -285,14 +283,13 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 		return 0, 0, stopIfPlan(r, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
 	case deletion.StageFinalized:
 		if err != nil {
-			rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()}
+			r.l.update(func(rep *Report) { rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()} })
 			r.l.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
 			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
 		}
-		r.finalized(res)
-		if kept := rep.Finalize.Kept; len(kept) > 0 {
+		if kept := r.finalized(res).Kept; len(kept) > 0 {
 			// Only their owners remove the tokens other systems set.
-			rep.Finalize.Cause = FinalizeOtherTokens
+			r.l.update(func(rep *Report) { rep.Finalize.Cause = FinalizeOtherTokens })
 			r.l.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
 			return 0, 0, stopIfPlan(r, r.blocked())
 		}
@@ -300,7 +297,7 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 		// still holds it (its own metadata.finalizers).
 		return 0, 1, r.goneAfterFinalize(ctx, res)
 	}
-	notFinalized(&rep.Finalize, res, err)
+	r.l.update(func(rep *Report) { notFinalized(&rep.Finalize, res, err) })
 	if len(chased) > 0 {
 		return 0, 0, &stopError{stop: r.rc.stop(chased)}
 	}
@@ -343,8 +340,9 @@ func (r *run) goneAfterFinalize(ctx context.Context, res deletion.Result) error 
 // purge stops chasing.
 func (r *run) noteRecreated() []string {
 	chased := r.rc.endPass()
-	r.report.Recreated = r.rc.list()
-	for _, o := range r.report.Recreated {
+	recreated := r.rc.list()
+	r.l.update(func(rep *Report) { rep.Recreated = recreated })
+	for _, o := range recreated {
 		r.l.warn(Warning{Kind: WarnRecreated, Resource: o.Resource, Name: o.Name})
 	}
 	return chased
@@ -352,17 +350,15 @@ func (r *run) noteRecreated() []string {
 
 // stopped ends a force run early, keeping the report of what was done.
 func (r *run) stopped(ctx context.Context, err error) error {
-	rep := r.report
-	rep.Outcome = OutcomeRemaining
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
-		rep.Stop = &Stop{Reason: StopInterrupted}
+		r.l.end(OutcomeRemaining, &Stop{Reason: StopInterrupted})
 		return nil
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		rep.Stop = &Stop{Reason: StopTimeout, Timeout: r.Opts.Timeout.String()}
+		r.l.end(OutcomeRemaining, &Stop{Reason: StopTimeout, Timeout: r.Opts.Timeout.String()})
 		return nil
 	}
-	rep.Stop = &Stop{Reason: StopError, Error: err.Error()}
+	r.l.end(OutcomeRemaining, &Stop{Reason: StopError, Error: err.Error()})
 	return err
 }
 

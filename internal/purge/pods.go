@@ -33,10 +33,68 @@ var forceDeletePodsEscalation = Escalation{
 		}
 		return fmt.Sprintf("force-deleted pod %s (grace period 0; node %s: %s), saved first", c.Name, node, c.NodeState)
 	}},
+	warnings: map[WarningKind]func(Warning) string{WarnNodeReady: func(w Warning) string {
+		// kubectl's own warning for --force --grace-period=0.
+		return fmt.Sprintf("pod %s is on node %s, which is Ready: force deletion does not wait for confirmation that its containers stopped; they may continue to run on the node", w.Name, w.Node)
+	}},
 }
 
 // ChangeForceDeletedPod: --force-delete-pods.
 const ChangeForceDeletedPod ChangeKind = "ForceDeletedPod"
+
+// WarnNodeReady: force-deleting a pod whose node is Ready.
+const WarnNodeReady WarningKind = "NodeReady"
+
+// RowForcedPod: a pod deleted (or to delete) with grace period 0.
+const RowForcedPod RowKind = "ForcedPod"
+
+// ForcedPod is what a forced pod's row knows beyond the others: its node,
+// and how long it has been terminating.
+type ForcedPod struct {
+	Node      string    `json:"node,omitempty"`
+	NodeState NodeState `json:"nodeState"`
+	// TerminatingSeconds is how long the pod has been terminating.
+	TerminatingSeconds int64 `json:"terminatingSeconds"`
+	// AfterSeconds: a plan's pod whose grace period is not over yet is
+	// force-deleted that much later.
+	AfterSeconds int64 `json:"afterSeconds,omitempty"`
+}
+
+// Of is its row kind.
+func (ForcedPod) Of() RowKind { return RowForcedPod }
+
+func forcedOf(r Row) ForcedPod {
+	fp, _ := r.Extra.(ForcedPod)
+	return fp
+}
+
+var forcedPodShape = Shape{
+	Kind: RowForcedPod, Section: "forcedPods", Key: "pods", Short: "FORCED PODS",
+	Title: "Pods to delete with grace period 0 (escalation)",
+	Columns: []Column{
+		{"POD", func(r Row) string { return r.Name }},
+		{"NODE", func(r Row) string { return orDash(forcedOf(r).Node) }},
+		{"NODE STATE", func(r Row) string { return string(forcedOf(r).NodeState) }},
+		{"TERMINATING", func(r Row) string { return (time.Duration(forcedOf(r).TerminatingSeconds) * time.Second).String() }},
+	},
+	Counted: "%d pod(s) force-deleted", Done: "Deleted",
+	Extra: ForcedPod{},
+	Result: func(r Row) string {
+		switch r.Status {
+		case RowPlanned:
+			if after := forcedOf(r).AfterSeconds; after > 0 {
+				return fmt.Sprintf("would delete, once its grace period ends (%ds)", after)
+			}
+			return "would delete"
+		case RowDone:
+			return "deleted"
+		case RowGone:
+			return "gone before its turn"
+		}
+		return ""
+	},
+	Fingerprint: func(r Row) string { return fmt.Sprintf("node=%q", forcedOf(r).Node) },
+}
 
 // podForcer force-deletes pods after each pass; it reads each pod's node
 // once.
@@ -74,18 +132,20 @@ func (f *podForcer) afterPass(ctx context.Context, a actor, content *deletion.Co
 		if wait > 0 {
 			fp.AfterSeconds = int64(wait.Round(time.Second).Seconds())
 		}
-		f.forceDelete(ctx, a, pod, &fp)
-		if fp.Status == ForceDeleted || fp.Status == ForcePlanned {
+		row := Row{Kind: RowForcedPod, Resource: "pods", Name: pod.Name, Extra: fp}
+		f.forceDelete(ctx, a, pod, &row)
+		if row.Counts() {
 			deleted++
 		}
-		a.record(func(r *Report) { r.ForcedPods = appendForced(r.ForcedPods, fp) })
+		a.record(func(r *Report) { r.Rows = addRow(r.Rows, row) })
 	}
 	return deleted
 }
 
 // forceDelete sends one pod's DELETE with grace period 0 and its UID as a
 // precondition, the pod saved first.
-func (f *podForcer) forceDelete(ctx context.Context, a actor, pod *v1.Pod, fp *ForcedPod) {
+func (f *podForcer) forceDelete(ctx context.Context, a actor, pod *v1.Pod, row *Row) {
+	fp := forcedOf(*row)
 	saved, err := toUnstructured(pod, "v1", "Pod")
 	var sent Sent
 	if err == nil {
@@ -95,19 +155,19 @@ func (f *podForcer) forceDelete(ctx context.Context, a actor, pod *v1.Pod, fp *F
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		fp.Status = ForceGone
+		row.Status = RowGone
 	case err != nil:
-		fp.Status, fp.Error = ForceFailed, err.Error()
-		fp.Refusal = a.fail(ctx, deletion.PodsGVR, Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name}, err)
+		row.Status, row.Error = RowFailed, err.Error()
+		row.Refusal = a.fail(ctx, deletion.PodsGVR, Failure{Verb: "force-delete", Resource: "pods", Name: pod.Name}, err)
 	default:
-		fp.Status = pick(sent, ForceDeleted, ForcePlanned)
+		row.Status = pick(sent, RowDone, RowPlanned)
 	}
 }
 
 // describe is a pod to force-delete: its node and how long it has been
 // terminating.
 func (f *podForcer) describe(ctx context.Context, a actor, pod *v1.Pod) ForcedPod {
-	fp := ForcedPod{Name: pod.Name, Node: pod.Spec.NodeName, NodeState: f.nodeState(ctx, a, pod.Spec.NodeName)}
+	fp := ForcedPod{Node: pod.Spec.NodeName, NodeState: f.nodeState(ctx, a, pod.Spec.NodeName)}
 	if dt := pod.DeletionTimestamp; dt != nil {
 		started := dt.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second)
 		fp.TerminatingSeconds = int64(a.now().Sub(started).Round(time.Second).Seconds())
@@ -142,14 +202,4 @@ func (f *podForcer) nodeState(ctx context.Context, a actor, name string) NodeSta
 	}
 	f.nodes[name] = state
 	return state
-}
-
-// appendForced adds fp unless the same pod with the same status is there.
-func appendForced(list []ForcedPod, fp ForcedPod) []ForcedPod {
-	for _, x := range list {
-		if x.Name == fp.Name && x.Status == fp.Status {
-			return list
-		}
-	}
-	return append(list, fp)
 }

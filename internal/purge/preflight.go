@@ -206,7 +206,8 @@ func (r *run) leftover(ctx context.Context, kind string, cfg *unstructured.Unstr
 		r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
 		return nil
 	}
-	by := Bypass{Kind: kind, Name: cfg.GetName(), Webhooks: webhookNames(cfg), Status: BypassLeftover}
+	by := bypassRow(kind, cfg.GetName(), Bypass{Webhooks: webhookNames(cfg)})
+	by.Status, by.Why = RowDone, BypassLeftover
 	read := func(ctx context.Context, gvr schema.GroupVersionResource, _, name string) (*unstructured.Unstructured, error) {
 		return r.Clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 	}
@@ -224,6 +225,6 @@ func (r *run) leftover(ctx context.Context, kind string, cfg *unstructured.Unstr
 		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), by.Name, err)
 	}
 	r.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: by.Name, Restored: true})
-	r.l.update(func(rep *Report) { rep.Bypassed = append(rep.Bypassed, by) })
+	r.l.update(func(rep *Report) { rep.Rows = append(rep.Rows, by) })
 	return nil
 }

@@ -182,10 +182,12 @@ func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 	ctx = kube.WithWarnings(ctx, run.serverWarning)
 	defer run.emit(Event{Kind: EventDone})
 	defer func() {
-		r.Leaks = leaksOf(r.Strips)
-		if run.w != nil && run.w.backup() != nil {
-			r.BackedUp = run.w.backup().Count()
-		}
+		run.l.update(func(rep *Report) {
+			rep.Leaks = leaksOf(rep.Rows)
+			if run.w != nil && run.w.backup() != nil {
+				rep.BackedUp = run.w.backup().Count()
+			}
+		})
 	}()
 	return r, run.do(ctx, ns)
 }

@@ -127,7 +127,7 @@ func TestPlanPlaysEscalationsToTheEnd(t *testing.T) {
 		t.Fatalf("passes %d, finalize %+v", r.Passes, r.Finalize)
 	}
 	var strips []string
-	for _, s := range r.Strips {
+	for _, s := range r.RowsOf(RowStrip) {
 		strips = append(strips, s.Resource+"/"+s.Name+":"+string(s.Status))
 	}
 	if !reflect.DeepEqual(strips, []string{"configmaps/held:Planned", "widgets.example.com/w1:Planned"}) {
@@ -162,11 +162,11 @@ func TestServerDryRunReportsRefusals(t *testing.T) {
 		t.Errorf("dry runs not sent: %v", c.Requests)
 	}
 	failed := false
-	for _, s := range r.Strips {
-		failed = failed || (s.Name == "w1" && s.Status == StripFailed && strings.Contains(s.Error, "deny.example.com"))
+	for _, s := range r.RowsOf(RowStrip) {
+		failed = failed || (s.Name == "w1" && s.Status == RowFailed && strings.Contains(s.Error, "deny.example.com"))
 	}
 	if !failed || r.Finalize.Would || !hasFailure(r, "strip", "widgets.example.com", "w1") {
-		t.Errorf("strips %+v, finalize %+v, failures %v", r.Strips, r.Finalize, r.Failures)
+		t.Errorf("rows %+v, finalize %+v, failures %v", r.Rows, r.Finalize, r.Failures)
 	}
 }
 

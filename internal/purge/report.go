@@ -27,16 +27,12 @@ type Report struct {
 	// Steps are the requests of the deletion passes: every pass of a plan,
 	// the last pass of a force run.
 	Steps []Step
-	// Strips are the finalizer removals planned or done.
-	Strips []Strip
-	// Leaks are what stripping each finalizer above leaves behind, from
-	// the catalogue.
-	Leaks []Leak
-	// ForcedPods are the pods deleted (or to delete) with grace period 0.
-	ForcedPods []ForcedPod
-	// Bypassed are the webhook configurations this namespace is (or would
-	// be) excluded from during the run.
-	Bypassed   []Bypass
+	// Rows are what the escalations acted on (or would), each in the shape
+	// of its kind (Shapes()).
+	Rows []Row
+	// Leaks are what stripping each finalizer leaves behind, from the
+	// catalogue.
+	Leaks      []Leak
 	Remaining  []Remaining
 	Conditions []Condition
 	Finalize   Finalize
@@ -137,30 +133,6 @@ type Step struct {
 	Refusal *diagnose.Refusal `json:"refusal,omitempty"`
 }
 
-// StripStatus is what became of one finalizer removal.
-type StripStatus string
-
-// Strip statuses.
-const (
-	StripPlanned     StripStatus = "Planned"     // a plan: would be sent (a server dry run accepted it)
-	StripRemoved     StripStatus = "Removed"     // done, the object saved first
-	StripFailed      StripStatus = "Failed"      // refused, or could not be saved first
-	StripGone        StripStatus = "Gone"        // the object went before its turn
-	StripNothingLeft StripStatus = "NothingLeft" // no matching finalizer was left on it
-	StripLeftAlone   StripStatus = "LeftAlone"   // a live controller put the finalizer back: not fought
-)
-
-// Strip is the removal of finalizers from one object.
-type Strip struct {
-	Resource   string      `json:"resource"`
-	Name       string      `json:"name"`
-	Finalizers []string    `json:"finalizers"`
-	Status     StripStatus `json:"status"`
-	Error      string      `json:"error,omitempty"`
-	// Refusal says who refused it, when the answer tells.
-	Refusal *diagnose.Refusal `json:"refusal,omitempty"`
-}
-
 // Leak is what stripping one finalizer costs.
 type Leak struct {
 	Finalizer string `json:"finalizer"`
@@ -182,61 +154,6 @@ const (
 	NodeUnknown     = diagnose.NodeUnknown
 	NodeUnscheduled = diagnose.NodeUnscheduled
 )
-
-// ForceStatus is what became of a pod's force-deletion.
-type ForceStatus string
-
-// Force-deletion statuses.
-const (
-	ForcePlanned ForceStatus = "Planned" // a plan: would be sent (a server dry run accepted it)
-	ForceDeleted ForceStatus = "Deleted" // done, the pod saved first
-	ForceFailed  ForceStatus = "Failed"
-	ForceGone    ForceStatus = "Gone" // the pod went before its turn
-)
-
-// ForcedPod is a pod deleted with gracePeriodSeconds 0 (what `kubectl
-// delete --force --grace-period=0` sends), once its grace period is over.
-type ForcedPod struct {
-	Name      string    `json:"name"`
-	Node      string    `json:"node,omitempty"`
-	NodeState NodeState `json:"nodeState"`
-	// TerminatingSeconds is how long the pod has been terminating.
-	TerminatingSeconds int64 `json:"terminatingSeconds"`
-	// AfterSeconds: a plan's pod whose grace period is not over yet is
-	// force-deleted that much later.
-	AfterSeconds int64       `json:"afterSeconds,omitempty"`
-	Status       ForceStatus `json:"status"`
-	Error        string      `json:"error,omitempty"`
-	// Refusal says who refused it, when the answer tells.
-	Refusal *diagnose.Refusal `json:"refusal,omitempty"`
-}
-
-// BypassStatus is what became of a webhook configuration's bypass.
-type BypassStatus string
-
-// Bypass statuses.
-const (
-	BypassPlanned       BypassStatus = "Planned"       // a plan: would be excluded during the run
-	BypassRestored      BypassStatus = "Restored"      // excluded during the run, then restored
-	BypassFailed        BypassStatus = "Failed"        // could not be excluded: nothing changed
-	BypassRestoreFailed BypassStatus = "RestoreFailed" // excluded, and not restored: see RestorePath
-	BypassLeftover      BypassStatus = "LeftoverRestored"
-)
-
-// Bypass is one webhook configuration named by --bypass-webhook.
-type Bypass struct {
-	// Kind is ValidatingWebhookConfiguration or MutatingWebhookConfiguration.
-	Kind     string   `json:"kind"`
-	Name     string   `json:"name"`
-	Webhooks []string `json:"webhooks"`
-	// Catches names what of purge's writes it catches in the namespace.
-	Catches []string     `json:"catches,omitempty"`
-	Status  BypassStatus `json:"status"`
-	Error   string       `json:"error,omitempty"`
-	// RestorePath is the configuration as it was, saved in the backup
-	// before the run changed it: `kubectl replace -f` it to restore by hand.
-	RestorePath string `json:"-"`
-}
 
 // Recreated is an object created anew in the terminating namespace: a name
 // purge deleted that reappeared with a new UID, or an object created after
@@ -348,7 +265,6 @@ const (
 	WarnRecreated       WarningKind = "Recreated"       // content created anew in the terminating namespace
 	WarnConflict        WarningKind = "Conflict"        // an object changed while purge worked on it
 	WarnPutBack         WarningKind = "PutBack"         // a live controller put a finalizer back
-	WarnNodeReady       WarningKind = "NodeReady"       // force-deleting a pod whose node is Ready
 	WarnBypassLeftover  WarningKind = "BypassLeftover"  // a killed run left a webhook bypassed
 	WarnBypassedRefusal WarningKind = "BypassedRefusal" // a server dry run refused by a bypassed webhook
 	WarnAPIServer       WarningKind = "APIServer"       // a warning the API server sent (admission)

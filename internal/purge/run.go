@@ -13,7 +13,6 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
-	"github.com/ns-doctor/ns-doctor/internal/finalizers"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -96,8 +95,7 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		defer cancel()
 	}
 	r.deleter = r.newDeleter()
-	r.report.Flags = r.Opts.flags(r.ns())
-	r.report.Escalations = r.Opts.Escalations.Used()
+	r.l.update(func(rep *Report) { rep.Flags, rep.Escalations = r.Opts.flags(r.ns()), r.Opts.Escalations.Used() })
 	err = r.passes(ctx)
 	r.holding(context.WithoutCancel(ctx))
 	return err
@@ -228,8 +226,9 @@ func notFinalized(f *Finalize, res deletion.Result, err error) {
 	}
 }
 
-// finalized records a pass that finalized the namespace (or would).
-func (r *run) finalized(res deletion.Result) {
+// finalized records a pass that finalized the namespace (or would), and
+// returns what it recorded.
+func (r *run) finalized(res deletion.Result) Finalize {
 	var f Finalize
 	r.l.update(func(rep *Report) {
 		rep.Finalize.Would, rep.Finalize.Done = true, r.w.real()
@@ -251,7 +250,7 @@ func (r *run) finalized(res deletion.Result) {
 		f = rep.Finalize
 	})
 	if !r.w.real() {
-		return // a plan changes nothing
+		return f // a plan changes nothing
 	}
 	switch {
 	case r.Opts.Orphans:
@@ -259,6 +258,7 @@ func (r *run) finalized(res deletion.Result) {
 	case len(f.Remove) > 0:
 		r.l.changed(Change{Kind: ChangeFinalized, Name: r.ns(), Finalizers: f.Remove})
 	}
+	return f
 }
 
 func tokens(names []v1.FinalizerName) []string {
@@ -317,46 +317,6 @@ func (r *run) emit(e Event) {
 // requestDone tells the listener of a pass's request.
 func (r *run) requestDone(s Step) {
 	r.emit(Event{Kind: EventRequest, Step: &s})
-}
-
-// leaksOf says, for each finalizer stripped (or to strip), what it costs.
-func leaksOf(strips []Strip) []Leak {
-	seen := map[string]bool{}
-	var out []Leak
-	for _, s := range strips {
-		for _, f := range s.Finalizers {
-			if seen[f] || (s.Status != StripPlanned && s.Status != StripRemoved) {
-				continue
-			}
-			seen[f] = true
-			l := Leak{Finalizer: f}
-			if e := finalizers.Lookup(f); e != nil {
-				l.Owner, l.Leak, l.Source = e.Owner, e.Leak, e.Source
-			}
-			out = append(out, l)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Finalizer < out[j].Finalizer })
-	return out
-}
-
-// stripCandidates are the resources whose objects an escalation may strip:
-// what the pass left, and what it failed to delete (a webhook refusing the
-// DELETE may refuse the finalizer removal too, which the report then says).
-func stripCandidates(c *deletion.ContentResult) []schemaGVR {
-	set := map[schemaGVR]bool{}
-	for gvr := range c.Totals.GVRToNumRemaining {
-		set[gvr] = true
-	}
-	for _, gvr := range c.Failed {
-		set[gvr] = true
-	}
-	out := make([]schemaGVR, 0, len(set))
-	for gvr := range set {
-		out = append(out, gvr)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
 }
 
 // errGone ends the passes: the namespace is gone.

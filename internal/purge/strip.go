@@ -57,6 +57,89 @@ var (
 // ChangeStrippedFinalizers: --remove-finalizers, --remove-all-finalizers.
 const ChangeStrippedFinalizers ChangeKind = "StrippedFinalizers"
 
+// RowStrip: the finalizers removed (or to remove) from one object.
+const RowStrip RowKind = "Strip"
+
+// Strip is what a strip's row knows beyond the others: the finalizers.
+type Strip struct {
+	Finalizers []string `json:"finalizers"`
+}
+
+// Of is its row kind.
+func (Strip) Of() RowKind { return RowStrip }
+
+func stripOf(r Row) Strip {
+	s, _ := r.Extra.(Strip)
+	return s
+}
+
+// Why a strip was not sent.
+const (
+	StripNothingLeft = "NothingLeft" // no matching finalizer was left on it
+	StripLeftAlone   = "LeftAlone"   // a live controller put the finalizer back: not fought
+)
+
+var stripShape = Shape{
+	Kind: RowStrip, Section: "strips", Key: "finalizer_strips", Short: "STRIPS",
+	Title: "Finalizers to remove (escalation)",
+	Columns: []Column{
+		{"RESOURCE", func(r Row) string { return r.Resource }},
+		{"NAME", func(r Row) string { return r.Name }},
+		{"FINALIZERS", func(r Row) string { return joinSome(stripOf(r).Finalizers) }},
+	},
+	Counted: "%d finalizer removal(s)", Done: "Removed",
+	Extra: Strip{},
+	Units: func(r Row) int { return len(stripOf(r).Finalizers) }, UnitWords: " of %d finalizer(s)",
+	Result: func(r Row) string {
+		switch {
+		case r.Why == StripNothingLeft:
+			return "no matching finalizer left"
+		case r.Why == StripLeftAlone:
+			return "left alone: put back by a live controller"
+		case r.Status == RowPlanned:
+			return "would remove"
+		case r.Status == RowDone:
+			return "removed"
+		case r.Status == RowGone:
+			return "gone before its finalizers were removed"
+		}
+		return ""
+	},
+	Fingerprint: func(r Row) string {
+		return fmt.Sprintf("finalizers=%q", sortedCopy(stripOf(r).Finalizers))
+	},
+	Notes: leakNotes,
+}
+
+// leakNotes say what stripping each finalizer leaks, after the table.
+func leakNotes(r *Report) []string {
+	var out []string
+	for _, l := range r.Leaks {
+		if l.Owner == "" {
+			out = append(out, fmt.Sprintf("stripping %s: unknown owner; what it guards is not known", l.Finalizer))
+			continue
+		}
+		out = append(out, fmt.Sprintf("stripping %s (owner: %s) leaks: %s", l.Finalizer, l.Owner, l.Leak))
+	}
+	return out
+}
+
+// joinSome joins the first few of a list, and says how many more, as the
+// printer bounds its cells.
+func joinSome(list []string) string {
+	const some = 20
+	if len(list) <= some {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s, +%d more", strings.Join(list[:some], ", "), len(list)-some)
+}
+
+func sortedCopy(list []string) []string {
+	out := slices.Clone(list)
+	slices.Sort(out)
+	return out
+}
+
 func strippedWords(c Change, _ string) string {
 	return fmt.Sprintf("removed finalizers %v from %s/%s", c.Finalizers, c.Resource, c.Name)
 }
@@ -190,8 +273,8 @@ func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.Con
 				continue
 			}
 			st := s.stripOne(ctx, a, gvr, item.Name)
-			a.record(func(r *Report) { r.Strips = appendStrip(r.Strips, st) })
-			if st.Status == StripRemoved || st.Status == StripPlanned {
+			a.record(func(r *Report) { r.Rows = addRow(r.Rows, st) })
+			if st.Counts() {
 				changed++
 			}
 		}
@@ -202,24 +285,25 @@ func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.Con
 // stripOne reads the object, saves it, and patches its finalizers guarded
 // by its resourceVersion; after a concurrent change it reads again and
 // retries.
-func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name string) Strip {
-	st := Strip{Resource: deletion.ResourceName(gvr), Name: name}
+func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name string) Row {
+	st := Row{Kind: RowStrip, Resource: deletion.ResourceName(gvr), Name: name, Extra: Strip{}}
+	var strip []string
 	var sent Sent
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := a.read(ctx, gvr, a.namespace(), name)
 		if apierrors.IsNotFound(err) {
-			st.Status = StripGone
+			st.Status = RowGone
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		strip := s.match(obj.GetFinalizers())
+		strip = s.match(obj.GetFinalizers())
 		if len(strip) == 0 {
-			st.Status = StripNothingLeft
+			st.Status, st.Why = RowSkipped, StripNothingLeft
 			return nil
 		}
-		st.Finalizers = strip
+		st.Extra = Strip{Finalizers: strip}
 		after := obj.DeepCopy()
 		after.SetFinalizers(without(obj.GetFinalizers(), strip))
 		patch, err := guardedPatch(obj, after)
@@ -236,25 +320,14 @@ func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name st
 	})
 	switch {
 	case err != nil:
-		st.Status, st.Error = StripFailed, err.Error()
+		st.Status, st.Error = RowFailed, err.Error()
 		st.Refusal = a.fail(ctx, gvr, Failure{Verb: "strip", Resource: st.Resource, Name: name}, err)
 	case st.Status == "":
-		st.Status = pick(sent, StripRemoved, StripPlanned)
+		st.Status = pick(sent, RowDone, RowPlanned)
 		key := st.Resource + "/" + name
-		s.stripped[key] = append(s.stripped[key], st.Finalizers...)
+		s.stripped[key] = append(s.stripped[key], strip...)
 	}
 	return st
-}
-
-// appendStrip adds s unless the same result for the same object is already
-// listed (later passes meet it again).
-func appendStrip(list []Strip, s Strip) []Strip {
-	for _, x := range list {
-		if x.Resource == s.Resource && x.Name == s.Name && x.Status == s.Status {
-			return list
-		}
-	}
-	return append(list, s)
 }
 
 // putBack returns the finalizers purge already removed from the object
@@ -275,7 +348,7 @@ func (s *stripper) leftAlone(a actor, gvr schemaGVR, name string, back []string)
 	res := deletion.ResourceName(gvr)
 	a.warn(Warning{Kind: WarnPutBack, Resource: res, Name: name, Finalizers: back})
 	a.record(func(r *Report) {
-		r.Strips = appendStrip(r.Strips, Strip{Resource: res, Name: name, Finalizers: back, Status: StripLeftAlone})
+		r.Rows = addRow(r.Rows, Row{Kind: RowStrip, Resource: res, Name: name, Status: RowSkipped, Why: StripLeftAlone, Extra: Strip{Finalizers: back}})
 	})
 }
 
@@ -291,4 +364,47 @@ func hasFinalizers(snap *deletion.Snapshot, gvr schemaGVR) bool {
 		}
 	}
 	return false
+}
+
+// leaksOf says, for each finalizer stripped (or to strip), what it costs.
+func leaksOf(rows []Row) []Leak {
+	seen := map[string]bool{}
+	var out []Leak
+	for _, s := range rows {
+		if s.Kind != RowStrip || !s.Counts() {
+			continue
+		}
+		for _, f := range stripOf(s).Finalizers {
+			if seen[f] {
+				continue
+			}
+			seen[f] = true
+			l := Leak{Finalizer: f}
+			if e := finalizers.Lookup(f); e != nil {
+				l.Owner, l.Leak, l.Source = e.Owner, e.Leak, e.Source
+			}
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Finalizer < out[j].Finalizer })
+	return out
+}
+
+// stripCandidates are the resources whose objects an escalation may strip:
+// what the pass left, and what it failed to delete (a webhook refusing the
+// DELETE may refuse the finalizer removal too, which the report then says).
+func stripCandidates(c *deletion.ContentResult) []schemaGVR {
+	set := map[schemaGVR]bool{}
+	for gvr := range c.Totals.GVRToNumRemaining {
+		set[gvr] = true
+	}
+	for _, gvr := range c.Failed {
+		set[gvr] = true
+	}
+	out := make([]schemaGVR, 0, len(set))
+	for gvr := range set {
+		out = append(out, gvr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }

@@ -29,11 +29,11 @@ func TestStripRetriesOnConflict(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		conflicts int
-		status    StripStatus
+		status    RowStatus
 		changes   int
 	}{
-		{"one concurrent change", 1, StripRemoved, 1},
-		{"keeps changing", retry.DefaultRetry.Steps, StripFailed, 0},
+		{"one concurrent change", 1, RowDone, 1},
+		{"keeps changing", retry.DefaultRetry.Steps, RowFailed, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, patches := fakePurger(t, tc.conflicts)

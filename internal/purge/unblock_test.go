@@ -107,10 +107,10 @@ func TestForceDeletePods(t *testing.T) {
 		t.Fatal(err)
 	}
 	states := map[string]string{}
-	for _, f := range r.ForcedPods {
-		states[f.Name] = string(f.NodeState) + "/" + string(f.Status)
+	for _, f := range r.RowsOf(RowForcedPod) {
+		states[f.Name] = string(forcedOf(f).NodeState) + "/" + string(f.Status)
 	}
-	if states["lost"] != "Missing/Deleted" || states["running"] != "Ready/Deleted" || states["young"] != "" {
+	if states["lost"] != "Missing/Done" || states["running"] != "Ready/Done" || states["young"] != "" {
 		t.Fatalf("forced pods %v", states)
 	}
 	if !slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarnNodeReady && w.Name == "running" && w.Node == "alive" }) {
@@ -134,8 +134,8 @@ func TestPlanForceDeletePods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.ForcedPods) != 1 || r.ForcedPods[0].AfterSeconds != 45 || r.ForcedPods[0].NodeState != NodeMissing || !r.Finalize.Would {
-		t.Fatalf("forced %+v, finalize %+v", r.ForcedPods, r.Finalize)
+	if forced := r.RowsOf(RowForcedPod); len(forced) != 1 || forcedOf(forced[0]).AfterSeconds != 45 || forcedOf(forced[0]).NodeState != NodeMissing || !r.Finalize.Would {
+		t.Fatalf("forced %+v, finalize %+v", forced, r.Finalize)
 	}
 	c.Fail = func(verb string, gvr schema.GroupVersionResource, ns, name string) error {
 		if verb == "delete" && gvr == kubetest.Pods {
@@ -144,7 +144,7 @@ func TestPlanForceDeletePods(t *testing.T) {
 		return nil
 	}
 	r, _ = (&Purger{Clients: c.Clients(), Opts: Options{DryRun: DryRunServer, Escalations: Asked{diagnose.FlagForceDeletePods: nil}}}).Run(context.Background(), "ns")
-	if len(r.ForcedPods) != 1 || r.ForcedPods[0].Status != ForceFailed || r.Finalize.Would {
-		t.Fatalf("server dry run: forced %+v, finalize %+v", r.ForcedPods, r.Finalize)
+	if forced := r.RowsOf(RowForcedPod); len(forced) != 1 || forced[0].Status != RowFailed || r.Finalize.Would {
+		t.Fatalf("server dry run: forced %+v, finalize %+v", forced, r.Finalize)
 	}
 }

@@ -212,7 +212,7 @@ func plan(t *testing.T, cs *sdk.ClientSession, name string) mcp.PlanResult {
 	t.Helper()
 	var p mcp.PlanResult
 	res := call(t, cs, mcp.ToolPlan, map[string]any{"namespace": name, "escalations": map[string]any{"remove-finalizers": []string{"example.com/*"}}}, &p)
-	if res.IsError || p.PlanID == "" || p.WouldChange.FinalizerStrips != 1 || !p.WouldChange.Finalize {
+	if res.IsError || p.PlanID == "" || p.WouldChange.Of(purge.RowStrip).Rows != 1 || !p.WouldChange.Finalize {
 		t.Fatalf("plan_purge: %s %+v", summary(res), p)
 	}
 	return p

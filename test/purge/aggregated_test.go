@@ -138,7 +138,7 @@ func TestRecreatedContentReportedNotChased(t *testing.T) {
 	if len(rep.Recreated) != 1 || rep.Recreated[0].Resource != gadgets || rep.Recreated[0].Name != "g1" || rep.Recreated[0].Times < 3 {
 		t.Errorf("recreated: %+v", rep.Recreated)
 	}
-	if !strings.Contains(strings.Join(rep.Warnings, "\n"), gadgets+"/g1 was created anew") {
+	if !hasWarning(rep, purge.WarnRecreated, gadgets, "g1") {
 		t.Errorf("warnings: %q", rep.Warnings)
 	}
 }
@@ -166,14 +166,16 @@ func TestFinalizerPutBackIsNotFought(t *testing.T) {
 	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining {
 		t.Fatalf("exit %d, outcome %s, message %q\n%s", r.Code, rep.Outcome, rep.Message, r.Stderr)
 	}
-	results := map[purge.StripStatus]int{}
-	for _, s := range rep.Strips {
-		results[s.Status]++
+	results := map[string]int{}
+	for _, s := range rep.RowsOf(purge.RowStrip) {
+		results[string(s.Status)+s.Why]++
 	}
-	if results[purge.StripRemoved] != 1 || results[purge.StripLeftAlone] != 1 {
-		t.Errorf("strips %+v: want the finalizer removed once, then left alone", rep.Strips)
+	if results[string(purge.RowDone)] != 1 || results[string(purge.RowSkipped)+purge.StripLeftAlone] != 1 {
+		t.Errorf("strips %+v: want the finalizer removed once, then left alone", rep.RowsOf(purge.RowStrip))
 	}
-	if !strings.Contains(strings.Join(rep.Warnings, "\n"), "finalizer example.com/operator was put back by a live controller") {
+	if !slices.ContainsFunc(rep.WarningDetails, func(w printer.WarningDetail) bool {
+		return w.Kind == purge.WarnPutBack && slices.Contains(w.Finalizers, "example.com/operator")
+	}) {
 		t.Errorf("warnings: %q", rep.Warnings)
 	}
 	if fins := agg.Stored(name)["g1"].GetFinalizers(); !slices.Contains(fins, "example.com/operator") {

@@ -60,7 +60,7 @@ func TestDeleteAPIService(t *testing.T) {
 	if r.Code != 0 || rep.Outcome != purge.OutcomeGone {
 		t.Fatalf("--force: exit %d, outcome %s: %s\n%s", r.Code, rep.Outcome, rep.Message, r.Stderr)
 	}
-	if !slices.ContainsFunc(rep.Changes, func(c string) bool { return strings.Contains(c, "deleted APIService "+svc) }) {
+	if !slices.ContainsFunc(rep.ChangeDetails, func(c printer.ChangeDetail) bool { return c.Kind == purge.ChangeDeletedAPIService && c.Name == svc }) {
 		t.Errorf("changes %q do not say the APIService was deleted", rep.Changes)
 	}
 	if _, err := cluster.Dynamic.Resource(apiServicesGVR).Get(ctx, svc, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -3,6 +3,7 @@ package purge_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,8 +151,8 @@ func TestWebhookRefusalNamesWhoAndStopsEarly(t *testing.T) {
 	}
 	step := holdStep(t, rep, diagnose.BlockerWebhook, diagnose.FlagBypassWebhook)
 	done := followStep(t, step)
-	if done.Outcome != purge.OutcomeGone || len(done.Bypassed) != 1 || done.Bypassed[0].Status != purge.BypassRestored {
-		t.Fatalf("the printed step %q: outcome %s, bypassed %+v", step, done.Outcome, done.Bypassed)
+	if bypassed := done.RowsOf(purge.RowBypass); done.Outcome != purge.OutcomeGone || len(bypassed) != 1 || bypassed[0].Status != purge.RowDone {
+		t.Fatalf("the printed step %q: outcome %s, bypassed %+v", step, done.Outcome, bypassed)
 	}
 	kinds := map[purge.ChangeKind]bool{}
 	for i, c := range done.ChangeDetails {
@@ -208,7 +209,9 @@ func TestConversionDownNamesTheCRDAndStopsEarly(t *testing.T) {
 	if r.Code != 5 || rep.Stop == nil || rep.Stop.Reason != purge.StopBlocked {
 		t.Fatalf("force: exit %d, stop %+v\n%s", r.Code, rep.Stop, r.Stderr)
 	}
-	if !strings.Contains(strings.Join(rep.Errors, "\n"), "the conversion webhook of CRD "+crd+" cannot be called") {
+	if !slices.ContainsFunc(rep.ErrorDetails, func(e printer.ErrorDetail) bool {
+		return e.Refusal != nil && e.Refusal.By == diagnose.RefusedByConversion && e.Refusal.CRD == crd
+	}) {
 		t.Errorf("errors do not name the CRD: %q", rep.Errors)
 	}
 	typedErrors(t, "--force", rep, apierror.ConversionFailed, func(e printer.ErrorDetail) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,8 +92,8 @@ func TestOrphansOfAForcedFinalize(t *testing.T) {
 	}
 	// 1.37 admits the PATCH of an object whose namespace is gone: no
 	// namespace is re-created for it (test/versions proves 1.36's way).
-	if len(rep.Strips) != 2 || strings.Contains(strings.Join(rep.Changes, "\n"), "created namespace "+former) {
-		t.Errorf("strips %+v, changes %q: the finalizers are removed in place", rep.Strips, rep.Changes)
+	if len(rep.RowsOf(purge.RowStrip)) != 2 || hasChange(rep, purge.ChangeCreatedNamespace) {
+		t.Errorf("rows %+v, changes %q: the finalizers are removed in place", rep.Rows, rep.Changes)
 	}
 	if left := explainOrphans(t, 0, former); len(left.Namespaces) != 0 {
 		t.Errorf("leftovers after purge --orphans: %+v", left.Namespaces)
@@ -135,7 +136,7 @@ func TestPurgeOrphansWithoutFinalizersCreatesNoNamespace(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 0 || rep.Outcome != purge.OutcomeGone || rep.BackedUp != 2 {
 		t.Fatalf("exit %d, %v\n%s\n%s", r.Code, err, r.Stdout, r.Stderr)
 	}
-	if strings.Contains(strings.Join(rep.Changes, "\n"), "created namespace") {
+	if hasChange(rep, purge.ChangeCreatedNamespace) {
 		t.Errorf("a namespace was created without need: %q", rep.Changes)
 	}
 	if left := explainOrphans(t, 0, former); len(left.Namespaces) != 0 {
@@ -170,4 +171,16 @@ func hasContent(f diagnose.FormerNamespace, group, resource string, count int) b
 		}
 	}
 	return false
+}
+
+// hasChange tells whether the report made a change of that kind.
+func hasChange(rep printer.PurgeDocument, kind purge.ChangeKind) bool {
+	return slices.ContainsFunc(rep.ChangeDetails, func(c printer.ChangeDetail) bool { return c.Kind == kind })
+}
+
+// hasWarning tells whether the report warned of that kind about the object.
+func hasWarning(rep printer.PurgeDocument, kind purge.WarningKind, resource, name string) bool {
+	return slices.ContainsFunc(rep.WarningDetails, func(w printer.WarningDetail) bool {
+		return w.Kind == kind && w.Resource == resource && w.Name == name
+	})
 }

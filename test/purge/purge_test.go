@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
@@ -73,14 +75,14 @@ func TestForcePurgeWithoutControllerAndRestoreBackup(t *testing.T) {
 		t.Fatalf("namespace still there after purge reported it gone: %v", err)
 	}
 	stripped := map[string]bool{}
-	for _, s := range rep.Strips {
-		if s.Status == purge.StripRemoved {
+	for _, s := range rep.RowsOf(purge.RowStrip) {
+		if s.Status == purge.RowDone {
 			stripped[s.Resource+"/"+s.Name] = true
 		}
 	}
 	for _, want := range []string{"pods/held-pod", "configmaps/held", "widgets.example.com/w1"} {
 		if !stripped[want] {
-			t.Errorf("strip of %s not reported: %+v", want, rep.Strips)
+			t.Errorf("strip of %s not reported: %+v", want, rep.Rows)
 		}
 	}
 	if !strings.Contains(r.Stderr, "pass 1:") {
@@ -151,14 +153,14 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		}
 		var rep printer.PurgeDocument
 		plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
-		if rep.Outcome != purge.OutcomePlanned || len(rep.Changes) != 0 || len(rep.Errors) != 0 {
+		if rep.Outcome != purge.OutcomePlanned || len(rep.ChangeDetails) != 0 || len(rep.ErrorDetails) != 0 {
 			t.Errorf("--dry-run=%s: outcome %s, changes %v, errors %v", mode, rep.Outcome, rep.Changes, rep.Errors)
 		}
 		// Pods go first: the first pass reaches only the held pod, whose
 		// strip lets the second reach the rest, as --force would; a third
 		// finds nothing and finalizes.
 		var stripped []string
-		for _, s := range rep.Strips {
+		for _, s := range rep.RowsOf(purge.RowStrip) {
 			stripped = append(stripped, s.Resource+"/"+s.Name)
 		}
 		want := []string{"pods/held-pod", "configmaps/held", "widgets.example.com/w1"}
@@ -191,8 +193,10 @@ func TestFailClosedWebhookIsReported(t *testing.T) {
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--dry-run=server", "--remove-finalizers=example.com/hold", "-o", "json")
 	var rep printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &rep))
-	if !strings.Contains(strings.Join(rep.Errors, "\n"), `failed calling webhook "deny.`+name+`.example.com"`) {
-		t.Errorf("server dry run does not report the webhook: %+v", rep.Errors)
+	if !slices.ContainsFunc(rep.ErrorDetails, func(e printer.ErrorDetail) bool {
+		return e.Kind == apierror.WebhookFailed && e.APIError.Webhook == "deny."+name+".example.com"
+	}) {
+		t.Errorf("server dry run does not report the webhook: %+v", rep.ErrorDetails)
 	}
 	if fmt.Sprint(resourceVersions(t, name)) != fmt.Sprint(before) {
 		t.Fatal("server dry run changed the cluster")

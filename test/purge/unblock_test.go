@@ -41,13 +41,13 @@ func TestForceDeletePodsOnALostNode(t *testing.T) {
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	plan, r := purgeJSON(t, name, "--force-delete-pods")
-	if r.Code != 0 || len(plan.ForcedPods) != 1 || plan.ForcedPods[0].Node != "node-gone" || plan.ForcedPods[0].NodeState != purge.NodeMissing || !plan.Finalize.Would {
-		t.Fatalf("plan: exit %d, forced pods %+v, finalize %+v", r.Code, plan.ForcedPods, plan.Finalize)
+	if forced := plan.RowsOf(purge.RowForcedPod); r.Code != 0 || len(forced) != 1 || forced[0].Extra.(purge.ForcedPod).Node != "node-gone" || forced[0].Extra.(purge.ForcedPod).NodeState != purge.NodeMissing || !plan.Finalize.Would {
+		t.Fatalf("plan: exit %d, forced pods %+v, finalize %+v", r.Code, forced, plan.Finalize)
 	}
 
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--timeout=10s", "--backup-dir", t.TempDir())
-	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining || len(rep.ForcedPods) != 0 {
-		t.Fatalf("without the escalation: exit %d, outcome %s, forced %+v", r.Code, rep.Outcome, rep.ForcedPods)
+	if r.Code != 5 || rep.Outcome != purge.OutcomeRemaining || len(rep.RowsOf(purge.RowForcedPod)) != 0 {
+		t.Fatalf("without the escalation: exit %d, outcome %s, rows %+v", r.Code, rep.Outcome, rep.Rows)
 	}
 	if _, err := cluster.Kube.CoreV1().ConfigMaps(name).Get(ctx, "plain", metav1.GetOptions{}); err != nil {
 		t.Fatalf("pods go first: the configmap must still be there: %v", err)
@@ -55,8 +55,8 @@ func TestForceDeletePodsOnALostNode(t *testing.T) {
 
 	dir := t.TempDir()
 	rep, r = purgeJSON(t, name, "--force", "--yes", "--force-delete-pods", "--timeout=60s", "--backup-dir", dir)
-	if r.Code != 0 || rep.Outcome != purge.OutcomeGone || len(rep.ForcedPods) != 1 || rep.ForcedPods[0].Status != purge.ForceDeleted {
-		t.Fatalf("with --force-delete-pods: exit %d, outcome %s, forced %+v\n%s", r.Code, rep.Outcome, rep.ForcedPods, r.Stderr)
+	if forced := rep.RowsOf(purge.RowForcedPod); r.Code != 0 || rep.Outcome != purge.OutcomeGone || len(forced) != 1 || forced[0].Status != purge.RowDone {
+		t.Fatalf("with --force-delete-pods: exit %d, outcome %s, forced %+v\n%s", r.Code, rep.Outcome, forced, r.Stderr)
 	}
 	pods, err := backup.Objects(dir, deletion.PodsGVR)
 	if err != nil || len(pods) != 1 || pods[0].GetName() != "on-lost-node" {
@@ -148,11 +148,11 @@ func TestBypassWebhookForTheRunOnly(t *testing.T) {
 
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--remove-finalizers=example.com/*", "--timeout=8s", "--backup-dir", t.TempDir())
 	failed := false
-	for _, s := range rep.Strips {
-		failed = failed || (s.Name == "g1" && s.Status == purge.StripFailed && strings.Contains(s.Error, webhook))
+	for _, s := range rep.RowsOf(purge.RowStrip) {
+		failed = failed || (s.Name == "g1" && s.Status == purge.RowFailed && s.Refusal != nil && s.Refusal.Webhook == webhook)
 	}
 	if r.Code != 5 || !failed {
-		t.Fatalf("--remove-finalizers alone: exit %d, strips %+v", r.Code, rep.Strips)
+		t.Fatalf("--remove-finalizers alone: exit %d, rows %+v", r.Code, rep.Rows)
 	}
 
 	dir := t.TempDir()
@@ -181,8 +181,8 @@ func TestBypassWebhookForTheRunOnly(t *testing.T) {
 
 	var bypassed printer.PurgeDocument
 	plugintest.Must(t, json.Unmarshal(stdout.Bytes(), &bypassed))
-	if len(bypassed.Bypassed) != 1 || bypassed.Bypassed[0].Status != purge.BypassRestored || bypassed.Bypassed[0].Catches[0] != "DELETE gizmos.bypass.example.com" {
-		t.Errorf("bypassed %+v", bypassed.Bypassed)
+	if rows := bypassed.RowsOf(purge.RowBypass); len(rows) != 1 || rows[0].Status != purge.RowDone || rows[0].Extra.(purge.Bypass).Catches[0] != "DELETE gizmos.bypass.example.com" {
+		t.Errorf("bypassed %+v", rows)
 	}
 
 	// What is left the webhook does not catch: the bypass is refused as
@@ -220,11 +220,11 @@ func TestBypassSurvivesInterruptAndKill(t *testing.T) {
 	}
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--timeout=5s", "--backup-dir", t.TempDir())
 	leftover := false
-	for _, b := range rep.Bypassed {
-		leftover = leftover || (b.Name == cfg && b.Status == purge.BypassLeftover)
+	for _, b := range rep.RowsOf(purge.RowBypass) {
+		leftover = leftover || (b.Name == cfg && b.Why == purge.BypassLeftover)
 	}
 	if !leftover || comparable(t, liveConfig(t, cfg)) != original {
-		t.Fatalf("the next run did not restore the leftover first: exit %d, bypassed %+v\n%s", r.Code, rep.Bypassed, r.Stderr)
+		t.Fatalf("the next run did not restore the leftover first: exit %d, rows %+v\n%s", r.Code, rep.Rows, r.Stderr)
 	}
 }
 
