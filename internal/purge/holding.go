@@ -14,7 +14,7 @@ import (
 // diagnosis of what the run last saw, each blocker with the purge flag
 // this run lacks that gets past it. Only the types the last pass could
 // not recount are read again: no second sweep of the namespace.
-func (r *run) holding(ctx context.Context) {
+func (r *passLoop) holding(ctx context.Context) {
 	if r.rec == nil || !r.report.stays() {
 		return
 	}
@@ -39,7 +39,7 @@ func (r *run) holding(ctx context.Context) {
 // lastSeen is the namespace's content as the last pass left it: its
 // recounts, the types it could not recount read again, and the pods in
 // full when some remain.
-func (r *run) lastSeen(ctx context.Context) *deletion.Snapshot {
+func (r *passLoop) lastSeen(ctx context.Context) *deletion.Snapshot {
 	snap := r.rec.seen()
 	if c := r.lastContent; c != nil {
 		for _, gvr := range c.Failed {

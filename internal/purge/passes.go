@@ -25,13 +25,41 @@ const afterEscalation = 100 * time.Millisecond
 // pass, and a pass that changes nothing ends the plan.
 const maxPlanPasses = 8
 
+// passLoop is a run's passes: the controller's Delete, then the
+// escalations that act on what it left, until the namespace goes or the
+// run stops. It owns what one pass hands the next; the rest is the run's
+// (what preflight set up, the ledger, the writer).
+type passLoop struct {
+	*run
+	// deleter is upstream's, built once per run; rec records each
+	// pass's requests through it.
+	deleter *deletion.NamespacedResourcesDeleter
+	rec     *recorder
+	// reported remembers the resources whose deletion is already listed
+	// among the changes: later passes re-send the same request.
+	reported map[string]bool
+	// acted counts the escalations' changes so far.
+	acted int
+	// lastState is what the pass before left (what remains, what was
+	// refused), to tell a pass that changed nothing; lastContent what its
+	// content pass found.
+	lastState   string
+	lastContent *deletion.ContentResult
+}
+
+func newPassLoop(r *run) *passLoop {
+	p := &passLoop{run: r, reported: map[string]bool{}}
+	p.deleter = p.newDeleter()
+	return p
+}
+
 // passes repeats Delete until the namespace is gone, the escalations
 // between passes, waiting estimate/2+1 s between passes as the namespace
 // controller requeues (a plan does not wait: it ends when a pass changes
 // nothing). An API server that is briefly away (restart, overload) is
 // retried with backoff until the timeout; any other error stops the run
 // cleanly.
-func (r *run) passes(ctx context.Context) error {
+func (r *passLoop) passes(ctx context.Context) error {
 	backoff := retryBackoff()
 	for pass := 1; ; {
 		wait, acted, err := r.onePass(ctx, pass)
@@ -121,7 +149,7 @@ func transient(err error) bool {
 // a plan plays over that one discovery), runs Delete, then the
 // escalations; it returns how long to wait before the next pass and how
 // many changes the escalations made.
-func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error) {
+func (r *passLoop) onePass(ctx context.Context, pass int) (time.Duration, int, error) {
 	disc, err := r.w.discovery(pass)
 	if err != nil {
 		return 0, 0, err
@@ -164,7 +192,7 @@ func (r *run) onePass(ctx context.Context, pass int) (time.Duration, int, error)
 // recordPass fills the report from one pass: its requests (every pass of
 // a plan, the last one of a force run), the deletions among the changes,
 // what remains, what was refused.
-func (r *run) recordPass(ctx context.Context, res deletion.Result, pass int) {
+func (r *passLoop) recordPass(ctx context.Context, res deletion.Result, pass int) {
 	steps := r.rec.Steps()
 	r.l.update(func(rep *Report) {
 		if r.w.real() {
@@ -230,7 +258,7 @@ func deleted(steps []Step, remaining []Remaining) int {
 // stalled tells whether this pass ended as the one before (the same
 // content left, the same refusals, no escalation acting), refused only in
 // ways that an outside action alone clears.
-func (r *run) stalled(acted int) bool {
+func (r *passLoop) stalled(acted int) bool {
 	state := r.passState()
 	same := state == r.lastState
 	r.lastState = state
@@ -248,7 +276,7 @@ func (r *run) stalled(acted int) bool {
 
 // passState is what a pass left, in a word: what remains and what was
 // refused.
-func (r *run) passState() string {
+func (r *passLoop) passState() string {
 	var parts []string
 	for _, rem := range r.report.Remaining {
 		parts = append(parts, fmt.Sprintf("%s=%d%v", rem.Resource, rem.Count, rem.Finalizers))
@@ -270,7 +298,7 @@ func estimateOf(res deletion.Result) int64 {
 // afterPass acts on where Delete ended: the namespace's own finalizers, a
 // finalize with other systems' tokens left, or content that remains, which
 // the escalations act on.
-func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (time.Duration, int, error) {
+func (r *passLoop) afterPass(ctx context.Context, res deletion.Result, err error) (time.Duration, int, error) {
 	var chased []string
 	if res.Content != nil {
 		chased = r.noteRecreated()
@@ -280,18 +308,18 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 		acted, err := r.namespaceFinalizers(ctx, res.Namespace)
 		return time.Second, acted, err
 	case deletion.StageNotDeleting:
-		return 0, 0, stopIfPlan(r, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
+		return 0, 0, stopIfPlan(r.run, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
 	case deletion.StageFinalized:
 		if err != nil {
 			r.l.update(func(rep *Report) { rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()} })
 			r.l.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
-			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
+			return 0, 0, stopIfPlan(r.run, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
 		}
 		if kept := r.finalized(res).Kept; len(kept) > 0 {
 			// Only their owners remove the tokens other systems set.
 			r.l.update(func(rep *Report) { rep.Finalize.Cause = FinalizeOtherTokens })
 			r.l.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
-			return 0, 0, stopIfPlan(r, r.blocked())
+			return 0, 0, stopIfPlan(r.run, r.blocked())
 		}
 		// The finalize call changed the namespace: the next pass sees what
 		// still holds it (its own metadata.finalizers).
@@ -325,7 +353,7 @@ func (r *run) afterPass(ctx context.Context, res deletion.Result, err error) (ti
 // goneAfterFinalize confirms with one GET that a namespace finalized with
 // both finalizer lists empty is gone (the API server deletes it in the
 // finalize request itself), instead of a whole pass with its discovery.
-func (r *run) goneAfterFinalize(ctx context.Context, res deletion.Result) error {
+func (r *passLoop) goneAfterFinalize(ctx context.Context, res deletion.Result) error {
 	ns := res.Namespace
 	if ns == nil || len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
 		return nil
@@ -363,7 +391,7 @@ func (r *run) stopped(ctx context.Context, err error) error {
 }
 
 // waitingFor names what the last pass left waiting.
-func (r *run) waitingFor() WaitReason {
+func (r *passLoop) waitingFor() WaitReason {
 	switch {
 	case r.report.Finalize.PodsFirst:
 		return WaitPods

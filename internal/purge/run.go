@@ -33,31 +33,18 @@ type run struct {
 	// report is the ledger's; read it only where no pass runs.
 	report *Report
 	w      writer
-	rec    *recorder
 	// actions are the escalations asked for, at work in this run.
 	actions []action
-	// deleter is upstream's, built once per run.
-	deleter *deletion.NamespacedResourcesDeleter
 	disc    *kube.Discovery
 	obs     *diagnose.Observation
-	// reported remembers the resources whose deletion is already listed
-	// among the changes: later passes re-send the same request.
-	reported map[string]bool
 	// rc notices content created anew while purge deletes it.
 	rc *recreations
 	// revived: a former namespace was re-created (and deleted again) so
 	// its leftovers' finalizers could be removed.
 	revived bool
-	// acted counts the escalations' changes so far.
-	acted int
-	// lastState is what the pass before left (what remains, what was
-	// refused), to tell a pass that changed nothing.
-	lastState string
-	// lastNS is the namespace as the last pass read it, lastContent what
-	// its content pass found.
-	lastNS      *v1.Namespace
-	lastContent *deletion.ContentResult
-	started     time.Time
+	// lastNS is the namespace as the last pass read it.
+	lastNS  *v1.Namespace
+	started time.Time
 }
 
 func newRun(p *Purger, r *Report) *run {
@@ -65,7 +52,7 @@ func newRun(p *Purger, r *Report) *run {
 	if insp == nil {
 		insp = inspect.New(p.Clients, inspect.Config{Compact: true})
 	}
-	return &run{Purger: p, insp: insp, l: newLedger(r, p.now), report: r, reported: map[string]bool{}, rc: newRecreations(),
+	return &run{Purger: p, insp: insp, l: newLedger(r, p.now), report: r, rc: newRecreations(),
 		actions: startActions(p.Opts.Escalations), started: time.Now()}
 }
 
@@ -94,10 +81,10 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(r.Opts.Timeout))
 		defer cancel()
 	}
-	r.deleter = r.newDeleter()
 	r.l.update(func(rep *Report) { rep.Flags, rep.Escalations = r.Opts.flags(r.ns()), r.Opts.Escalations.Used() })
-	err = r.passes(ctx)
-	r.holding(context.WithoutCancel(ctx))
+	loop := newPassLoop(r)
+	err = loop.passes(ctx)
+	loop.holding(context.WithoutCancel(ctx))
 	return err
 }
 
@@ -148,7 +135,7 @@ func (r *run) inspectOptions() inspect.Options {
 
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
 // writer, discovery and escalations.
-func (r *run) newDeleter() *deletion.NamespacedResourcesDeleter {
+func (r *passLoop) newDeleter() *deletion.NamespacedResourcesDeleter {
 	r.rec = newRecorder(r.w, r.requestDone, r.whoRefused)
 	var ops deletion.Operations = r.rec
 	pods := r.w.pods()
@@ -181,7 +168,7 @@ func (r *run) rediscover() (*kube.Discovery, error) {
 
 // recordContent fills the report's remaining content and conditions from
 // one content pass.
-func (r *run) recordContent(content *deletion.ContentResult, first bool) {
+func (r *passLoop) recordContent(content *deletion.ContentResult, first bool) {
 	r.l.update(func(rep *Report) {
 		rep.Remaining = []Remaining{}
 		if content == nil {
@@ -228,7 +215,7 @@ func notFinalized(f *Finalize, res deletion.Result, err error) {
 
 // finalized records a pass that finalized the namespace (or would), and
 // returns what it recorded.
-func (r *run) finalized(res deletion.Result) Finalize {
+func (r *passLoop) finalized(res deletion.Result) Finalize {
 	var f Finalize
 	r.l.update(func(rep *Report) {
 		rep.Finalize.Would, rep.Finalize.Done = true, r.w.real()
