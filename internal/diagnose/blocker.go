@@ -159,19 +159,69 @@ type FinalizerFacts struct {
 	// OwnersGone are the finalizers whose owner lived in the namespace
 	// and went with it (OwnerDeletedWithNamespace).
 	OwnersGone []string
+	// Stall: their owner runs, and waiting for it will not help.
+	Stall *Stall
 	// Said is what the holders of this type last said, latest first, when
-	// their owner runs and releases none of them: their conditions that
-	// carry an error, and the events about them.
+	// nothing else explains why their owner has released none of them:
+	// their conditions that are not ready, their status fields that say
+	// what is wrong, and the events about them.
 	Said []Saying
 }
 
-// Saying is one thing a holder said: a status condition, or an event.
+// Saying is one thing a holder said: a status condition, a status field,
+// or an event.
 type Saying struct {
 	Object string // resource/name
-	// Source is "condition Type=Status (Reason)" or "event Reason".
+	// Source is "condition Type=Status (Reason)", "status.field" or
+	// "event Reason".
 	Source  string
 	Message string
 	At      *time.Time
+	// Error: the holder reports a failure in its own words (a condition
+	// or field of trouble), which is what its owner waits on.
+	Error bool
+	// Missing: it says that what its owner waits for does not exist.
+	Missing bool
+}
+
+// Stall says why a running owner will not release its objects, however
+// long one waits.
+type Stall struct {
+	Cause StallCause
+	// Said is what the holder said is missing (StallWaitsOnMissing).
+	Said *Saying
+	// Object (resource/name) was last written by field manager Manager at
+	// LastWrite, long before it was marked for deletion at Deleted, and
+	// never since (StallNoWriteSinceDeletion).
+	Object    string
+	Manager   string
+	LastWrite time.Time
+	Deleted   time.Time
+}
+
+// StallCause is why waiting for a running owner will not help.
+type StallCause string
+
+// Stall causes.
+const (
+	// StallWaitsOnMissing: the holder says what its owner waits for does
+	// not exist; it cannot appear by itself.
+	StallWaitsOnMissing StallCause = "WaitsOnMissing"
+	// StallNoWriteSinceDeletion: the field manager that set the finalizer
+	// last wrote the holder long before its deletion and not since: its
+	// owner runs, but is not acting on it.
+	StallNoWriteSinceDeletion StallCause = "NoWriteSinceDeletion"
+)
+
+// Why is the first thing the holders said that reports a failure: what
+// the next step acts on.
+func (f *FinalizerFacts) Why() *Saying {
+	for k := range f.Said {
+		if f.Said[k].Error {
+			return &f.Said[k]
+		}
+	}
+	return nil
 }
 
 // ForegroundWait is an owner waiting (foregroundDeletion) for a dependent.
@@ -262,6 +312,14 @@ const (
 	// ActionRestoreService: bring back Service Target (namespace/name),
 	// the backend of Of.
 	ActionRestoreService ActionKind = "RestoreService"
+	// ActionMakeBackendReady: the Service behind Of... is there, but what
+	// it selects is not ready: make workload Target (kind/name, or
+	// service/name when its selector matches no workload) in namespace
+	// Value ready.
+	ActionMakeBackendReady ActionKind = "MakeBackendReady"
+	// ActionRestoreMissing: bring back what holder Target (resource/name)
+	// says its owner waits for and does not exist (Of: its words).
+	ActionRestoreMissing ActionKind = "RestoreMissing"
 	// ActionDeleteAPIService: kubectl delete apiservice Target.
 	ActionDeleteAPIService ActionKind = "DeleteAPIService"
 	// ActionGetAPIService: kubectl get apiservice Target.

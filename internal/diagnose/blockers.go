@@ -42,6 +42,7 @@ func apiServiceBlockers(r Report) []Blocker {
 				{Kind: ActionRestoreService, Namespace: ns, Target: s.Service, Of: "apiservice/" + s.Name},
 				PurgeAction(ns, FlagDeleteAPIService, s.Name),
 			}
+			b.Actions[0] = backendStep(ns, s.Service, s.Backend, b.Actions[0])
 			if s.Backend != nil && !s.Backend.Down() {
 				// Its Service is there and answers: the backend behind it
 				// fails (no answer, or one that is not discovery).
@@ -199,8 +200,8 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 				Actions: []Action{{Kind: ActionCheckAccess, Namespace: ns, Target: res}}})
 		case c.Error != "" && conversionDown(obs, gvr) != nil:
 			crd, state := findCRD(obs.CRDs, gvr), conversionDown(obs, gvr)
-			actions := []Action{{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name},
-				{Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}}
+			restore := Action{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name}
+			actions := []Action{backendStep(ns, crd.ConversionService.Key(), state, restore), {Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}}
 			if state.Unrestorable(crd.ConversionService.Namespace, ns) {
 				actions = actions[1:]
 			}
@@ -252,6 +253,28 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 	return b
 }
 
+// backendStep is the step for a Service (namespace/name) that is down:
+// restoring it (restore) when it is missing; when it is there and selects
+// a workload that is not ready, making that workload ready, since there
+// is no Service to restore.
+func backendStep(namespace, service string, state *ServiceState, restore Action) Action {
+	if state == nil {
+		return restore
+	}
+	behind := state.NotReadyBehind()
+	if behind == nil {
+		return restore
+	}
+	a := Action{Kind: ActionMakeBackendReady, Namespace: namespace, Value: refNamespace(service), Of: restore.Of}
+	_, name, _ := strings.Cut(service, "/")
+	a.Target = "service/" + name
+	if len(behind.Workloads) > 0 {
+		w := behind.Workloads[0]
+		a.Target = strings.ToLower(w.Kind) + "/" + w.Name
+	}
+	return a
+}
+
 // refNamespace is the namespace of a namespace/name reference.
 func refNamespace(ref string) string {
 	ns, _, _ := strings.Cut(ref, "/")
@@ -291,12 +314,17 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 		b.Kind, b.Actions = BlockerOwnerDeleted, []Action{PurgeAction(namespace, FlagRemoveFinalizers, gone),
 			{Kind: ActionCleanUpByHand, Namespace: namespace, Target: gone}}
 	default:
+		// What the holders say tells why they are not released, whether
+		// or not their owner is known to run.
+		facts.Said = saidOf(obs, gvr)
 		if w := runningOwner(facts.Owners, names); w != nil {
 			// Known to run: "check that it runs" would send the reader
 			// to what is known. What the holders say, and its log, tell
 			// why it does not finish.
-			facts.Said = saidOf(obs, gvr)
 			b.Actions[0] = ownerLogs(namespace, *w)
+			if facts.Stall = stallOf(obs, gvr, facts); facts.Stall != nil {
+				b.Actions = stallActions(namespace, subject, facts.Stall, b.Actions[0])
+			}
 		}
 	}
 	return b
@@ -333,8 +361,14 @@ func saidOf(obs Observation, gvr schema.GroupVersionResource) []Saying {
 			if c.Message == "" && c.Reason == "" {
 				continue
 			}
-			out = append(out, Saying{Object: res + "/" + h.Name, Source: "condition " + c.Type + "=" + c.Status + " (" + c.Reason + ")",
-				Message: c.Message, At: c.LastTransitionTime})
+			source := "condition " + c.Type + "=" + c.Status
+			if c.Reason != "" {
+				source += " (" + c.Reason + ")"
+			}
+			out = append(out, Saying{Object: res + "/" + h.Name, Source: source, Message: c.Message, At: c.LastTransitionTime, Error: c.Error, Missing: c.Missing})
+		}
+		for _, f := range h.Fields {
+			out = append(out, Saying{Object: res + "/" + h.Name, Source: f.Field, Message: f.Value, Error: true, Missing: f.Missing})
 		}
 	}
 	held := heldNames(obs.Snapshot, gvr)

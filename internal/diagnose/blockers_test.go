@@ -109,7 +109,8 @@ func TestBlockers(t *testing.T) {
 				return obs
 			},
 			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
-			evidence: "service kube-system/metrics-server: not found", next: "kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
+			evidence: "service kube-system/metrics-server: not found",
+			next:     "restore the service kube-system/metrics-server behind apiservice/v1beta1.metrics.k8s.io, or if that API is gone for good: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
 		},
 		{
 			name: "aggregated API whose running backend fails discovery",
@@ -133,6 +134,48 @@ func TestBlockers(t *testing.T) {
 			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
 			evidence: "service monitoring/metrics-server: not found; its namespace is being deleted, and accepts no new content: it cannot be restored there",
 			next:     "its service's namespace is being deleted and accepts no new content, so the service cannot come back there: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io; or, keeping no copy: kubectl delete apiservice v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
+			// Its Service is there: restoring it is no step. What it
+			// selects is not ready, and that is what to make ready.
+			name: "aggregated API whose service is there but selects a workload not ready",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "MissingEndpoints")}
+				obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true, Behind: &ServiceBackend{Selector: "app=metrics", Pods: 1,
+					Workloads: []WorkloadState{{WorkloadRef: WorkloadRef{Kind: "Deployment", Namespace: "kube-system", Name: "metrics"}, Ready: 0, Want: 1}},
+					NotReady:  []PodNotReady{{Name: "metrics-7f9-x2", Phase: "Pending", Why: "not scheduled: Unschedulable: 0/3 nodes are available"}}}}
+				return obs
+			},
+			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
+			evidence: "service kube-system/metrics-server: 0 ready endpoints; its selector app=metrics selects deployment kube-system/metrics (0/1 ready) and 1 pod(s); pod metrics-7f9-x2 Pending: not scheduled: Unschedulable: 0/3 nodes are available",
+			next:     "its service is there, but deployment/metrics in kube-system behind it is not ready: make it ready (kubectl describe -n kube-system deployment/metrics; its pods' events say why), the backend of apiservice/v1beta1.metrics.k8s.io; or if that API is gone for good: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
+			name: "aggregated API whose service is there but selects no workload",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "MissingEndpoints")}
+				obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true, Behind: &ServiceBackend{Selector: "app=metrics"}}
+				return obs
+			},
+			kind: BlockerAPIServiceUnavailable, summary: "will not finalize any namespace",
+			evidence: "its selector app=metrics selects no workload and 0 pod(s)",
+			next:     "its service is there, but no pod it selects is ready: bring back what ran behind it (kubectl get pods -n kube-system; kubectl describe -n kube-system service/metrics-server)", state: StateStuck,
+		},
+		{
+			name: "fail-closed webhook whose service is there but selects a workload not ready",
+			obs: func() Observation {
+				obs := with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+				obs.Webhooks = []Webhook{failClosed("guard", "webhook-system", "guard", configMaps, admissionregv1.Delete)}
+				obs.Services["webhook-system/guard"] = ServiceState{Exists: true, Behind: &ServiceBackend{Selector: "app=guard", Pods: 1,
+					Workloads: []WorkloadState{{WorkloadRef: WorkloadRef{Kind: "StatefulSet", Namespace: "webhook-system", Name: "guard"}, Ready: 0, Want: 2}},
+					NotReady:  []PodNotReady{{Name: "guard-0", Phase: "Running", Why: "container guard waiting: CrashLoopBackOff: back-off 5m0s"}}}}
+				return obs
+			},
+			kind: BlockerWebhook, summary: `webhook "deny.guard" fails closed and its service webhook-system/guard is down`,
+			evidence: "statefulset webhook-system/guard (0/2 ready) and 1 pod(s); pod guard-0 Running: container guard waiting: CrashLoopBackOff",
+			next:     "its service is there, but statefulset/guard in webhook-system behind it is not ready: make it ready", state: StateStuck,
 		},
 		{
 			name: "aggregated API served from the namespace itself",

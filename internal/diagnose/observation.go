@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"time"
+
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -28,6 +30,37 @@ type ServiceState struct {
 	// missing or without endpoints cannot come back there
 	// (NamespaceLifecycle admission refuses new content).
 	NamespaceTerminating bool `json:"namespaceTerminating,omitempty"`
+	// Behind is what a Service that exists, with no ready endpoint,
+	// selects: the workload to make ready, rather than a Service to
+	// restore.
+	Behind *ServiceBackend `json:"behind,omitempty"`
+}
+
+// ServiceBackend is what a Service's selector selects.
+type ServiceBackend struct {
+	Selector string `json:"selector"`
+	// Workloads are those whose pod template the selector matches.
+	Workloads []WorkloadState `json:"workloads,omitempty"`
+	// Pods is how many pods it selects (up to 100 are counted).
+	Pods int `json:"pods"`
+	// NotReady are a few of those pods, not ready, and why.
+	NotReady []PodNotReady `json:"notReady,omitempty"`
+}
+
+// PodNotReady is a pod that is not ready, in its own words.
+type PodNotReady struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	Why   string `json:"why,omitempty"`
+}
+
+// NotReadyBehind is what a Service that is there, and down, selects: nil
+// when it is missing (restore it), up, or selects nothing it knows of.
+func (s ServiceState) NotReadyBehind() *ServiceBackend {
+	if !s.Exists || !s.Down() {
+		return nil
+	}
+	return s.Behind
 }
 
 // Unrestorable tells a backend that is down and cannot be brought back:
@@ -82,6 +115,16 @@ type Evidence struct {
 	PodNodes []PodNode
 	// Unchecked is what of it could not be read.
 	Unchecked []Unchecked
+	// Writes are, for the holders whose status was read, when each field
+	// manager last wrote them (any operation, any subresource).
+	Writes []HolderWrites
+}
+
+// HolderWrites are the last writes of each field manager to one holder.
+type HolderWrites struct {
+	Resource string // resource.group
+	Name     string
+	Last     map[string]time.Time // field manager: its latest write
 }
 
 // OwnerLog is what one pod of a finalizer's running owner logged about the

@@ -139,3 +139,75 @@ func TestPodsOnALostNode(t *testing.T) {
 		t.Errorf("words %+v", w)
 	}
 }
+
+// A holder that says why it is not released, in a condition of failure
+// or a status field, is what the next step acts on, whatever is known of
+// its owner: its words come first in the evidence and in the step, then
+// the owner's step and the strip. A holder only not ready yet, or one
+// that says nothing, leaves the step as it was.
+func TestHolderSaysWhyInTheStep(t *testing.T) {
+	at := now.Add(-time.Minute)
+	for _, tc := range []struct {
+		name     string
+		owner    OwnerState
+		holder   Holder
+		evidence string // the first line of evidence; "" when the holder is not quoted
+		step     string // what the step starts with; "" when it is not quoted
+	}{
+		{"a condition of failure, owner not known", OwnerState{State: OwnerUnknown},
+			Holder{Resource: "widgets.example.com", Name: "w", Conditions: []HolderCondition{
+				{Type: "Vendor.Recoverable", Status: "True", Message: "BucketNotEmpty: 4 objects left", LastTransitionTime: &at, Error: true}}},
+			"widgets.example.com/w condition Vendor.Recoverable=True: BucketNotEmpty: 4 objects left",
+			"widgets.example.com/w says why it is not released (condition Vendor.Recoverable=True: BucketNotEmpty: 4 objects left): fix that"},
+		{"a status field, owner running", inferred(OwnerRunningReady, acmeOperator, false),
+			Holder{Resource: "widgets.example.com", Name: "w", Fields: []HolderField{{Field: "status.error", Value: "volume in use by instance i-1"}}},
+			"widgets.example.com/w status.error: volume in use by instance i-1",
+			"widgets.example.com/w says why it is not released (status.error: volume in use by instance i-1): fix that, and its owner can finish; else: kubectl logs -n acme-system"},
+		{"not ready yet", OwnerState{State: OwnerUnknown},
+			Holder{Resource: "widgets.example.com", Name: "w", Conditions: []HolderCondition{
+				{Type: "Ready", Status: "False", Reason: "Creating", Message: "waiting for the instance", LastTransitionTime: &at}}},
+			"widgets.example.com/w condition Ready=False (Creating): waiting for the instance", ""},
+		{"nothing said", OwnerState{State: OwnerUnknown}, Holder{Resource: "widgets.example.com", Name: "w"}, "", ""},
+	} {
+		obs := with(observation(), widgets, terminatingItem("w", 5*time.Minute, "acme.example.com/cleanup"))
+		obs.Evidence.Owners = map[string]OwnerState{"acme.example.com/cleanup": tc.owner}
+		obs.Evidence.Holders = []Holder{tc.holder}
+		b := blockerOf(t, Diagnose(obs), BlockerFinalizers)
+		w := printer.WordsOf(b)
+		f := b.Facts.(*FinalizerFacts)
+		switch {
+		case tc.evidence != "" && (len(w.Evidence) == 0 || w.Evidence[0] != tc.evidence):
+			t.Errorf("%s: evidence %q", tc.name, w.Evidence)
+		case tc.evidence == "" && len(f.Said) != 0:
+			t.Errorf("%s: said %+v", tc.name, f.Said)
+		case tc.step != "" && !strings.HasPrefix(w.NextStep, tc.step):
+			t.Errorf("%s: step %q", tc.name, w.NextStep)
+		case tc.step == "" && (strings.Contains(w.NextStep, "says why it is not released") || f.Why() != nil):
+			t.Errorf("%s: step quotes the holder: %q", tc.name, w.NextStep)
+		case !strings.Contains(w.NextStep, "--remove-finalizers=acme.example.com/cleanup"):
+			t.Errorf("%s: the strip is gone from the step: %q", tc.name, w.NextStep)
+		}
+	}
+}
+
+// An inference whose workload does not match the controller that set the
+// finalizer decides no Running: the owner is Unknown, the step is not that
+// workload's log, and the evidence says why. The same inference, matched,
+// is Running and its log is the step.
+func TestUnmatchedWorkloadIsNotTheRunner(t *testing.T) {
+	dashboard := &owners.Workload{Kind: "Deployment", Namespace: "ops", Name: "dashboard", ServiceAccount: "shared-ops", Ready: 1, Want: 1}
+	for _, unmatched := range []bool{true, false} {
+		in := owners.Inference{Confidence: owners.Likely, Workload: dashboard, Unmatched: unmatched, RBACRead: true, WorkloadsRead: true,
+			Identity: &owners.Subject{Kind: "ServiceAccount", Namespace: "ops", Name: "shared-ops"},
+			SetBy:    []owners.Manager{{Name: "lockbox-reaper", Operation: "Update"}}}
+		obs := with(observation(), widgets, terminatingItem("w", 5*time.Minute, "acme.example.com/cleanup"))
+		obs.Evidence.Owners = map[string]OwnerState{"acme.example.com/cleanup": WithInference(OwnerState{State: OwnerUnknown}, in)}
+		b := blockerOf(t, Diagnose(obs), BlockerFinalizers)
+		w := printer.WordsOf(b)
+		logs := b.Actions[0].Kind == ActionOwnerLogs
+		said := strings.Contains(strings.Join(w.Evidence, "\n"), "no evidence that whoever removes it runs")
+		if state := obs.Evidence.Owners["acme.example.com/cleanup"].State; unmatched == (state == OwnerRunningReady) || logs == unmatched || said != unmatched {
+			t.Errorf("unmatched %v: state %s, step %q, evidence %q", unmatched, state, w.NextStep, w.Evidence)
+		}
+	}
+}

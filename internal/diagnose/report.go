@@ -291,6 +291,10 @@ func WithInference(s OwnerState, in owners.Inference) OwnerState {
 		s.State = OwnerDeletedWithNamespace
 	case in.OwnerNamespace != "":
 		s.State = OwnerNotFound
+	case in.Unmatched:
+		// What runs as the identity is not the field manager that set
+		// it: whether the remover runs is not known.
+		s.State = OwnerUnknown
 	case w != nil && w.Ready > 0:
 		s.State = OwnerRunningReady
 	case w != nil:
@@ -359,6 +363,9 @@ type Holder struct {
 	Resource   string            `json:"resource"`
 	Name       string            `json:"name"`
 	Conditions []HolderCondition `json:"conditions"`
+	// Fields are what it says in status fields of its own rather than
+	// conditions (status.error, status.message when its phase failed).
+	Fields []HolderField `json:"fields,omitempty"`
 	// ManagedBy: a release or application that keeps the holder in place,
 	// so that deleting it by hand is undone until that is removed too.
 	ManagedBy *Manager `json:"managedBy,omitempty"`
@@ -429,6 +436,21 @@ type HolderCondition struct {
 	Reason             string     `json:"reason,omitempty"`
 	Message            string     `json:"message,omitempty"`
 	LastTransitionTime *time.Time `json:"lastTransitionTime,omitempty"`
+	// Error: it reports a failure in its own words (a trouble type True,
+	// such as Failed or CleanupBlocked, or an error in its reason or
+	// message), not only that something is not ready yet.
+	Error bool `json:"error,omitempty"`
+	// Missing: it says that what its owner waits for does not exist
+	// (not found, does not exist).
+	Missing bool `json:"missing,omitempty"`
+}
+
+// HolderField is a status field in which a holder says what is wrong.
+type HolderField struct {
+	Field string `json:"field"` // status.error
+	Value string `json:"value"`
+	// Missing: as a condition's.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Event is one Warning event of the namespace.

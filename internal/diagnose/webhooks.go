@@ -213,6 +213,7 @@ func webhookBlocker(wh Webhook, state ServiceState, caught []Caught, namespace s
 			{Kind: ActionDeleteWebhookConfiguration, Namespace: namespace, Target: target},
 		},
 	}
+	b.Actions[0] = backendStep(namespace, wh.Service.Key(), &state, b.Actions[0])
 	switch {
 	case wh.Service.Namespace == namespace:
 		b.Kind = BlockerSelfHostedWebhook

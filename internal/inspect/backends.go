@@ -138,6 +138,9 @@ func (i *Inspector) readService(ctx context.Context, ref diagnose.ServiceRef) di
 			}
 		}
 	}
+	if state.ReadyEndpoints == 0 {
+		state.Behind = i.behind(ctx, svc)
+	}
 	return state
 }
 

@@ -13,7 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -326,12 +325,32 @@ func (i *Inspector) holder(ctx context.Context, namespace string, t holderTarget
 	case err != nil:
 		ev.unchecked(diagnose.UncheckedHolderStatus, deletion.ResourceName(t.gvr)+"/"+t.name, err)
 	default:
-		conds, managed, refs := notReady(obj), managedBy(obj.GetAnnotations()), specRefs(obj.Object["spec"], namespace)
-		if len(conds) > 0 || managed != nil || len(refs) > 0 {
-			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds, ManagedBy: managed, Refs: refs}
+		ev.wrote(deletion.ResourceName(t.gvr), t.name, obj.GetManagedFields())
+		conds, said := notReady(obj), statusSays(obj)
+		managed, refs := managedBy(obj.GetAnnotations()), specRefs(obj.Object["spec"], namespace)
+		if len(conds) > 0 || len(said) > 0 || managed != nil || len(refs) > 0 {
+			return &diagnose.Holder{Resource: deletion.ResourceName(t.gvr), Name: t.name, Conditions: conds, Fields: said, ManagedBy: managed, Refs: refs}
 		}
 	}
 	return nil
+}
+
+// wrote records when each field manager last wrote a holder, whatever
+// the operation or subresource: a controller acting on it writes its
+// status as it goes.
+func (ev *evidence) wrote(resource, name string, entries []metav1.ManagedFieldsEntry) {
+	last := map[string]time.Time{}
+	for _, e := range entries {
+		if e.Time != nil && e.Time.After(last[e.Manager]) {
+			last[e.Manager] = e.Time.UTC()
+		}
+	}
+	if len(last) == 0 {
+		return
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.Writes = append(ev.Writes, diagnose.HolderWrites{Resource: resource, Name: name, Last: last})
 }
 
 // roundRobin takes the first of each group, then the second, and so on,
@@ -370,76 +389,6 @@ func managedBy(a map[string]string) *diagnose.Manager {
 		return &diagnose.Manager{Tool: diagnose.ManagerArgoCD, Name: app}
 	}
 	return nil
-}
-
-// negativeConditions are condition types whose True means trouble.
-var negativeConditions = map[string]bool{"Failed": true, "Failure": true, "Error": true, "Errored": true, "Degraded": true, "Stalled": true,
-	"Blocked": true, "Terminal": true, "Recoverable": true, "ReconcileError": true, "Failing": true}
-
-// positiveConditions are condition types whose True means all is well,
-// whatever else it says.
-var positiveConditions = map[string]bool{"Ready": true, "Available": true, "Synced": true, "Healthy": true, "Established": true, "Succeeded": true}
-
-// errorWords, in a reason or message, say a condition carries an error,
-// whatever its type and polarity (Progressing=True with ReconcileError).
-var errorWords = []string{"error", "fail", "denied", "forbidden", "invalid", "unavailable", "timeout", "timed out", "refused", "cannot", "unable", "backoff"}
-
-// maxHolderConditions bounds the conditions kept of one holder: the
-// latest.
-const maxHolderConditions = 5
-
-// notReady keeps an object's status conditions that say something is
-// wrong, latest first: a condition False (Ready, Synced, Available, ...)
-// or Unknown, a trouble condition True (Terminal, Recoverable, ...), or any
-// other True one whose reason or message carries an error.
-func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	var out []diagnose.HolderCondition
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok {
-			continue
-		}
-		hc := diagnose.HolderCondition{}
-		hc.Type, _ = m["type"].(string)
-		hc.Status, _ = m["status"].(string)
-		hc.Reason, _ = m["reason"].(string)
-		hc.Message, _ = m["message"].(string)
-		if !troubled(hc) {
-			continue
-		}
-		if s, _ := m["lastTransitionTime"].(string); s != "" {
-			if t, err := time.Parse(time.RFC3339, s); err == nil {
-				t = t.UTC()
-				hc.LastTransitionTime = &t
-			}
-		}
-		out = append(out, hc)
-	}
-	sort.SliceStable(out, func(a, b int) bool {
-		ta, tb := out[a].LastTransitionTime, out[b].LastTransitionTime
-		return ta != nil && (tb == nil || ta.After(*tb))
-	})
-	if len(out) > maxHolderConditions {
-		out = out[:maxHolderConditions]
-	}
-	return out
-}
-
-// troubled tells whether a condition says something is wrong.
-func troubled(c diagnose.HolderCondition) bool {
-	switch {
-	case c.Status == "Unknown":
-		return true
-	case c.Status == "False":
-		return !negativeConditions[c.Type]
-	case c.Status != "True" || positiveConditions[c.Type]:
-		return false
-	case negativeConditions[c.Type]:
-		return true
-	}
-	said := strings.ToLower(c.Reason + " " + c.Message)
-	return slices.ContainsFunc(errorWords, func(w string) bool { return strings.Contains(said, w) })
 }
 
 // events reads the namespace's Warning events, latest first: in pages,

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,17 @@ func TestTroubledConditionsOfEitherPolarity(t *testing.T) {
 		{diagnose.HolderCondition{Type: "Synced", Status: "True", Reason: "ReconcileSuccess"}, false},
 		{diagnose.HolderCondition{Type: "Recoverable", Status: "False"}, false},
 		{diagnose.HolderCondition{Type: "Degraded", Status: "False", Message: "all fine"}, false},
+		// A type scoped by its operator, or compounded, is read by its
+		// head word: the failure polarity stands whatever the prefix.
+		{diagnose.HolderCondition{Type: "ACK.Recoverable", Status: "True", Message: "BucketNotEmpty: the bucket you tried to delete is not empty"}, true},
+		{diagnose.HolderCondition{Type: "ACK.Terminal", Status: "True", Message: "spec is immutable"}, true},
+		{diagnose.HolderCondition{Type: "DeletionBlocked", Status: "True", Reason: "HasDependents", Message: "3 snapshots still reference it"}, true},
+		{diagnose.HolderCondition{Type: "widgets.example.com/ReconcileError", Status: "True"}, true},
+		{diagnose.HolderCondition{Type: "ACK.Recoverable", Status: "False"}, false},
+		{diagnose.HolderCondition{Type: "DeletionBlocked", Status: "False", Message: "nothing depends on it"}, false},
+		// Good news stays good news, whatever it mentions.
+		{diagnose.HolderCondition{Type: "ACK.ResourceSynced", Status: "True", Message: "Resource synced; no error in the last reconcile"}, false},
+		{diagnose.HolderCondition{Type: "Ready", Status: "True", Reason: "BucketNotEmpty"}, false},
 	} {
 		if got := troubled(tc.c); got != tc.want {
 			t.Errorf("%s=%s reason %q message %q: troubled %v, want %v", tc.c.Type, tc.c.Status, tc.c.Reason, tc.c.Message, got, tc.want)
@@ -73,5 +85,81 @@ func TestCatalogueOwnerInTheNamespaceGoesWithIt(t *testing.T) {
 		if got := goesWith(tc.in, "team-a").State; got != tc.want {
 			t.Errorf("%+v in team-a: %s, want %s", tc.in.Found, got, tc.want)
 		}
+	}
+}
+
+// A troubled condition blames a failure when it reports one in its own
+// words; one that is only not ready yet (Ready=False, Creating) does not,
+// so the next step never quotes it as the reason.
+func TestBlamingConditions(t *testing.T) {
+	for _, tc := range []struct {
+		c    diagnose.HolderCondition
+		want bool
+	}{
+		{diagnose.HolderCondition{Type: "ACK.Recoverable", Status: "True", Message: "BucketNotEmpty: the bucket is not empty"}, true},
+		{diagnose.HolderCondition{Type: "Ready", Status: "False", Reason: "DeletionBlocked", Message: "waiting"}, true},
+		{diagnose.HolderCondition{Type: "Synced", Status: "False", Reason: "ReconcileError", Message: "cannot delete"}, true},
+		{diagnose.HolderCondition{Type: "Ready", Status: "False", Reason: "Creating", Message: "waiting for the instance"}, false},
+		{diagnose.HolderCondition{Type: "Ready", Status: "Unknown"}, false},
+	} {
+		if got := blames(tc.c); got != tc.want {
+			t.Errorf("%+v: blames %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestWordsOfANameDropItsScope(t *testing.T) {
+	for in, want := range map[string]string{
+		"ACK.Recoverable": "recoverable", "DeletionBlocked": "deletion blocked", "example.com/ReconcileError": "reconcile error",
+		"lastError": "last error", "failure_message": "failure message", "HTTPError": "http error", "Error7": "error7", "": "",
+	} {
+		if got := strings.Join(words(in), " "); got != want {
+			t.Errorf("words(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A holder that says what is wrong in status fields of its own, not in a
+// condition: a field named for trouble is kept whenever set; a message or
+// reason only when it carries an error or its phase says trouble. Good
+// news in the same fields is not kept.
+func TestStatusFieldsThatSayWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status map[string]any
+		want   []string
+	}{
+		{"a field named for trouble", map[string]any{"error": "BucketNotEmpty: 4 objects left", "phase": "Deleting"}, []string{"status.error: BucketNotEmpty: 4 objects left"}},
+		{"an error object", map[string]any{"lastError": map[string]any{"code": 409, "message": "volume in use by instance i-1"}}, []string{"status.lastError: volume in use by instance i-1"}},
+		{"a deletion blocker of its own", map[string]any{"deletionBlocked": true, "blockedReason": "snapshots reference it"},
+			[]string{"status.blockedReason: snapshots reference it", "status.deletionBlocked: true"}},
+		{"a message under a failed phase", map[string]any{"phase": "Failed", "message": "the remote account is suspended"},
+			[]string{"status.message: the remote account is suspended", "status.phase: Failed"}},
+		{"a reason carrying an error", map[string]any{"state": "Deleting", "reason": "BucketNotEmpty"}, []string{"status.reason: BucketNotEmpty"}},
+		{"good news", map[string]any{"phase": "Ready", "message": "Reconciled successfully", "reason": "Synced", "observedGeneration": int64(3)}, nil},
+		{"an empty error", map[string]any{"error": "", "lastError": map[string]any{}, "phase": "Deleting"}, nil},
+		{"fields of no polarity", map[string]any{"endpoint": "https://error.example.com", "url": "failed.example.com"}, nil},
+		{"when, not what", map[string]any{"lastErrorTime": "2026-11-28T10:00:00Z", "errorCount": int64(3), "phase": "Deleting"}, nil},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"status": tc.status}}
+		var got []string
+		for _, f := range statusSays(obj) {
+			got = append(got, f.Field+": "+f.Value)
+		}
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// What one holder says in its fields is bounded: a few fields, each cut.
+func TestStatusFieldsAreBounded(t *testing.T) {
+	status := map[string]any{}
+	for k := range 10 {
+		status[fmt.Sprintf("%cError", 'a'+k)] = strings.Repeat("x", 5000)
+	}
+	got := statusSays(&unstructured.Unstructured{Object: map[string]any{"status": status}})
+	if len(got) != maxHolderFields || len([]rune(got[0].Value)) > maxFieldValue+3 {
+		t.Errorf("kept %d fields, the first %d runes", len(got), len([]rune(got[0].Value)))
 	}
 }

@@ -97,6 +97,12 @@ type Inference struct {
 	Grant    *Grant   `json:"grant,omitempty"`
 	// Workload runs as that identity (or is named as the field manager).
 	Workload *Workload `json:"workload,omitempty"`
+	// Unmatched: a controller set the finalizer, and neither the identity
+	// nor any of its workloads (their names, their containers' names)
+	// matches that field manager: Workload runs as the identity, but
+	// nothing says it is the one that removes the finalizer, so its
+	// readiness says nothing of the remover.
+	Unmatched bool `json:"unmatched,omitempty"`
 	// InNamespace: the owner lives in the namespace being deleted, so it
 	// was deleted, or is being deleted, with it.
 	InNamespace bool `json:"inNamespace,omitempty"`
@@ -133,9 +139,10 @@ const (
 	ObjectUnknown  = "Unknown"
 )
 
-// Running tells whether the inferred owner's workload has a ready replica.
+// Running tells whether the inferred owner's workload has a ready replica,
+// and is the one that set the finalizer when a controller did.
 func (in Inference) Running() bool {
-	return in.Workload != nil && in.Workload.Ready > 0 && !in.InNamespace
+	return in.Workload != nil && in.Workload.Ready > 0 && !in.InNamespace && !in.Unmatched
 }
 
 // maxCandidates bounds the identities an inference names, and
@@ -264,6 +271,9 @@ func Infer(req Request) Inference {
 		}
 		in.Identity, in.Grant = &best.identity, &best.grant
 		in.Workload = bestWorkload(best.workloads, best.manager)
+		// A controller set it, and it is not this identity's: what runs
+		// as the identity is no evidence that the setter runs.
+		in.Unmatched = len(controllers) > 0 && best.manager == nil && in.Workload != nil
 		in.InNamespace = best.namespace() == req.Namespace || (in.Workload != nil && in.Workload.Namespace == req.Namespace)
 	} else if w := namedWorkload(controllers, req.Workloads); w != nil {
 		// RBAC names nobody (or could not be read), but a workload is

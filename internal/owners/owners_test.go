@@ -170,3 +170,37 @@ func TestWhatInferenceReads(t *testing.T) {
 		t.Errorf("domain groups of a token %v", got)
 	}
 }
+
+// The setter taken for the runner: a controller set the finalizer, and
+// the one identity that may remove it runs a workload whose name and
+// containers do not match that field manager (a shared account, another
+// install). That workload runs, but it is no evidence that whoever
+// removes the finalizer does: the inference is unmatched and not
+// Running. Where the names match (the workload, a container, or the
+// account itself), or the finalizer came with a manifest (no controller
+// set it), it still is.
+func TestSetterIsNotTakenForTheRunner(t *testing.T) {
+	reaper := Manager{Name: "lockbox-reaper", Operation: "Update"}
+	shared := grant("ops", "shared-ops", "shared-ops")
+	for _, tc := range []struct {
+		name      string
+		req       Request
+		unmatched bool
+	}{
+		{"another workload runs as the account",
+			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{deployment("ops", "dashboard", "shared-ops", 1, "web")}}, true},
+		{"the workload is named as the setter",
+			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{deployment("ops", "lockbox-reaper", "shared-ops", 1, "main")}}, false},
+		{"a container is named as the setter",
+			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{deployment("ops", "lockbox", "shared-ops", 1, "lockbox-reaper")}}, false},
+		{"the account is named as the setter",
+			Request{Managers: []Manager{reaper}, Grants: []Grant{grant("ops", "lockbox-reaper", "r")}, Workloads: []Workload{deployment("ops", "dashboard", "lockbox-reaper", 1)}}, false},
+		{"set with a manifest: no controller to match",
+			Request{Managers: []Manager{{Name: "kubectl-client-side-apply", Applier: true}}, Grants: []Grant{shared}, Workloads: []Workload{deployment("ops", "dashboard", "shared-ops", 1)}}, false},
+	} {
+		got := Infer(tc.req)
+		if got.Workload == nil || got.Unmatched != tc.unmatched || got.Running() == tc.unmatched {
+			t.Errorf("%s: workload %v, unmatched %v, running %v; want unmatched %v", tc.name, got.Workload, got.Unmatched, got.Running(), tc.unmatched)
+		}
+	}
+}

@@ -197,6 +197,36 @@ func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerF
 	return w
 }
 
+// stallWords say why waiting for a running owner will not help, and the
+// step that acts instead: restore what is missing, or strip.
+func stallWords(b diagnose.Blocker, f *diagnose.FinalizerFacts, head string) (summary, step string) {
+	var owner, logs diagnose.Action
+	for _, a := range b.Actions {
+		if a.Kind == diagnose.ActionOwnerLogs {
+			owner, logs = a, a
+		}
+	}
+	strip, _ := b.PurgeStep()
+	s := f.Stall
+	if s.Cause == diagnose.StallWaitsOnMissing {
+		summary = fmt.Sprintf("%s; their owner (%s in %s) runs, but %s says what it waits for does not exist: waiting will not help", head, owner.Target, owner.Of, s.Said.Object)
+		step = fmt.Sprintf("waiting will not help: %s, and its owner can finish; if it cannot come back: %s (stripping leaks what the owner was to clean up); its log: %s",
+			ActionWords(b.Actions[0]), ActionWords(strip), ActionWords(logs))
+		return summary, step
+	}
+	summary = fmt.Sprintf("%s; their owner (%s in %s) runs, but has not written %s since %s before it was marked for deletion: it is not acting on them, and waiting will not help",
+		head, owner.Target, owner.Of, s.Object, s.Deleted.Sub(s.LastWrite).Round(time.Second))
+	step = fmt.Sprintf("waiting will not help: %s (stripping leaks what the owner was to clean up); to learn first why it ignores them: %s", ActionWords(strip), ActionWords(logs))
+	return summary, step
+}
+
+// whyStep puts first what the holder says is wrong: its owner waits on
+// that, so fixing it is what releases the holder; the owner's steps and
+// the strip follow it.
+func whyStep(s diagnose.Saying) string {
+	return fmt.Sprintf("%s says why it is not released (%s: %s): fix that, and its owner can finish; else: ", s.Object, s.Source, Cut(s.Message, 200))
+}
+
 // saidWords say what the holders last said, each message cut.
 func saidWords(said []diagnose.Saying) []string {
 	out := make([]string, 0, len(said))
@@ -347,7 +377,19 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 	if a := b.Actions; b.Kind == diagnose.BlockerFinalizers && len(a) > 0 && a[0].Kind == diagnose.ActionOwnerLogs {
 		w.Summary = fmt.Sprintf("%d %s wait for %s; their owner (%s in %s) runs, but has released none of these objects%s: it does not finish",
 			c.Count, res, finalizerNames(names), a[0].Target, a[0].Of, waitedWords(f.Waited))
+	}
+	if b.Kind == diagnose.BlockerFinalizers {
 		w.Evidence = append(saidWords(f.Said), w.Evidence...)
+		if why := f.Why(); why != nil {
+			w.NextStep = whyStep(*why) + w.NextStep
+		}
+	}
+	if b.Kind == diagnose.BlockerFinalizers && f.Stall != nil {
+		w.Summary, w.NextStep = stallWords(b, f, fmt.Sprintf("%d %s wait for %s", c.Count, res, finalizerNames(names)))
+		if s := f.Stall; s.Cause == diagnose.StallNoWriteSinceDeletion {
+			w.Evidence = append([]string{fmt.Sprintf("%s: last written by field manager %q at %s, %s before it was marked for deletion (%s); nothing since",
+				s.Object, s.Manager, s.LastWrite.UTC().Format(time.RFC3339), s.Deleted.Sub(s.LastWrite).Round(time.Second), s.Deleted.UTC().Format(time.RFC3339))}, w.Evidence...)
+		}
 	}
 	if b.Kind == diagnose.BlockerOwnerCannotFinish && len(f.CannotFinish) > 0 {
 		w.Summary = fmt.Sprintf("%d %s wait for %s, and their owner cannot finish: %s; waiting will not help",
@@ -483,6 +525,8 @@ func kindStep(b diagnose.Blocker, at func(int) diagnose.Action) string {
 			ActionWords(first) + "; for good: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionGetAPIService:
 		return ActionWords(first) + "  # the aggregated API behind " + first.Of
+	case first.Kind == diagnose.ActionMakeBackendReady && strings.HasPrefix(first.Of, "apiservice/") && len(a) > 1:
+		return fmt.Sprintf("%s; or if that API is gone for good: %s", ActionWords(first), ActionWords(at(1)))
 	case first.Kind == diagnose.ActionRestoreService && strings.HasPrefix(first.Of, "apiservice/") && len(a) > 1:
 		return fmt.Sprintf("restore the service %s behind %s, or if that API is gone for good: %s", first.Target, first.Of, ActionWords(at(1)))
 	case first.Kind == diagnose.ActionCheckAPIServer, first.Kind == diagnose.ActionCheckAccess, first.Kind == diagnose.ActionGetResource,
@@ -564,6 +608,15 @@ func ActionWords(a diagnose.Action) string {
 		return "kubectl get apiservice " + a.Target
 	case diagnose.ActionRestoreService:
 		return "restore service " + a.Target
+	case diagnose.ActionRestoreMissing:
+		return fmt.Sprintf("restore what %s says is missing (%s)", a.Target, Cut(a.Of, 200))
+	case diagnose.ActionMakeBackendReady:
+		if strings.HasPrefix(a.Target, "service/") {
+			return fmt.Sprintf("its service is there, but no pod it selects is ready: bring back what ran behind it (kubectl get pods -n %s; kubectl describe -n %s %s), the backend of %s",
+				a.Value, a.Value, a.Target, a.Of)
+		}
+		return fmt.Sprintf("its service is there, but %s in %s behind it is not ready: make it ready (kubectl describe -n %s %s; its pods' events say why), the backend of %s",
+			a.Target, a.Value, a.Value, a.Target, a.Of)
 	case diagnose.ActionDeleteAPIService:
 		return "kubectl delete apiservice " + a.Target
 	case diagnose.ActionCheckAPIServer:
@@ -707,8 +760,29 @@ func serviceWords(s diagnose.ServiceState) string {
 	case s.ExternalName != "":
 		return "ExternalName " + s.ExternalName
 	default:
-		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints) + terminating
+		return fmt.Sprintf("%d ready endpoints", s.ReadyEndpoints) + behindWords(s.Behind) + terminating
 	}
+}
+
+// behindWords say what a Service with no ready endpoint selects, and why
+// it is not ready: a few pods, each reason cut.
+func behindWords(b *diagnose.ServiceBackend) string {
+	if b == nil {
+		return ""
+	}
+	var parts []string
+	for _, w := range b.Workloads {
+		parts = append(parts, fmt.Sprintf("%s %s/%s (%d/%d ready)", strings.ToLower(w.Kind), w.Namespace, w.Name, w.Ready, w.Want))
+	}
+	what := listed(parts, ", ", "no workload")
+	words := fmt.Sprintf("; its selector %s selects %s and %d pod(s)", b.Selector, what, b.Pods)
+	for _, p := range b.NotReady {
+		words += fmt.Sprintf("; pod %s %s", p.Name, p.Phase)
+		if p.Why != "" {
+			words += ": " + Cut(p.Why, 200)
+		}
+	}
+	return words
 }
 
 // NoteWords says a note: its summary, evidence and next step.

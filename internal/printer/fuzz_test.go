@@ -80,6 +80,10 @@ func context(s string, i int) string {
 func hostileDiagnosis(s string) diagnose.Report {
 	at := now.Add(-time.Minute)
 	down := diagnose.ServiceState{}
+	behind := diagnose.ServiceState{Exists: true, Behind: &diagnose.ServiceBackend{Selector: s, Pods: 1,
+		Workloads: []diagnose.WorkloadState{{WorkloadRef: diagnose.WorkloadRef{Kind: s, Namespace: s, Name: s}}},
+		NotReady:  []diagnose.PodNotReady{{Name: s, Phase: s, Why: s}}}}
+	said := diagnose.Saying{Object: s, Source: s, Message: s, Error: true, Missing: true}
 	r := diagnose.Report{
 		ObservedAt: now, Verdict: diagnose.Verdict{State: diagnose.StateStuck},
 		Namespace: diagnose.Namespace{Name: s, UID: s, Phase: s, CreationTimestamp: at, DeletionTimestamp: &at, SpecFinalizers: []string{s}, MetadataFinalizers: []string{s}},
@@ -91,25 +95,29 @@ func hostileDiagnosis(s string) diagnose.Report {
 			{Group: s, Resource: s, Error: s}},
 		Finalizers: []diagnose.FinalizerInfo{{Name: s, Known: true, Owner: s, Guards: s, Leak: s, Source: s,
 			OwnerState: diagnose.OwnerState{State: diagnose.OwnerUnknown, Found: &diagnose.WorkloadState{WorkloadRef: diagnose.WorkloadRef{Kind: s, Namespace: s, Name: s}}, Error: s}}},
-		Holders:   []diagnose.Holder{{Resource: s, Name: s, Conditions: []diagnose.HolderCondition{{Type: s, Status: s, Reason: s, Message: s, LastTransitionTime: &at}}, ManagedBy: &diagnose.Manager{Tool: diagnose.ManagerTool(s), Name: s}}},
+		Holders: []diagnose.Holder{{Resource: s, Name: s, Conditions: []diagnose.HolderCondition{{Type: s, Status: s, Reason: s, Message: s, LastTransitionTime: &at}},
+			Fields: []diagnose.HolderField{{Field: s, Value: s}}, ManagedBy: &diagnose.Manager{Tool: diagnose.ManagerTool(s), Name: s}}},
 		Events:    []diagnose.Event{{Reason: s, Message: s, Object: s, Count: 2, Last: at}},
 		Notes:     []diagnose.Note{{Kind: diagnose.NoteOlderContent, Older: 1, Examples: []diagnose.OlderObject{{Resource: s, Name: s}}, Actions: []diagnose.Action{{Kind: diagnose.ActionExplainOrphans, Namespace: s}}}},
 		Unchecked: []diagnose.Unchecked{{Subject: diagnose.UncheckedService, Name: s, Error: s}},
 		Pods:      &diagnose.PodsSummary{Remaining: 1, HoldingOtherContent: true},
 	}
 	act := []diagnose.Action{{Kind: diagnose.ActionRestoreService, Namespace: s, Target: s, Of: s}, diagnose.PurgeAction(s, diagnose.FlagBypassWebhook, s),
-		{Kind: diagnose.ActionDeleteWebhookConfiguration, Target: s}}
+		{Kind: diagnose.ActionDeleteWebhookConfiguration, Target: s}, {Kind: diagnose.ActionMakeBackendReady, Target: s, Value: s, Of: s},
+		{Kind: diagnose.ActionRestoreMissing, Target: s, Of: s}}
 	r.Blockers = []diagnose.Blocker{
 		{Kind: diagnose.BlockerAPIServiceUnavailable, Subject: s, Facts: &diagnose.APIServiceFacts{Failure: r.Discovery.Failures[0]}, Actions: act},
 		{Kind: diagnose.BlockerNamespaceFinalizer, Subject: s, Facts: &diagnose.NamespaceFinalizerFacts{Token: s, Spec: []string{s}}, Actions: act},
 		{Kind: diagnose.BlockerPods, Facts: &diagnose.PodFacts{Stuck: []diagnose.StuckPod{{Name: s}}}, Actions: act},
-		{Kind: diagnose.BlockerListFailed, Facts: &diagnose.ListFacts{Resource: s, Error: s, APIService: &diagnose.APIService{Name: s, Service: s}, Backend: &down}, Actions: act},
+		{Kind: diagnose.BlockerListFailed, Facts: &diagnose.ListFacts{Resource: s, Error: s, APIService: &diagnose.APIService{Name: s, Service: s}, Backend: &behind}, Actions: act},
 		{Kind: diagnose.BlockerConversionWebhook, Facts: &diagnose.ListFacts{Resource: s, Error: s, CRD: &diagnose.CRD{Name: s, ConversionService: &diagnose.ServiceRef{Namespace: s, Name: s}}, Conversion: &down}, Actions: act},
 		{Kind: diagnose.BlockerFinalizers, Facts: &diagnose.FinalizerFacts{Content: r.Content[0], Owners: map[string]diagnose.OwnerState{s: r.Finalizers[0].OwnerState},
 			Foreground: []diagnose.ForegroundWait{{Owner: s, Dependent: s}}, DeletingCRD: s}, Actions: act},
 		{Kind: diagnose.BlockerWebhook, Facts: &diagnose.WebhookFacts{Webhook: diagnose.Webhook{Configuration: s, Name: s, Type: s, Service: &diagnose.ServiceRef{Namespace: s, Name: s}},
 			Caught: []diagnose.Caught{{Resource: s, Operations: []string{s}}}}, Actions: act},
 		{Kind: diagnose.BlockerControllerNotRunning, Facts: &diagnose.ControllerFacts{Deletable: []string{s}}, Actions: act},
+		{Kind: diagnose.BlockerFinalizers, Facts: &diagnose.FinalizerFacts{Content: r.Content[0], Said: []diagnose.Saying{said},
+			Stall: &diagnose.Stall{Cause: diagnose.StallWaitsOnMissing, Said: &said}}, Actions: act},
 	}
 	return r
 }

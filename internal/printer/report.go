@@ -207,7 +207,7 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 	if len(r.Holders) == 0 {
 		return
 	}
-	p.printf("\n%s\n", h.paint(color.Bold)("What the holders say (status conditions that are not ready)"))
+	p.printf("\n%s\n", h.paint(color.Bold)("What the holders say (status conditions that are not ready, status fields that say what is wrong)"))
 	for _, ho := range r.Holders {
 		if m := ho.ManagedBy; m != nil {
 			line := fmt.Sprintf("%s/%s is managed by %s %s: %s", ho.Resource, ho.Name, m.Tool, m.Name, managerWords(m.Tool))
@@ -232,6 +232,9 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 			p.printf("  - %s\n", wrap(line, width-4, "    "))
 		}
 		p.more("  ", left, "conditions of "+ho.Resource+"/"+ho.Name)
+		for _, f := range ho.Fields {
+			p.printf("  - %s\n", wrap(fmt.Sprintf("%s/%s %s: %s", ho.Resource, ho.Name, f.Field, f.Value), width-4, "    "))
+		}
 		for _, ref := range ho.Refs {
 			if ref.State == diagnose.RefGone {
 				line := fmt.Sprintf("%s/%s %s names %s %s: gone", ho.Resource, ho.Name, ref.Field, strings.ToLower(string(ref.Kind)), ref.Name)
