@@ -83,6 +83,8 @@ Kubernetes namespace controller, and finishes its deletion safely.`,
 	root.AddCommand(
 		newExplainCommand(f, flags, streams),
 		newPurgeCommand(f, flags, streams),
+		newRescueCommand(f, flags, streams),
+		newProtectCommand(f, flags, streams),
 		newWatchCommand(f, flags, streams),
 		newMCPCommand(f, flags, streams),
 		newVersionCommand(f, streams),

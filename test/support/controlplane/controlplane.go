@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -46,6 +47,17 @@ type Options struct {
 	// APIServerArgs are more kube-apiserver flags, e.g. an admission
 	// configuration file.
 	APIServerArgs []string
+	// ControllerCredentials is the identity kube-controller-manager's
+	// controllers send their requests as: empty runs it as the test's
+	// admin (the default, what most tests need); "user" runs it as
+	// system:kube-controller-manager (in group system:masters: the role the
+	// API server bootstraps for that user does not cover the controllers'
+	// own work); "serviceaccounts" runs it as system:kube-controller-manager
+	// with the RBAC the API server bootstraps for it, and adds
+	// --use-service-account-credentials, so each controller is its own
+	// service account in kube-system (kubeadm's setup). Tests of what
+	// admission sees of the controllers need one of the last two.
+	ControllerCredentials string
 	// EncryptionConfig is kube-apiserver's EncryptionConfiguration (YAML),
 	// written to the control plane's dir and passed as
 	// --encryption-provider-config; empty: none.
@@ -117,6 +129,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}()
 	cp.featureGates = opts.FeatureGates
 	if err := cp.prepare(binDir, !opts.WithoutControllerManager); err != nil {
+		return nil, err
+	}
+	if err := cp.controllerCredentials(opts.ControllerCredentials); err != nil {
 		return nil, err
 	}
 	if opts.APIServerFeatureGates != "" {
@@ -217,6 +232,38 @@ func (cp *ControlPlane) controllerManager(binDir string) *process {
 		args = append(args, "--feature-gates="+cp.featureGates)
 	}
 	return &process{name: "kube-controller-manager", path: filepath.Join(binDir, "kube-controller-manager"), logPath: cp.path("kube-controller-manager.log"), args: args}
+}
+
+// controllerCredentials makes kube-controller-manager authenticate as
+// it does in a real cluster (Options.ControllerCredentials).
+func (cp *ControlPlane) controllerCredentials(mode string) error {
+	if cp.controller == nil || mode == "" {
+		return nil
+	}
+	if mode != "user" && mode != "serviceaccounts" {
+		return fmt.Errorf("unknown ControllerCredentials %q: use user or serviceaccounts", mode)
+	}
+	// The role the API server bootstraps for system:kube-controller-manager
+	// is only enough to mint the controllers' service account tokens: run
+	// without them, the controllers need more, which clusters that do so
+	// grant it (here: system:masters). The user name is what admission sees.
+	var groups []string
+	if mode == "user" {
+		groups = []string{"system:masters"}
+	}
+	_, kubeconfig, err := cp.MintUser("system:kube-controller-manager", groups...)
+	if err != nil {
+		return err
+	}
+	for i, a := range cp.controller.args {
+		if strings.HasPrefix(a, "--kubeconfig=") {
+			cp.controller.args[i] = "--kubeconfig=" + kubeconfig
+		}
+	}
+	if mode == "serviceaccounts" {
+		cp.controller.args = append(cp.controller.args, "--use-service-account-credentials=true")
+	}
+	return nil
 }
 
 func (cp *ControlPlane) path(name string) string { return filepath.Join(cp.Dir, name) }

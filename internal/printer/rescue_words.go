@@ -1,0 +1,170 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ns-doctor/ns-doctor/internal/rescue"
+)
+
+// RescueConfirmation is what a person is asked before rescue changes
+// anything: the namespace, where the writes go, and each write.
+type RescueConfirmation struct {
+	Plan             *rescue.Plan
+	Context, Cluster string
+}
+
+// Text is the confirmation up to the question.
+func (c RescueConfirmation) Text() string {
+	p := c.Plan
+	var b strings.Builder
+	fmt.Fprintf(&b, "This will hold the deletion of namespace %q\n  context %q, cluster %q\n", p.Namespace, c.Context, c.Cluster)
+	verb := "create"
+	if p.AlreadyHeld {
+		verb = "re-apply"
+	}
+	fmt.Fprintf(&b, "  %s ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding %s: the namespace controller and the garbage collector may not delete anything in %s\n",
+		verb, Escape(p.Hold), Escape(p.Namespace))
+	for _, v := range p.Volumes {
+		if v.Before == "Retain" {
+			fmt.Fprintf(&b, "  mark PersistentVolume %s (claim %s) as rescued; it is Retain already\n", Escape(v.Name), Escape(v.Claim))
+			continue
+		}
+		fmt.Fprintf(&b, "  set PersistentVolume %s (claim %s) to reclaim policy Retain (was %s, kept in annotation %s)\n",
+			Escape(v.Name), Escape(v.Claim), Escape(v.Before), rescue.ReclaimAnnotation)
+	}
+	fmt.Fprintf(&b, "  save every object left in %s, Secrets included (in clear, files 0600), to %s\n", Escape(p.Namespace), Escape(p.BackupDir))
+	return b.String()
+}
+
+// Prompt is the confirmation as a terminal shows it, and the answer that
+// goes on (the namespace's name, as purge asks).
+func (c RescueConfirmation) Prompt() (text, want string) {
+	return c.Text() + "Type the namespace name to go on: ", c.Plan.Namespace
+}
+
+// RescueDocument is rescue's report for -o json|yaml.
+type RescueDocument struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*rescue.Report
+	Release string `json:"release"`
+	Restore string `json:"restore"`
+}
+
+// Rescue prints rescue's report: -o json|yaml (format), or the human view.
+func Rescue(w io.Writer, format string, r *rescue.Report) error {
+	if format != "" {
+		return Print(w, format, RescueDocument{APIVersion: APIVersion, Kind: "Rescue", Report: r,
+			Release: releaseCommand(r.Namespace), Restore: restoreCommand(r.Namespace, r.Backup.Dir)})
+	}
+	_, err := io.WriteString(w, RescueWords(r))
+	return err
+}
+
+// RescueWords is the human view of rescue's report.
+func RescueWords(r *rescue.Report) string {
+	var b strings.Builder
+	ns := Escape(r.Namespace)
+	fmt.Fprintf(&b, "HELD namespace %s: ValidatingAdmissionPolicy %s refuses the namespace controller's and the garbage collector's deletes in it\n", ns, Escape(r.Hold))
+	b.WriteString("  Pods already deleted, and objects already being deleted, are not brought back by the hold.\n")
+	var going []string
+	for _, t := range r.Backup.Types {
+		for _, name := range t.Going {
+			going = append(going, Escape(t.Resource)+"/"+Escape(name))
+		}
+	}
+	if len(going) > 0 {
+		fmt.Fprintf(&b, "  going (deletion already under way, saved): %s\n", strings.Join(going, ", "))
+	}
+	if len(r.Volumes) == 0 {
+		b.WriteString("VOLUMES none bound to a claim in this namespace\n")
+	}
+	for _, v := range r.Volumes {
+		fmt.Fprintf(&b, "VOLUME %s (claim %s): reclaim policy Retain (was %s)\n", Escape(v.Name), Escape(v.Claim), Escape(v.Before))
+	}
+	fmt.Fprintf(&b, "SAVED to %s\n", Escape(r.Backup.Dir))
+	for _, t := range r.Backup.Types {
+		line := fmt.Sprintf("  %s: %d", Escape(t.Resource), t.Count)
+		if t.Record > 0 {
+			line += fmt.Sprintf(", %d for the record only (record/: a controller or kubelet re-creates them)", t.Record)
+		}
+		b.WriteString(line + "\n")
+	}
+	if r.Backup.Secrets > 0 {
+		fmt.Fprintf(&b, "  %d Secret(s) are saved in clear: the files are 0600 in folders 0700; keep the folder safe, delete it when done\n", r.Backup.Secrets)
+	}
+	for _, f := range r.Backup.Failed {
+		fmt.Fprintf(&b, "  NOT SAVED %s\n", Escape(f))
+	}
+	fmt.Fprintf(&b, "NEXT let the deletion finish: %s (volumes stay Retain)\n", releaseCommand(r.Namespace))
+	fmt.Fprintf(&b, "     or bring the namespace back: %s\n", restoreCommand(r.Namespace, r.Backup.Dir))
+	return b.String()
+}
+
+func releaseCommand(ns string) string { return "kubectl ns-doctor rescue " + Escape(ns) + " --release" }
+
+// restoreCommand brings the namespace back from the backup once the
+// deletion finished (rescue --restore, which would do it in one step, is
+// not there yet).
+func restoreCommand(ns, dir string) string {
+	return fmt.Sprintf("%s, wait for the namespace to go, then kubectl apply -f %s/cluster && kubectl apply -n %s -f %s/objects (volumes rebind as docs/rescue.md#restore says)",
+		releaseCommand(ns), Escape(dir), Escape(ns), Escape(dir))
+}
+
+// ReleasedDocument is release's report for -o json|yaml.
+type ReleasedDocument struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*rescue.Released
+}
+
+// Released prints what release did.
+func Released(w io.Writer, format string, r *rescue.Released) error {
+	if format != "" {
+		return Print(w, format, ReleasedDocument{APIVersion: APIVersion, Kind: "RescueRelease", Released: r})
+	}
+	var b strings.Builder
+	if r.WasHeld {
+		fmt.Fprintf(&b, "RELEASED namespace %s: policy %s removed; the namespace controller goes on deleting it\n", Escape(r.Namespace), Escape(r.Hold))
+	} else {
+		fmt.Fprintf(&b, "NOT HELD namespace %s: no policy %s to remove\n", Escape(r.Namespace), Escape(r.Hold))
+	}
+	for _, v := range r.Volumes {
+		fmt.Fprintf(&b, "VOLUME %s (claim %s) stays %s; its policy before the rescue was %s: %s\n",
+			Escape(v.Name), Escape(v.Claim), Escape(v.Now), Escape(v.Before), Escape(v.RestoreCommand()))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ProtectedDocument is protect's report for -o json|yaml.
+type ProtectedDocument struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*rescue.Protected
+}
+
+// Protected prints what protect did.
+func Protected(w io.Writer, format string, p *rescue.Protected) error {
+	if format != "" {
+		return Print(w, format, ProtectedDocument{APIVersion: APIVersion, Kind: "Protect", Protected: p})
+	}
+	ns := Escape(p.Namespace)
+	var line string
+	switch {
+	case p.Removed && p.WasThere:
+		line = fmt.Sprintf("UNPROTECTED namespace %s: policy %s removed\n", ns, Escape(p.Policy))
+	case p.Removed:
+		line = fmt.Sprintf("NOT PROTECTED namespace %s: no policy %s to remove\n", ns, Escape(p.Policy))
+	default:
+		line = fmt.Sprintf("PROTECTED namespace %s: policy %s refuses its deletion unless it is annotated first: kubectl annotate namespace %s %s\n",
+			ns, Escape(p.Policy), ns, Escape(p.Annotation))
+		if !p.Enforced {
+			line += "  the API server did not yet refuse a dry-run deletion: the policy may take a few more seconds to apply; check with kubectl delete namespace " + ns + " --dry-run=server\n"
+		}
+	}
+	_, err := io.WriteString(w, line)
+	return err
+}

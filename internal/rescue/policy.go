@@ -1,0 +1,171 @@
+// Package rescue stops an accidental namespace deletion inside the window
+// ordered deletion leaves (the namespace controller deletes pods first and
+// touches nothing else while any pod remains): a ValidatingAdmissionPolicy
+// refusing the controllers' DELETEs of the namespace's content, its
+// PersistentVolumes set to Retain, and a re-appliable copy of what remains.
+// It also builds the policy that protects an Active namespace (protect).
+package rescue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	// FieldManager owns what ns-doctor writes (server-side apply).
+	FieldManager = "ns-doctor"
+	// ConfirmAnnotation, set to the namespace's own name, lets a protected
+	// namespace be deleted: the name, not "true", so a label copied from
+	// another namespace confirms nothing.
+	ConfirmAnnotation = "ns-doctor.io/confirm-delete"
+	// ReclaimAnnotation keeps, on a PersistentVolume rescue set to Retain,
+	// the reclaim policy it had before.
+	ReclaimAnnotation = "ns-doctor.io/reclaim-policy-before-rescue"
+	// RescuedAnnotation names, on a retained PersistentVolume, the
+	// namespace whose rescue retained it: release finds them by it.
+	RescuedAnnotation = "ns-doctor.io/rescued-namespace"
+	// managedLabel marks every policy and binding ns-doctor creates.
+	managedLabel = "app.kubernetes.io/managed-by"
+)
+
+// ControllerUsers are the identities the namespace controller and the
+// garbage collector send their requests as: their own service accounts
+// with kube-controller-manager's --use-service-account-credentials (what
+// kubeadm, kops and the managed offerings run), kube-controller-manager's
+// own user without it. Only these are refused: a person (or purge) can
+// still delete what they choose inside a held namespace.
+var ControllerUsers = []string{
+	"system:serviceaccount:kube-system:namespace-controller",
+	"system:serviceaccount:kube-system:generic-garbage-collector",
+	"system:kube-controller-manager",
+}
+
+// HoldName is the name of the hold's policy and of its binding.
+func HoldName(namespace string) string { return "ns-doctor-rescue-" + namespace }
+
+// ProtectName is the name of protect's policy and of its binding.
+func ProtectName(namespace string) string { return "ns-doctor-protect-" + namespace }
+
+// HoldMessage is what a refused DELETE says: who holds the namespace and
+// the two ways on.
+func HoldMessage(namespace string) string {
+	return fmt.Sprintf("ns-doctor rescue holds namespace %s: its content is not deleted while the hold stands; "+
+		"'kubectl ns-doctor rescue %s --release' lets the deletion finish (the backup rescue saved brings it back afterwards)", namespace, namespace)
+}
+
+// ProtectMessage is what a refused namespace DELETE says.
+func ProtectMessage(namespace string) string {
+	return fmt.Sprintf("ns-doctor protects namespace %s from deletion: to delete it, first run "+
+		"'kubectl annotate namespace %s %s=%s'; to drop the protection, 'kubectl ns-doctor protect %s --remove'",
+		namespace, namespace, ConfirmAnnotation, namespace, namespace)
+}
+
+// celString quotes s as a CEL string literal. Go's quoting is a subset
+// CEL reads alike; namespace names are DNS labels anyway.
+func celString(s string) string { return strconv.Quote(s) }
+
+// holdNamespaceCondition keeps the policy to requests in the namespace
+// held: every other DELETE of the cluster is let through before any
+// validation runs.
+func holdNamespaceCondition(namespace string) string {
+	return "request.namespace == " + celString(namespace)
+}
+
+// holdExpression is true (allowed) for anyone but the controllers. It
+// reads the user only: the API server runs admission for each item of a
+// DELETECOLLECTION (the namespace controller's way) as a DELETE of that
+// item, so one rule covers both verbs.
+func holdExpression() string {
+	quoted := make([]string, len(ControllerUsers))
+	for i, u := range ControllerUsers {
+		quoted[i] = celString(u)
+	}
+	return "!(request.userInfo.username in [" + strings.Join(quoted, ", ") + "])"
+}
+
+// protectExpression is true (allowed) when the namespace about to be
+// deleted carries the confirmation naming it. A Namespace has no
+// namespaceObject in a policy: it is the oldObject of its own DELETE.
+func protectExpression(namespace string) string {
+	key := celString(ConfirmAnnotation)
+	return fmt.Sprintf("has(oldObject.metadata.annotations) && %s in oldObject.metadata.annotations && oldObject.metadata.annotations[%s] == %s",
+		key, key, celString(namespace))
+}
+
+// HoldPolicy refuses the DELETEs of the namespace controller and the
+// garbage collector inside namespace, for every resource.
+func HoldPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: objectMeta(HoldName(namespace), namespace),
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Delete},
+					Rule: admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"},
+						Scope: ptr.To(admissionv1.NamespacedScope)},
+				}}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{Name: "in-held-namespace", Expression: holdNamespaceCondition(namespace)}},
+			Validations: []admissionv1.Validation{{
+				Expression: holdExpression(),
+				Message:    HoldMessage(namespace),
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+}
+
+// ProtectPolicy refuses the DELETE of the Namespace namespace unless it
+// carries ConfirmAnnotation with its own name.
+func ProtectPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: objectMeta(ProtectName(namespace), namespace),
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					ResourceNames: []string{namespace},
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.Delete},
+						Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"},
+							Scope: ptr.To(admissionv1.ClusterScope)},
+					},
+				}},
+			},
+			Validations: []admissionv1.Validation{{
+				Expression: protectExpression(namespace),
+				Message:    ProtectMessage(namespace),
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+}
+
+// Binding enforces the policy named name (Deny: the request is refused,
+// not only audited or warned about).
+func Binding(name, namespace string) *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: objectMeta(name, namespace),
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+func objectMeta(name, namespace string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{managedLabel: FieldManager},
+		Annotations: map[string]string{"ns-doctor.io/namespace": namespace},
+	}
+}

@@ -1,0 +1,182 @@
+package rescue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
+)
+
+// Saved is one resource type's objects in the backup.
+type Saved struct {
+	Resource string `json:"resource"`
+	// Count are the objects saved for re-applying (Dir/objects).
+	Count int `json:"count"`
+	// Record are the objects saved for the record only (Dir/record):
+	// owned by a controller that re-creates them, or Events and
+	// EndpointSlices, which their writers re-create.
+	Record int `json:"record,omitempty"`
+	// Going are the saved objects already being deleted
+	// (deletionTimestamp set): the hold does not stop what the API server
+	// or a kubelet finishes, so they will be gone.
+	Going []string `json:"going,omitempty"`
+}
+
+// Backup is what Save wrote.
+type Backup struct {
+	Dir   string  `json:"dir"`
+	Types []Saved `json:"types"`
+	// Secrets is how many Secrets the backup holds, in clear (files 0600
+	// in folders 0700).
+	Secrets int `json:"secrets"`
+	// Failed names each type that could not be read, with why.
+	Failed []string `json:"failed,omitempty"`
+}
+
+// recordOnly are the types a re-apply must not create: their writers
+// (kubelets, controllers) make them again.
+var recordOnly = map[schema.GroupResource]bool{
+	{Resource: "events"}:                                    true,
+	{Group: "events.k8s.io", Resource: "events"}:            true,
+	{Group: "discovery.k8s.io", Resource: "endpointslices"}: true,
+	{Resource: "endpoints"}:                                 true,
+}
+
+// savedMeta is what Save reads of an object's metadata to sort it.
+type savedMeta struct {
+	Metadata struct {
+		Name              string  `json:"name"`
+		DeletionTimestamp *string `json:"deletionTimestamp"`
+		OwnerReferences   []struct {
+			Controller *bool `json:"controller"`
+		} `json:"ownerReferences"`
+	} `json:"metadata"`
+}
+
+func (m savedMeta) controlled() bool {
+	return slices.ContainsFunc(m.Metadata.OwnerReferences, func(o struct {
+		Controller *bool `json:"controller"`
+	}) bool {
+		return o.Controller != nil && *o.Controller
+	})
+}
+
+// Save copies every object of namespace, of every namespaced type
+// discovery lists, into dir: Dir/objects what `kubectl apply -n NAMESPACE
+// -f` re-creates, Dir/record what must not be re-applied, Dir/cluster the
+// namespace and the volumes. Objects saved by an earlier run into the same
+// dir are kept as they were.
+func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []*corev1.PersistentVolume, dir string) (Backup, error) {
+	out := Backup{Dir: dir}
+	main, err := backup.New(dir)
+	if err != nil {
+		return out, err
+	}
+	record, err := backup.New(filepath.Join(dir, "record"))
+	if err != nil {
+		return out, err
+	}
+	if err := saveCluster(main, ns, volumes); err != nil {
+		return out, err
+	}
+	d, err := kube.Discover(c.Discovery)
+	if err != nil {
+		return out, err
+	}
+	for gv, gerr := range d.Failed {
+		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", gv, gerr))
+	}
+	for gvr := range d.DeletableResources() {
+		saved, err := saveType(ctx, c, gvr, ns.Name, main, record)
+		if err != nil {
+			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", resourceName(gvr), err))
+			continue
+		}
+		if saved.Count+saved.Record > 0 {
+			out.Types = append(out.Types, saved)
+		}
+		if gvr.Group == "" && gvr.Resource == "secrets" {
+			out.Secrets = saved.Count + saved.Record
+		}
+	}
+	slices.SortFunc(out.Types, func(a, b Saved) int { return strings.Compare(a.Resource, b.Resource) })
+	slices.Sort(out.Failed)
+	return out, nil
+}
+
+func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResource, namespace string, main, record *backup.Writer) (Saved, error) {
+	s := Saved{Resource: resourceName(gvr)}
+	err := c.Collections.EachObjectJSON(ctx, gvr, namespace, 500, func(raw []byte, apiVersion, kind string) error {
+		var m savedMeta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("reading an object's metadata: %w", err)
+		}
+		obj, err := backup.FromJSON(raw, apiVersion, kind)
+		if err != nil {
+			return err
+		}
+		w := main
+		if recordOnly[gvr.GroupResource()] || m.controlled() {
+			w = record
+			s.Record++
+		} else {
+			s.Count++
+		}
+		if m.Metadata.DeletionTimestamp != nil {
+			s.Going = append(s.Going, m.Metadata.Name)
+		}
+		return w.SaveObject(gvr, obj)
+	})
+	return s, err
+}
+
+// saveCluster writes the namespace (its labels and annotations; status
+// and identity left out) and the volumes as they are after Retain.
+func saveCluster(w *backup.Writer, ns *corev1.Namespace, volumes []*corev1.PersistentVolume) error {
+	u, err := toUnstructured(ns, "Namespace")
+	if err != nil {
+		return err
+	}
+	unstructured.RemoveNestedField(u.Object, "spec")
+	if _, err := w.SaveCluster(corev1.SchemeGroupVersion.WithResource("namespaces"), u); err != nil {
+		return err
+	}
+	for _, pv := range volumes {
+		u, err := toUnstructured(pv, "PersistentVolume")
+		if err != nil {
+			return err
+		}
+		if _, err := w.SaveCluster(corev1.SchemeGroupVersion.WithResource("persistentvolumes"), u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("v1")
+	u.SetKind(kind)
+	return u, nil
+}
+
+func resourceName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource
+	}
+	return gvr.Resource + "." + gvr.Group
+}

@@ -1,0 +1,112 @@
+package rescue
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+)
+
+// TestProtectRefusesDeletionUntilAnnotated: kubectl delete namespace is
+// refused by kube-apiserver with the policy's message, and goes through
+// once the namespace carries the confirmation naming it.
+func TestProtectRefusesDeletionUntilAnnotated(t *testing.T) {
+	ctx := context.Background()
+	ns := plugintest.UniqueName(t)
+	_, err := cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--yes")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "PROTECTED namespace "+ns) {
+		t.Fatalf("protect: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	t.Cleanup(func() { plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--remove", "--yes") })
+
+	del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false")
+	if del.Code == 0 || !strings.Contains(del.Stderr, "ns-doctor protects namespace "+ns) {
+		t.Fatalf("kubectl delete namespace of a protected one: exit %d\n%s", del.Code, del.Stderr)
+	}
+	// An annotation naming another namespace confirms nothing.
+	if r := plugin.Kubectl(t, cp.Kubeconfig, "annotate", "namespace", ns, "ns-doctor.io/confirm-delete=other"); r.Code != 0 {
+		t.Fatalf("annotate: %s", r.Stderr)
+	}
+	if del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); del.Code == 0 {
+		t.Fatalf("deleted with a confirmation naming another namespace")
+	}
+	if r := plugin.Kubectl(t, cp.Kubeconfig, "annotate", "--overwrite", "namespace", ns, "ns-doctor.io/confirm-delete="+ns); r.Code != 0 {
+		t.Fatalf("annotate: %s", r.Stderr)
+	}
+	if del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); del.Code != 0 {
+		t.Fatalf("kubectl delete namespace once confirmed: exit %d\n%s", del.Code, del.Stderr)
+	}
+	eventually(t, 60*time.Second, "the confirmed namespace gone", func() (bool, string) {
+		_, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there"
+	})
+	rm := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--remove", "--yes")
+	if rm.Code != 0 || !strings.Contains(rm.Stdout, "UNPROTECTED namespace "+ns) {
+		t.Errorf("protect --remove: exit %d\n%s\n%s", rm.Code, rm.Stdout, rm.Stderr)
+	}
+	if _, err := cluster.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "ns-doctor-protect-"+ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the protect policy is still there after --remove: %v", err)
+	}
+}
+
+// TestBadInput: each refusal is one line with its documented exit code,
+// and changes nothing.
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	active := plugintest.UniqueName(t)
+	_, err := cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: active}}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	t.Cleanup(func() {
+		_ = cluster.Kube.CoreV1().Namespaces().Delete(context.Background(), active, metav1.DeleteOptions{})
+	})
+
+	// A user who may read namespaces and nothing else.
+	_, limited, err := cp.MintUser("rescue-limited")
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.GrantClusterRole(ctx, "rescue-limited", []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"namespaces"}}}))
+	terminating := plugintest.UniqueName(t) + "-t"
+	_, err = cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: terminating}}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateBoundPod(ctx, terminating, "stuck", 3600))
+	plugintest.Must(t, cluster.Kube.CoreV1().Namespaces().Delete(ctx, terminating, metav1.DeleteOptions{}))
+
+	for _, tc := range []struct {
+		name       string
+		kubeconfig string
+		args       []string
+		code       int
+		want       string
+	}{
+		{"active namespace", cp.Kubeconfig, []string{"rescue", active, "--yes"}, 2, "is Active, not being deleted: nothing to rescue; to guard it against deletion, use 'kubectl ns-doctor protect " + active + "'"},
+		{"missing namespace", cp.Kubeconfig, []string{"rescue", "no-such-ns", "--yes"}, 4, `namespace "no-such-ns" not found`},
+		{"protect a terminating namespace", cp.Kubeconfig, []string{"protect", terminating, "--yes"}, 2, "use 'kubectl ns-doctor rescue " + terminating + "'"},
+		{"no confirmation and no terminal", cp.Kubeconfig, []string{"rescue", terminating}, 2, "add --yes"},
+		{"missing permissions", limited, []string{"rescue", terminating, "--yes"}, 1, "permission(s): create validatingadmissionpolicies.admissionregistration.k8s.io"},
+		{"bad name", cp.Kubeconfig, []string{"rescue", "Not_A_Name", "--yes"}, 2, "is not a valid namespace name"},
+		{"unknown output", cp.Kubeconfig, []string{"protect", active, "-o", "wide", "--yes"}, 2, "unknown output format"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := plugin.Kubectl(t, tc.kubeconfig, append([]string{"ns-doctor"}, tc.args...)...)
+			lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+			if r.Code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(r.Stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant one error line containing %q", r.Code, tc.code, r.Stderr, tc.want)
+			}
+		})
+	}
+	// Nothing was changed by any of them.
+	for _, name := range []string{"ns-doctor-rescue-" + terminating, "ns-doctor-rescue-" + active, "ns-doctor-protect-" + terminating} {
+		if _, err := cluster.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("policy %s exists after refused runs: %v", name, err)
+		}
+	}
+}

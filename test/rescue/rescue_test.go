@@ -1,0 +1,297 @@
+package rescue
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
+)
+
+// fixture is a namespace worth rescuing: a workload, its configuration
+// and secrets, its identity and permissions, a Service, a claim bound to
+// a volume that reclaim Delete would destroy, and a pod on a node that is
+// gone, which keeps the namespace controller at its first step (pods)
+// until the test lets it go.
+func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
+	t.Helper()
+	k := cluster.Kube
+	must := func(_ any, err error) { t.Helper(); plugintest.Must(t, err) }
+	must(k.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"team": "shop"}, Annotations: map[string]string{"owner": "shop@example.com"}}}, metav1.CreateOptions{}))
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web"}}}},
+	}}
+	created, err := k.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	// No deployment controller runs here: the ReplicaSet it would make,
+	// owned by the Deployment, is made by hand.
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: created.UID, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: dep.Spec.Selector, Template: dep.Spec.Template}}
+	must(k.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}))
+	for _, name := range []string{"settings", "features"} {
+		must(k.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{}))
+	}
+	for _, name := range []string{"db-password", "api-token"} {
+		must(k.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"v": "s3cret-" + name}}, metav1.CreateOptions{}))
+	}
+	must(k.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{}))
+	must(k.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "web-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "web", Namespace: ns}}}, metav1.CreateOptions{}))
+	must(k.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}))
+	pv = "pv-" + ns
+	must(k.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + pv}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data"},
+		}}, metav1.CreateOptions{}))
+	t.Cleanup(func() { _ = k.CoreV1().PersistentVolumes().Delete(context.Background(), pv, metav1.DeleteOptions{}) })
+	must(k.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{}))
+	// The controller comes back about half the pods' grace period after
+	// its first pass: 20 s keeps the test short and the window open long
+	// enough for rescue.
+	plugintest.Must(t, cluster.CreateBoundPod(ctx, ns, "stuck", 20))
+	return pv
+}
+
+// held are the objects the controllers must not delete, as
+// "<resource>/<name>".
+func remaining(t *testing.T, ctx context.Context, k kubernetes.Interface, ns string) []string {
+	t.Helper()
+	var out []string
+	add := func(resource string, names ...string) { out = append(out, prefixed(resource, names)...) }
+	cms, err := k.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range cms.Items {
+		add("configmaps", o.Name)
+	}
+	secrets, err := k.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range secrets.Items {
+		add("secrets", o.Name)
+	}
+	deps, err := k.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range deps.Items {
+		add("deployments", o.Name)
+	}
+	rss, err := k.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range rss.Items {
+		add("replicasets", o.Name)
+	}
+	sas, err := k.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range sas.Items {
+		add("serviceaccounts", o.Name)
+	}
+	rbs, err := k.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range rbs.Items {
+		add("rolebindings", o.Name)
+	}
+	svcs, err := k.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range svcs.Items {
+		add("services", o.Name)
+	}
+	pvcs, err := k.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range pvcs.Items {
+		add("persistentvolumeclaims", o.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func prefixed(resource string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = resource + "/" + n
+	}
+	return out
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s; last: %s", what, timeout, last)
+}
+
+func contentFailure(ctx context.Context, ns string) (bool, string) {
+	got, err := cluster.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == corev1.NamespaceDeletionContentFailure {
+			return c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "ns-doctor rescue holds namespace "+ns), c.Message
+		}
+	}
+	return false, "no NamespaceDeletionContentFailure condition"
+}
+
+// TestRescueHoldsTheNamespaceTheControllerIsDeleting: the real namespace
+// controller and garbage collector, running as their own service
+// accounts, delete a namespace; rescue inside the window (a pod still
+// terminating) holds everything else once that pod is gone, retains the
+// volume, and saves every object; release lets the deletion finish.
+func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
+	ctx := context.Background()
+	ns := plugintest.UniqueName(t)
+	k := cluster.Kube
+	pv := fixture(t, ctx, ns)
+	before := remaining(t, ctx, k, ns)
+
+	if r := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); r.Code != 0 {
+		t.Fatalf("kubectl delete namespace: %d %s", r.Code, r.Stderr)
+	}
+	// The controller's first step: the pod is being deleted, nothing else.
+	eventually(t, 60*time.Second, "the namespace controller deleting the pod", func() (bool, string) {
+		pod, err := k.CoreV1().Pods(ns).Get(ctx, "stuck", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pod.DeletionTimestamp != nil, "no deletionTimestamp"
+	})
+
+	dir := filepath.Join(t.TempDir(), "backup")
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir)
+	if r.Code != 0 {
+		t.Fatalf("rescue: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	t.Logf("rescue:\n%s", r.Stdout)
+	for _, want := range []string{"HELD namespace " + ns, "VOLUME " + pv + " (claim data): reclaim policy Retain (was Delete)", "pods/stuck", "2 Secret(s) are saved in clear"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("rescue's report lacks %q", want)
+		}
+	}
+
+	// What a kubelet would do once the pod's containers stop: the window
+	// closes, and the controller moves on to everything else.
+	plugintest.Must(t, k.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+	eventually(t, 90*time.Second, "the controller's deletes refused by the hold (its condition)", func() (bool, string) { return contentFailure(ctx, ns) })
+	if after := remaining(t, ctx, k, ns); !slices.Equal(after, before) {
+		t.Errorf("held namespace lost objects:\nbefore %v\nafter  %v", before, after)
+	}
+	got, err := k.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+	plugintest.Must(t, err)
+	if got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain || got.Annotations["ns-doctor.io/reclaim-policy-before-rescue"] != "Delete" {
+		t.Errorf("volume: reclaim %s, annotations %v; want Retain, the old policy Delete kept", got.Spec.PersistentVolumeReclaimPolicy, got.Annotations)
+	}
+	checkBackup(t, dir, ns, pv)
+
+	// A second rescue continues: it re-applies the hold, keeps the first
+	// copy and the old policy.
+	r2 := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir, "-o", "json")
+	if r2.Code != 0 || !strings.Contains(r2.Stdout, `"alreadyHeld": true`) || !strings.Contains(r2.Stdout, `"reclaimPolicyBefore": "Delete"`) {
+		t.Errorf("second rescue: exit %d\n%s\n%s", r2.Code, r2.Stdout, r2.Stderr)
+	}
+
+	rel := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--release", "--yes")
+	if rel.Code != 0 || !strings.Contains(rel.Stdout, "RELEASED namespace "+ns) || !strings.Contains(rel.Stdout, "VOLUME "+pv) || !strings.Contains(rel.Stdout, `"persistentVolumeReclaimPolicy":"Delete"`) {
+		t.Fatalf("release: exit %d\nstdout: %s\nstderr: %s", rel.Code, rel.Stdout, rel.Stderr)
+	}
+	eventually(t, 120*time.Second, "the namespace gone after release", func() (bool, string) {
+		releaseClaim(ctx, ns)
+		_, err := k.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there"
+	})
+	got, err = k.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+	plugintest.Must(t, err)
+	if got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+		t.Errorf("after release the volume is %s, want Retain", got.Spec.PersistentVolumeReclaimPolicy)
+	}
+}
+
+// releaseClaim does what the pvc-protection controller (not run here)
+// does for a claim no pod uses once it is being deleted: it removes the
+// finalizer the API server's admission added.
+func releaseClaim(ctx context.Context, ns string) {
+	pvc, err := cluster.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+	if err != nil || pvc.DeletionTimestamp == nil || len(pvc.Finalizers) == 0 {
+		return
+	}
+	_, _ = cluster.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+}
+
+// checkBackup: every object is there, in the right place, Secrets in
+// private files.
+func checkBackup(t *testing.T, dir, ns, pv string) {
+	t.Helper()
+	saved, err := backup.Saved(dir)
+	plugintest.Must(t, err)
+	for _, want := range []string{"configmaps.core.json/settings", "configmaps.core.json/features", "secrets.core.json/db-password", "secrets.core.json/api-token",
+		"deployments.apps.json/web", "serviceaccounts.core.json/web", "rolebindings.rbac.authorization.k8s.io.json/web-view",
+		"services.core.json/web", "persistentvolumeclaims.core.json/data", "pods.core.json/stuck"} {
+		if !slices.Contains(saved, want) {
+			t.Errorf("backup lacks %s; it holds %v", want, saved)
+		}
+	}
+	// The ReplicaSet is its Deployment's: for the record, not re-applied.
+	if slices.Contains(saved, "replicasets.apps.json/web-1") {
+		t.Errorf("the controller-owned ReplicaSet is among the objects to re-apply")
+	}
+	record, err := backup.Saved(filepath.Join(dir, "record"))
+	plugintest.Must(t, err)
+	if !slices.Contains(record, "replicasets.apps.json/web-1") {
+		t.Errorf("record/ lacks the ReplicaSet: %v", record)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "objects"): 0o700, filepath.Join(dir, "objects", "secrets.core.json"): 0o600} {
+		st, err := os.Stat(path)
+		plugintest.Must(t, err)
+		if st.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", path, st.Mode().Perm(), want)
+		}
+	}
+	for _, f := range []string{"namespaces.core_" + ns + ".yaml", "persistentvolumes.core_" + pv + ".yaml"} {
+		data, err := os.ReadFile(filepath.Join(dir, "cluster", f))
+		plugintest.Must(t, err)
+		if strings.Contains(f, "namespaces") && (!strings.Contains(string(data), "team: shop") || !strings.Contains(string(data), "owner: shop@example.com")) {
+			t.Errorf("the saved namespace lacks its labels or annotations:\n%s", data)
+		}
+	}
+	// kubectl reads the folders as they are.
+	for _, sub := range []string{"cluster", "objects"} {
+		r := plugin.Kubectl(t, cp.Kubeconfig, "apply", "--dry-run=client", "-n", ns, "-f", filepath.Join(dir, sub))
+		if r.Code != 0 {
+			t.Errorf("kubectl apply --dry-run=client -f %s: %d %s", sub, r.Code, r.Stderr)
+		}
+	}
+}
