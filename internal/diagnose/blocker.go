@@ -25,6 +25,9 @@ const (
 	// BlockerOwnerDeleted: content waits for finalizers whose owner lived
 	// in the namespace, and went with it.
 	BlockerOwnerDeleted BlockerKind = "OwnerDeletedWithNamespace"
+	// BlockerRescueHold: kubectl ns-doctor rescue holds the content, on
+	// purpose (rescuehold.go).
+	BlockerRescueHold BlockerKind = "RescueHold"
 )
 
 // BlockerKinds is every kind, in the order explain looks for them.
@@ -32,7 +35,7 @@ func BlockerKinds() []BlockerKind {
 	return []BlockerKind{
 		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
 		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerOwnerDeleted, BlockerFinalizers, BlockerCRDDeleting,
-		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerControllerNotRunning,
+		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerRescueHold, BlockerControllerNotRunning,
 	}
 }
 
@@ -369,6 +372,9 @@ const (
 	// ActionOwnerLogs: read the log of the owner's workload Target
 	// (kind/name) in namespace Of: it runs, and does not release them.
 	ActionOwnerLogs ActionKind = "OwnerLogs"
+	// ActionReleaseRescue: kubectl ns-doctor rescue NAMESPACE --release,
+	// which removes the hold (policy Target) and lets the deletion finish.
+	ActionReleaseRescue ActionKind = "ReleaseRescue"
 )
 
 // Purge flags a next step may name (purge.Escalations() is the list of

@@ -35,7 +35,12 @@ func denialBlockers(obs Observation, r Report) []Blocker {
 			}
 		}
 		for _, d := range apierror.PolicyDenials(c.Controller.Message) {
-			if !seen["policy/"+d.Policy] {
+			switch {
+			case seen["policy/"+d.Policy]:
+			case d.Policy == RescueHoldPolicy(obs.Namespace.Name):
+				seen["policy/"+d.Policy] = true
+				out = append(out, rescueHoldBlocker(obs, d))
+			default:
 				seen["policy/"+d.Policy] = true
 				out = append(out, PolicyDenialBlocker(obs, d, DeniedController))
 			}

@@ -56,6 +56,9 @@ type Observation struct {
 	Evidence Evidence
 	// Unchecked is what could not be read (webhooks, CRDs, backends).
 	Unchecked []Unchecked
+	// RescueHold is the rescue hold's policy, read when the controller's
+	// conditions quote it.
+	RescueHold *RescueHold
 }
 
 // Diagnose builds the report for one namespace.

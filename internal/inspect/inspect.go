@@ -194,6 +194,7 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 	i.uncheckedMu.Lock()
 	obs.Unchecked = slices.Clone(i.unchecked)
 	i.uncheckedMu.Unlock()
+	obs.RescueHold = i.rescueHold(ctx, ns)
 	return obs
 }
 

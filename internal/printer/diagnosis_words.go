@@ -123,6 +123,8 @@ func WordsOf(b diagnose.Blocker) BlockerWords {
 		return controllerWords(b, f)
 	case *diagnose.DenialFacts:
 		return denialWords(b, f)
+	case *diagnose.RescueHoldFacts:
+		return rescueHoldWords(b, f)
 	}
 	return BlockerWords{Summary: string(b.Kind), NextStep: nextStep(b)}
 }
@@ -619,6 +621,8 @@ func ActionWords(a diagnose.Action) string {
 			a.Target, a.Value, a.Value, a.Target, a.Of)
 	case diagnose.ActionDeleteAPIService:
 		return "kubectl delete apiservice " + a.Target
+	case diagnose.ActionReleaseRescue:
+		return fmt.Sprintf("kubectl ns-doctor rescue %s --release  # the deletion then finishes; its volumes stay retained", a.Namespace)
 	case diagnose.ActionCheckAPIServer:
 		return fmt.Sprintf("apiservice/%s is served by kube-apiserver itself: check its logs; kubectl get apiservice %s -o yaml", a.Target, a.Target)
 	case diagnose.ActionCheckBackend:
@@ -862,6 +866,24 @@ func staticEvidence(name string) string {
 		return fmt.Sprintf("%s ends in %s: %s", name, compat.StaticSuffix, where)
 	}
 	return fmt.Sprintf("webhook %s is in no webhook configuration the API serves: %s (or its configuration was deleted since the controller's last pass)", name, where)
+}
+
+// rescueHoldWords: a hold is on purpose; the step is to release it when
+// the deletion should finish, and nothing while the content should stay.
+func rescueHoldWords(b diagnose.Blocker, f *diagnose.RescueHoldFacts) BlockerWords {
+	w := BlockerWords{
+		Summary:  "kubectl ns-doctor rescue holds the namespace's content on purpose: ValidatingAdmissionPolicy " + b.Subject + " refuses the namespace controller's and the garbage collector's deletes here",
+		Evidence: []string{"denied the namespace controller: " + Cut(f.Message, 300)},
+		NextStep: nextStep(b) + "; to keep the content, leave the hold: the backup rescue saved brings it back once the namespace is gone (docs/rescue.md)",
+	}
+	if h := f.Hold; h != nil {
+		by := "someone"
+		if h.By != "" {
+			by = h.By
+		}
+		w.Evidence = append(w.Evidence, fmt.Sprintf("held since %s by %s", h.Since.Format(time.RFC3339), by))
+	}
+	return w
 }
 
 func denialWords(b diagnose.Blocker, f *diagnose.DenialFacts) BlockerWords {

@@ -14,6 +14,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
 const (
@@ -45,8 +47,9 @@ var ControllerUsers = []string{
 	"system:kube-controller-manager",
 }
 
-// HoldName is the name of the hold's policy and of its binding.
-func HoldName(namespace string) string { return "ns-doctor-rescue-" + namespace }
+// HoldName is the name of the hold's policy and of its binding: explain
+// knows a hold by it (diagnose.RescueHoldPolicy).
+func HoldName(namespace string) string { return diagnose.RescueHoldPolicy(namespace) }
 
 // ProtectName is the name of protect's policy and of its binding.
 func ProtectName(namespace string) string { return "ns-doctor-protect-" + namespace }

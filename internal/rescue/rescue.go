@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -213,3 +215,13 @@ func waitObserved(ctx context.Context, c *kube.Clients, name string) error {
 
 // observeTimeout bounds waitObserved.
 const observeTimeout = 5 * time.Second
+
+// whoAmI is the user the API server knows the caller as (a
+// SelfSubjectReview, GA since 1.28); empty when it will not say.
+func whoAmI(ctx context.Context, c *kube.Clients) string {
+	r, err := c.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return ""
+	}
+	return r.Status.UserInfo.Username
+}

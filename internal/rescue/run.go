@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -97,7 +98,12 @@ func rescuePermissions(c *kube.Clients, namespace string) ([]Permission, error) 
 // retains its volumes, then saves what remains.
 func Run(ctx context.Context, c *kube.Clients, p *Plan) (*Report, error) {
 	r := &Report{Plan: *p}
-	if err := ApplyPolicy(ctx, c, HoldPolicy(p.Namespace), Binding(p.Hold, p.Namespace)); err != nil {
+	policy := HoldPolicy(p.Namespace)
+	if user := whoAmI(ctx, c); user != "" {
+		// Who set the hold: explain says it beside the denial.
+		policy.Annotations[diagnose.HeldByAnnotation] = user
+	}
+	if err := ApplyPolicy(ctx, c, policy, Binding(p.Hold, p.Namespace)); err != nil {
 		return r, err
 	}
 	var retained []*corev1.PersistentVolume

@@ -2,6 +2,7 @@ package rescue
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -216,6 +219,7 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 		t.Errorf("volume: reclaim %s, annotations %v; want Retain, the old policy Delete kept", got.Spec.PersistentVolumeReclaimPolicy, got.Annotations)
 	}
 	checkBackup(t, dir, ns, pv)
+	explainNamesTheHold(t, ns)
 
 	// A second rescue continues: it re-applies the hold, keeps the first
 	// copy and the old policy.
@@ -293,5 +297,37 @@ func checkBackup(t *testing.T, dir, ns, pv string) {
 		if r.Code != 0 {
 			t.Errorf("kubectl apply --dry-run=client -f %s: %d %s", sub, r.Code, r.Stderr)
 		}
+	}
+}
+
+// explainNamesTheHold: explain reads the controller's refusals as the
+// rescue's hold (never as a policy to delete), with who set it and since
+// when, and its step is the release.
+func explainNamesTheHold(t *testing.T, ns string) {
+	t.Helper()
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", ns, "--grace=0s", "-o", "json")
+	var doc printer.DiagnosisDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("explain -o json: exit %d, %v\n%s", r.Code, err, r.Stderr)
+	}
+	var hold *printer.BlockerDocument
+	for i, b := range doc.Blockers {
+		switch {
+		case b.Kind == diagnose.BlockerRescueHold:
+			hold = &doc.Blockers[i]
+		case b.Kind == diagnose.BlockerWebhookDenies && b.Subject == diagnose.RescueHoldPolicy(ns):
+			t.Errorf("the hold is told as a policy denial: %+v", b)
+		}
+	}
+	if hold == nil {
+		t.Fatalf("explain names no RescueHold: %+v", doc.Blockers)
+	}
+	if len(hold.Actions) == 0 || hold.Actions[0].Kind != diagnose.ActionReleaseRescue || !strings.Contains(hold.NextStep, "kubectl ns-doctor rescue "+ns+" --release") {
+		t.Errorf("the hold's step: %+v %q", hold.Actions, hold.NextStep)
+	}
+	if !slices.ContainsFunc(hold.Evidence, func(e string) bool {
+		return strings.HasPrefix(e, "held since ") && !strings.HasSuffix(e, " by someone")
+	}) {
+		t.Errorf("the hold's evidence does not say since when and by whom: %q", hold.Evidence)
 	}
 }
