@@ -349,3 +349,6 @@ func yamlSafe(data []byte) []byte {
 	}
 	return []byte(b.String())
 }
+
+// ObjectsIn reads the objects of one backup file (Dir/objects/<file>).
+func ObjectsIn(path string) ([]*unstructured.Unstructured, error) { return readObjects(path) }

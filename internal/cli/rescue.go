@@ -23,8 +23,11 @@ type RescueOptions struct {
 
 	Name      string
 	Release   bool
+	Restore   bool
 	Yes       bool
 	BackupDir string
+	// Wait bounds how long --restore waits for the namespace to be gone.
+	Wait time.Duration
 
 	context, cluster string
 	factory          Factory
@@ -47,15 +50,26 @@ the namespace and the volumes, to a folder kubectl apply reads. What was deleted
 (pods first) is not brought back. Running it again continues where a run stopped.
 
 --release removes the hold: the deletion finishes, the volumes stay Retain (the report says how to
-give each its old policy back). See docs/rescue.md.
+give each its old policy back).
+
+--restore puts the namespace back: it removes the hold, waits (--wait) until the namespace is
+gone, creates it again with its labels and annotations, re-applies what rescue saved (server-side
+apply, field manager ns-doctor) in dependency order (ServiceAccounts and RBAC, ConfigMaps and
+Secrets, claims bound again to their retained volumes, Services, workloads, custom resources),
+leaving out what controllers make again, then gives the volumes their old reclaim policy back. It
+reads the backup folder from the hold, or from --backup-dir. See docs/rescue.md.
 
 Exit codes: 0 done, 4 not found, 2 bad usage (an Active namespace: see 'protect'), 1 error
-(no ValidatingAdmissionPolicy API, missing permissions: nothing was changed).`,
+(no ValidatingAdmissionPolicy API, missing permissions: nothing was changed; --restore: an object
+could not be re-applied), 5 --restore: the namespace was still terminating when --wait ended.`,
 		Example: `  # Someone ran kubectl delete namespace shop: hold it, retain its volumes, save it
   kubectl ns-doctor rescue shop
 
   # Let the deletion finish after all
-  kubectl ns-doctor rescue shop --release`,
+  kubectl ns-doctor rescue shop --release
+
+  # Put it back as it was
+  kubectl ns-doctor rescue shop --restore`,
 		Args:              exactArgs(1, "the namespace NAME"),
 		ValidArgsFunction: completeOneNamespace(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +83,8 @@ Exit codes: 0 done, 4 not found, 2 bad usage (an Active namespace: see 'protect'
 		},
 	}
 	cmd.Flags().BoolVar(&o.Release, "release", false, "Remove the hold: the deletion finishes; volumes stay Retain")
+	cmd.Flags().BoolVar(&o.Restore, "restore", false, "Put the namespace back: release, wait for it to be gone, create it again and re-apply what rescue saved")
+	cmd.Flags().DurationVar(&o.Wait, "wait", 5*time.Minute, "With --restore: how long to wait for the namespace to be gone")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "Skip the confirmation (needed when there is no terminal to ask on)")
 	cmd.Flags().StringVar(&o.BackupDir, "backup-dir", "", "Where to save the namespace (default: a new folder under the user cache dir)")
 	o.PrintFlags.addFlags(cmd)
@@ -90,7 +106,7 @@ func completeOneNamespace(flags *genericclioptions.ConfigFlags) cobra.Completion
 func (o *RescueOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags, args []string) error {
 	o.Name, o.factory = args[0], f
 	o.context, o.cluster = target(f, flags)
-	if o.BackupDir == "" && !o.Release {
+	if o.BackupDir == "" && !o.Release && !o.Restore {
 		dir, err := backup.DefaultDir(o.Name, time.Now())
 		if err != nil {
 			return err
@@ -105,6 +121,12 @@ func (o *RescueOptions) Validate() error {
 	if err := validateNamespaceName(o.Name); err != nil {
 		return err
 	}
+	if o.Release && o.Restore {
+		return usageErrorf("--release and --restore conflict: --restore releases the hold itself")
+	}
+	if o.Wait <= 0 {
+		return usageErrorf("--wait must be positive, e.g. --wait=5m")
+	}
 	return o.PrintFlags.validate()
 }
 
@@ -116,6 +138,9 @@ func (o *RescueOptions) Run(ctx context.Context) error {
 	}
 	if o.Release {
 		return o.release(ctx, clients)
+	}
+	if o.Restore {
+		return o.restore(ctx, clients)
 	}
 	plan, err := rescue.Prepare(ctx, clients, o.Name, o.BackupDir)
 	if err != nil {
@@ -147,6 +172,41 @@ func (o *RescueOptions) release(ctx context.Context, clients *kube.Clients) erro
 		return err
 	}
 	return printer.Released(o.Out, o.format(), r)
+}
+
+// restore puts the namespace back from the backup the hold names (or
+// --backup-dir), after a confirmation.
+func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) error {
+	dir := o.BackupDir
+	if dir == "" {
+		dir = rescue.BackupDirOf(ctx, clients, o.Name)
+	}
+	if dir == "" {
+		return usageErrorf("no hold of namespace %q names its backup: give the folder rescue saved it to with --backup-dir", o.Name)
+	}
+	text := fmt.Sprintf("This will restore namespace %q\n  context %q, cluster %q\n  from %s\n"+
+		"  delete the hold (ValidatingAdmissionPolicy and binding %s): the namespace controller finishes the deletion\n"+
+		"  wait up to %s for it to be gone, create it again with its labels and annotations\n"+
+		"  re-apply every saved object (server-side apply, field manager %s), bind the claims to their retained volumes again\n"+
+		"  give the volumes their reclaim policy from before the rescue back\nType the namespace name to go on: ",
+		o.Name, o.context, o.cluster, dir, rescue.HoldName(o.Name), o.Wait, rescue.FieldManager)
+	if err := o.consent(ctx, text, o.Name); err != nil {
+		return err
+	}
+	r, err := rescue.Restore(ctx, clients, o.Name, dir, o.Wait)
+	if errors.Is(err, rescue.ErrStillTerminating) {
+		return &exitError{code: ExitIncomplete, msg: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	if err := printer.Restored(o.Out, o.format(), r); err != nil {
+		return err
+	}
+	if n := r.Failed(); n > 0 {
+		return fmt.Errorf("%d saved object(s) could not be re-applied (listed above); fix what the API server says and run --restore again", n)
+	}
+	return nil
 }
 
 // consent asks on the terminal unless --yes, as purge does.

@@ -168,3 +168,43 @@ func Protected(w io.Writer, format string, p *rescue.Protected) error {
 	_, err := io.WriteString(w, line)
 	return err
 }
+
+// RestoredDocument is rescue --restore's report for -o json|yaml.
+type RestoredDocument struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	*rescue.RestoreReport
+}
+
+// Restored prints what rescue --restore did: a line per object.
+func Restored(w io.Writer, format string, r *rescue.RestoreReport) error {
+	if format != "" {
+		return Print(w, format, RestoredDocument{APIVersion: APIVersion, Kind: "RescueRestore", RestoreReport: r})
+	}
+	counts := map[rescue.RestoreStatus]int{}
+	for _, o := range r.Objects {
+		counts[o.Status]++
+	}
+	var b strings.Builder
+	label := "RESTORED"
+	if counts[rescue.Failed] > 0 {
+		label = "INCOMPLETE"
+	}
+	fmt.Fprintf(&b, "%s namespace %s from %s: %d restored, %d left out, %d failed\n", label, Escape(r.Namespace), Escape(r.Dir),
+		counts[rescue.Restored], counts[rescue.LeftOut], counts[rescue.Failed])
+	for _, o := range r.Objects {
+		line := fmt.Sprintf("%s %s/%s", strings.ToLower(string(o.Status)), o.Resource, o.Name)
+		if o.Status == rescue.LeftOut {
+			line = fmt.Sprintf("left out %s/%s", o.Resource, o.Name)
+		}
+		if o.Why != "" {
+			line += ": " + o.Why
+		}
+		fmt.Fprintf(&b, "  %s\n", Escape(Cut(line, 400)))
+	}
+	for _, v := range r.Volumes {
+		fmt.Fprintf(&b, "VOLUME %s (claim %s): reclaim policy %s again\n", Escape(v.Name), Escape(v.Claim), Escape(v.Now))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

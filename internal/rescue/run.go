@@ -3,6 +3,7 @@ package rescue
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -102,6 +103,10 @@ func Run(ctx context.Context, c *kube.Clients, p *Plan) (*Report, error) {
 	if user := whoAmI(ctx, c); user != "" {
 		// Who set the hold: explain says it beside the denial.
 		policy.Annotations[diagnose.HeldByAnnotation] = user
+	}
+	if dir, err := filepath.Abs(p.BackupDir); err == nil {
+		// Where the copy is: --restore finds it while the hold stands.
+		policy.Annotations[BackupAnnotation] = dir
 	}
 	if err := ApplyPolicy(ctx, c, policy, Binding(p.Hold, p.Namespace)); err != nil {
 		return r, err

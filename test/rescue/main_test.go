@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	if c := os.Getenv("NSDOCTOR_KCM_CREDENTIALS"); c != "" {
 		credentials = c
 	}
-	opts := controlplane.FromEnv(controlplane.Options{ControllerCredentials: credentials})
+	// The PV binder binds the claims, releases their volumes once the
+	// claims go, and binds a restored claim to its retained volume again.
+	opts := controlplane.FromEnv(controlplane.Options{ControllerCredentials: credentials, Controllers: []string{"persistentvolume-binder"}})
 	setup := plugintest.Setup{Name: "rescue", ControlPlane: opts}
 	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// service account in kube-system (kubeadm's setup). Tests of what
 	// admission sees of the controllers need one of the last two.
 	ControllerCredentials string
+	// Controllers are kube-controller-manager's controllers to run beside
+	// the namespace controller and the garbage collector (its --controllers
+	// names, e.g. persistentvolume-binder).
+	Controllers []string
 	// EncryptionConfig is kube-apiserver's EncryptionConfiguration (YAML),
 	// written to the control plane's dir and passed as
 	// --encryption-provider-config; empty: none.
@@ -134,6 +138,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.controllerCredentials(opts.ControllerCredentials); err != nil {
 		return nil, err
 	}
+	cp.moreControllers(opts.Controllers)
 	if opts.APIServerFeatureGates != "" {
 		cp.apiserver.args = append(cp.apiserver.args, "--feature-gates="+opts.APIServerFeatureGates)
 	}
@@ -232,6 +237,18 @@ func (cp *ControlPlane) controllerManager(binDir string) *process {
 		args = append(args, "--feature-gates="+cp.featureGates)
 	}
 	return &process{name: "kube-controller-manager", path: filepath.Join(binDir, "kube-controller-manager"), logPath: cp.path("kube-controller-manager.log"), args: args}
+}
+
+// moreControllers adds controllers to kube-controller-manager's list.
+func (cp *ControlPlane) moreControllers(names []string) {
+	if cp.controller == nil || len(names) == 0 {
+		return
+	}
+	for i, a := range cp.controller.args {
+		if strings.HasPrefix(a, "--controllers=") {
+			cp.controller.args[i] = a + "," + strings.Join(names, ",")
+		}
+	}
 }
 
 // controllerCredentials makes kube-controller-manager authenticate as
