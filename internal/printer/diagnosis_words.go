@@ -874,7 +874,10 @@ func rescueHoldWords(b diagnose.Blocker, f *diagnose.RescueHoldFacts) BlockerWor
 	w := BlockerWords{
 		Summary:  "kubectl ns-doctor rescue holds the namespace's content on purpose: ValidatingAdmissionPolicy " + b.Subject + " refuses the namespace controller's and the garbage collector's deletes here",
 		Evidence: []string{"denied the namespace controller: " + Cut(f.Message, 300)},
-		NextStep: nextStep(b) + "; to keep the content, leave the hold: the backup rescue saved brings it back once the namespace is gone (docs/rescue.md)",
+		NextStep: nextStep(b),
+	}
+	if len(b.Actions) > 0 {
+		w.NextStep += "; or, to put the namespace back as it was: kubectl ns-doctor rescue " + Escape(b.Actions[0].Namespace) + " --restore (docs/rescue.md)"
 	}
 	if h := f.Hold; h != nil {
 		by := "someone"

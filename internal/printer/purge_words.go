@@ -226,7 +226,7 @@ func FailureWords(f purge.Failure, r *purge.Report) string {
 	case f.Verb == "restore":
 		words = fmt.Sprintf("%s %s still excludes namespace %s: re-run purge --force on it, which restores it first", strings.ToLower(f.Resource), f.Name, r.Namespace)
 		if f.Path != "" {
-			words = fmt.Sprintf("%s %s still excludes namespace %s: restore it with: %s", strings.ToLower(f.Resource), f.Name, r.Namespace, RestoreCommand(f.Path))
+			words = fmt.Sprintf("%s %s still excludes namespace %s: restore it with: %s", strings.ToLower(f.Resource), f.Name, r.Namespace, purge.RestoreCommand(f.Path))
 		}
 		return words
 	case f.Verb == "finalize":
@@ -527,12 +527,4 @@ func HoldStep(r *purge.Report, h purge.Hold) string {
 		return strings.TrimSuffix(given, "; ")
 	}
 	return given + strings.Join(outside, "; or: ")
-}
-
-// RestoreCommand restores a bypassed webhook configuration by hand.
-func RestoreCommand(path string) string {
-	if path == "" {
-		return ""
-	}
-	return "kubectl replace -f " + path
 }

@@ -105,12 +105,11 @@ func RescueWords(r *rescue.Report) string {
 
 func releaseCommand(ns string) string { return "kubectl ns-doctor rescue " + Escape(ns) + " --release" }
 
-// restoreCommand brings the namespace back from the backup once the
-// deletion finished (rescue --restore, which would do it in one step, is
-// not there yet).
+// restoreCommand brings the namespace back from the backup: --restore
+// releases the hold and waits for the deletion itself; the folder is named
+// so that it works once the hold (which records it) is gone too.
 func restoreCommand(ns, dir string) string {
-	return fmt.Sprintf("%s, wait for the namespace to go, then kubectl apply -f %s/cluster && kubectl apply -n %s -f %s/objects (volumes rebind as docs/rescue.md#restore says)",
-		releaseCommand(ns), Escape(dir), Escape(ns), Escape(dir))
+	return fmt.Sprintf("kubectl ns-doctor rescue %s --restore --backup-dir %s", Escape(ns), shellQuote(Escape(dir)))
 }
 
 // ReleasedDocument is release's report for -o json|yaml.

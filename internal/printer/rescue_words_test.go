@@ -33,7 +33,7 @@ func TestRescueWordsSayWhatIsHeldGoingRetainedAndSaved(t *testing.T) {
 		"2 Secret(s) are saved in clear: the files are 0600 in folders 0700",
 		"NOT SAVED metrics.k8s.io/v1beta1: unavailable",
 		"kubectl ns-doctor rescue shop --release",
-		"kubectl apply -f /b/cluster && kubectl apply -n shop -f /b/objects",
+		"kubectl ns-doctor rescue shop --restore --backup-dir /b",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

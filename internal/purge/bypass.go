@@ -141,8 +141,9 @@ func bypassRow(kind, name string, b Bypass) Row {
 	return Row{Kind: RowBypass, Resource: gvrOfKind(kind).Resource, Name: name, Status: RowPlanned, Extra: b}
 }
 
-// restoreCommand restores a bypassed webhook configuration by hand.
-func restoreCommand(path string) string {
+// RestoreCommand restores a bypassed webhook configuration by hand from
+// its saved copy.
+func RestoreCommand(path string) string {
 	if path == "" {
 		return ""
 	}
@@ -337,7 +338,7 @@ func (b *bypasser) before(ctx context.Context, a actor, _ scope) (func(), error)
 			undo()
 			return func() {}, fmt.Errorf("excluding namespace %s from %s %s: %w", a.namespace(), strings.ToLower(kind), by.Name, err)
 		}
-		updateBypass(a, by, func(_ *Row, b *Bypass) { b.RestorePath, b.RestoreCommand = sent.Saved, restoreCommand(sent.Saved) })
+		updateBypass(a, by, func(_ *Row, b *Bypass) { b.RestorePath, b.RestoreCommand = sent.Saved, RestoreCommand(sent.Saved) })
 		applied = append(applied, bypassed{by, sent})
 	}
 	return undo, nil

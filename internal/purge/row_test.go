@@ -126,7 +126,7 @@ func TestAddRowOncePerStatus(t *testing.T) {
 	if len(rows) != 2 {
 		t.Errorf("rows %+v", rows)
 	}
-	if orDash("") != "-" || orDash("x") != "x" || restoreCommand("") != "" || !strings.HasSuffix(restoreCommand("/b/c.yaml"), "/b/c.yaml") {
+	if orDash("") != "-" || orDash("x") != "x" || RestoreCommand("") != "" || !strings.HasSuffix(RestoreCommand("/b/c.yaml"), "/b/c.yaml") {
 		t.Error("helpers")
 	}
 	if got := joinSome(strings.Split(strings.Repeat("f,", 25), ",")[:25]); !strings.HasSuffix(got, "+5 more") {

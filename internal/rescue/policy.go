@@ -58,7 +58,7 @@ func ProtectName(namespace string) string { return "ns-doctor-protect-" + namesp
 // the two ways on.
 func HoldMessage(namespace string) string {
 	return fmt.Sprintf("ns-doctor rescue holds namespace %s: its content is not deleted while the hold stands; "+
-		"'kubectl ns-doctor rescue %s --release' lets the deletion finish (the backup rescue saved brings it back afterwards)", namespace, namespace)
+		"'kubectl ns-doctor rescue %s --release' lets the deletion finish, 'kubectl ns-doctor rescue %s --restore' puts the namespace back from the backup rescue saved", namespace, namespace, namespace)
 }
 
 // ProtectMessage is what a refused namespace DELETE says.
