@@ -150,7 +150,7 @@ func (h Human) purgeRows(p *errWriter, r *purge.Report) {
 		for _, row := range shown {
 			cells := make([]any, 0, len(header)+1)
 			for _, c := range sh.Columns {
-				cells = append(cells, truncate(c.Cell(row), rowCellWidth))
+				cells = append(cells, truncate(orDash(joinSome(c.Cell(row))), rowCellWidth))
 			}
 			_ = t.Append(append(cells, cell(RowResult(row), row.Refusal, rowCellWidth))...)
 		}

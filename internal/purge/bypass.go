@@ -108,8 +108,8 @@ var bypassShape = Shape{
 	Kind: RowBypass, Section: "bypassed", Key: "configurations", Short: "BYPASSED",
 	Title: "Webhooks bypassed for this namespace during the run (escalation)",
 	Columns: []Column{
-		{"CONFIGURATION", func(r Row) string { return strings.ToLower(bypassOf(r).Kind) + "/" + r.Name }},
-		{"CATCHES", func(r Row) string { return strings.Join(bypassOf(r).Catches, ", ") }},
+		{"CONFIGURATION", func(r Row) []string { return []string{strings.ToLower(bypassOf(r).Kind) + "/" + r.Name} }},
+		{"CATCHES", func(r Row) []string { return bypassOf(r).Catches }},
 	},
 	Counted: "%d webhook configuration(s) bypassed", Done: "Restored",
 	Extra: Bypass{},

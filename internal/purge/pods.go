@@ -72,10 +72,12 @@ var forcedPodShape = Shape{
 	Kind: RowForcedPod, Section: "forcedPods", Key: "pods", Short: "FORCED PODS",
 	Title: "Pods to delete with grace period 0 (escalation)",
 	Columns: []Column{
-		{"POD", func(r Row) string { return r.Name }},
-		{"NODE", func(r Row) string { return orDash(forcedOf(r).Node) }},
-		{"NODE STATE", func(r Row) string { return string(forcedOf(r).NodeState) }},
-		{"TERMINATING", func(r Row) string { return (time.Duration(forcedOf(r).TerminatingSeconds) * time.Second).String() }},
+		{"POD", func(r Row) []string { return []string{r.Name} }},
+		{"NODE", func(r Row) []string { return nonEmpty(forcedOf(r).Node) }},
+		{"NODE STATE", func(r Row) []string { return []string{string(forcedOf(r).NodeState)} }},
+		{"TERMINATING", func(r Row) []string {
+			return []string{(time.Duration(forcedOf(r).TerminatingSeconds) * time.Second).String()}
+		}},
 	},
 	Counted: "%d pod(s) force-deleted", Done: "Deleted",
 	Extra: ForcedPod{},

@@ -56,10 +56,11 @@ type Extra interface {
 // Counts: the row changes (or would) what it names.
 func (r Row) Counts() bool { return r.Status == RowDone || r.Status == RowPlanned }
 
-// Column is one column of a kind's table in the human view.
+// Column is one column of a kind's table in the human view: the items
+// of its cell, which the printer joins, bounds and escapes (none: a dash).
 type Column struct {
 	Header string
-	Cell   func(Row) string
+	Cell   func(Row) []string
 }
 
 // Shape is how one kind of row is told everywhere: its table, its count,
@@ -272,9 +273,10 @@ func (s Summary) Words() string {
 	return strings.Join(parts, ", ")
 }
 
-func orDash(s string) string {
+// nonEmpty is s as a cell's one item, none when empty.
+func nonEmpty(s string) []string {
 	if s == "" {
-		return "-"
+		return nil
 	}
-	return s
+	return []string{s}
 }

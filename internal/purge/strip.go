@@ -83,9 +83,9 @@ var stripShape = Shape{
 	Kind: RowStrip, Section: "strips", Key: "finalizer_strips", Short: "STRIPS",
 	Title: "Finalizers to remove (escalation)",
 	Columns: []Column{
-		{"RESOURCE", func(r Row) string { return r.Resource }},
-		{"NAME", func(r Row) string { return r.Name }},
-		{"FINALIZERS", func(r Row) string { return joinSome(stripOf(r).Finalizers) }},
+		{"RESOURCE", func(r Row) []string { return []string{r.Resource} }},
+		{"NAME", func(r Row) []string { return []string{r.Name} }},
+		{"FINALIZERS", func(r Row) []string { return stripOf(r).Finalizers }},
 	},
 	Counted: "%d finalizer removal(s)", Done: "Removed",
 	Extra: Strip{},
@@ -122,16 +122,6 @@ func leakNotes(r *Report) []string {
 		out = append(out, fmt.Sprintf("stripping %s (owner: %s) leaks: %s", l.Finalizer, l.Owner, l.Leak))
 	}
 	return out
-}
-
-// joinSome joins the first few of a list, and says how many more, as the
-// printer bounds its cells.
-func joinSome(list []string) string {
-	const some = 20
-	if len(list) <= some {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s, +%d more", strings.Join(list[:some], ", "), len(list)-some)
 }
 
 func sortedCopy(list []string) []string {
