@@ -28,6 +28,9 @@ func TestRescueAndProtectRefusals(t *testing.T) {
 		{[]string{"rescue", "going", "--yes"}, ExitError, "no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy"},
 		{[]string{"protect", "active", "--yes"}, ExitError, "no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy"},
 		{[]string{"protect"}, ExitUsage, "takes exactly 1 argument"},
+		{[]string{"rescue", "going", "--release", "--restore", "--yes"}, ExitUsage, "--release and --restore conflict"},
+		{[]string{"rescue", "going", "--restore", "--wait=0s", "--yes"}, ExitUsage, "--wait must be positive"},
+		{[]string{"rescue", "going", "--restore", "--yes"}, ExitUsage, "give the folder rescue saved it to with --backup-dir"},
 	} {
 		code, _, errOut := runFake(t, c, tc.args...)
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
