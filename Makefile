@@ -34,19 +34,21 @@ test: lint
 unit:
 	@bash hack/unit.sh
 
-# The oracle tests (test/oracle) against the namespace controller of each
+# The oracle tests (test/oracle) and rescue's (test/rescue: the window
+# ordered deletion leaves, or not) against the namespace controller of each
 # Kubernetes version the test bed builds, one after another: MINOR or
 # MINOR:FEATURE_GATES (docs/compatibility.md). Cold, each version's build
 # takes about 10 minutes on 2 cores; warm, each run about 2. 1.38
 # (hack/controlplane/1.38, v1.38.0-beta.0) is not listed: the module proxy
 # does not serve two of its staging modules (docs/compatibility.md).
 ORACLE_VERSIONS ?= 1.33:OrderedNamespaceDeletion=false 1.33 1.34 1.35 1.36 1.37
+VERSION_PACKAGES ?= ./test/oracle ./test/rescue
 test-versions:
 	@set -e; for v in $(ORACLE_VERSIONS); do \
 	  minor=$${v%%:*}; gates=""; [ "$$v" = "$$minor" ] || gates=$${v#*:}; \
-	  echo "== test/oracle on Kubernetes $$minor $${gates:+with --feature-gates=$$gates}"; \
+	  echo "== $(VERSION_PACKAGES) on Kubernetes $$minor $${gates:+with --feature-gates=$$gates}"; \
 	  bash hack/build-controlplane.sh $$minor >/dev/null; \
-	  NSDOCTOR_K8S=$$minor NSDOCTOR_KCM_FEATURE_GATES=$$gates $(GO) test -count=1 -timeout 20m ./test/oracle; \
+	  NSDOCTOR_K8S=$$minor NSDOCTOR_KCM_FEATURE_GATES=$$gates $(GO) test -count=1 -timeout 20m $(VERSION_PACKAGES); \
 	done
 
 # gofmt over every file, golangci-lint (pinned; go vet, staticcheck,

@@ -150,7 +150,11 @@ func (o *RescueOptions) Run(ctx context.Context) error {
 	if err := o.consent(ctx, text, want); err != nil {
 		return err
 	}
-	report, err := rescue.Run(ctx, clients, plan)
+	report, err := rescue.RunSteps(ctx, clients, plan, func(s rescue.Step, r *rescue.Report) {
+		// Each step as it ends, on stderr: a rescue killed half-way has
+		// said how far it got.
+		_, _ = fmt.Fprintln(o.ErrOut, printer.RescueStep(s, r))
+	})
 	if err != nil {
 		return rescueError(o.Name, err)
 	}

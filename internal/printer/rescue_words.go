@@ -68,6 +68,7 @@ func RescueWords(r *rescue.Report) string {
 	var b strings.Builder
 	ns := Escape(r.Namespace)
 	fmt.Fprintf(&b, "HELD namespace %s: ValidatingAdmissionPolicy %s refuses the namespace controller's and the garbage collector's deletes in it\n", ns, Escape(r.Hold))
+	b.WriteString("  " + inForceWords(r.InForce) + "\n")
 	b.WriteString("  Pods already deleted, and objects already being deleted, are not brought back by the hold.\n")
 	var going []string
 	for _, t := range r.Backup.Types {
@@ -78,6 +79,7 @@ func RescueWords(r *rescue.Report) string {
 	if len(going) > 0 {
 		fmt.Fprintf(&b, "  going (deletion already under way, saved): %s\n", strings.Join(going, ", "))
 	}
+	b.WriteString(lostWords(r.Backup.Lost))
 	if len(r.Volumes) == 0 {
 		b.WriteString("VOLUMES none bound to a claim in this namespace\n")
 	}
@@ -101,6 +103,61 @@ func RescueWords(r *rescue.Report) string {
 	fmt.Fprintf(&b, "NEXT let the deletion finish: %s (volumes stay Retain)\n", releaseCommand(r.Namespace))
 	fmt.Fprintf(&b, "     or bring the namespace back: %s\n", restoreCommand(r.Namespace, r.Backup.Dir))
 	return b.String()
+}
+
+// inForceWords says whether the API server was seen enforcing the hold.
+func inForceWords(f rescue.InForce) string {
+	if f.Proven {
+		return fmt.Sprintf("in force after %s: a dry-run DELETE of %s as %s was refused", f.After.Duration, Escape(f.Object), rescue.ProofUser)
+	}
+	return fmt.Sprintf("NOT PROVEN in force (%s): %s", f.After.Duration, Escape(f.Why))
+}
+
+// maxLostLines bounds the human view's list of what was lost; -o json has
+// them all.
+const maxLostLines = 20
+
+// lostWords says what the deletion took before the hold, as far as what
+// remains tells, and that the rest cannot be known.
+func lostWords(lost []rescue.Lost) string {
+	var b strings.Builder
+	if len(lost) == 0 {
+		b.WriteString("LOST nothing that what remains names\n")
+	} else {
+		fmt.Fprintf(&b, "LOST %d object(s) deleted before the hold, named by what remains:\n", len(lost))
+	}
+	for i, l := range lost {
+		if i == maxLostLines {
+			fmt.Fprintf(&b, "  and %d more (-o json lists them all)\n", len(lost)-i)
+			break
+		}
+		by := make([]string, len(l.By))
+		for j, n := range l.By {
+			by[j] = Escape(n)
+		}
+		fmt.Fprintf(&b, "  %s/%s (named by %s)\n", Escape(l.Kind), Escape(l.Name), joinSome(by))
+	}
+	b.WriteString("  What nothing left names cannot be known from the cluster: compare with where the namespace came from (Git, Helm, a backup).\n")
+	return b.String()
+}
+
+// RescueStep is the progress line for one step of a rescue (stderr).
+func RescueStep(s rescue.Step, r *rescue.Report) string {
+	switch s {
+	case rescue.StepHeld:
+		return fmt.Sprintf("rescue: hold applied (ValidatingAdmissionPolicy and binding %s)", Escape(r.Hold))
+	case rescue.StepInForce:
+		return "rescue: hold " + inForceWords(r.InForce)
+	case rescue.StepRetained:
+		return fmt.Sprintf("rescue: %d volume(s) set to Retain", len(r.Volumes))
+	case rescue.StepSaved:
+		n := 0
+		for _, t := range r.Backup.Types {
+			n += t.Count + t.Record
+		}
+		return fmt.Sprintf("rescue: %d object(s) saved to %s", n, Escape(r.Backup.Dir))
+	}
+	return "rescue: " + Escape(string(s))
 }
 
 func releaseCommand(ns string) string { return "kubectl ns-doctor rescue " + Escape(ns) + " --release" }

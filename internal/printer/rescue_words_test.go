@@ -3,6 +3,7 @@ package printer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -126,5 +127,32 @@ func TestProtectedSaysHowToDelete(t *testing.T) {
 	var b bytes.Buffer
 	if err := Protected(&b, "yaml", &rescue.Protected{Namespace: "shop", Policy: "p"}); err != nil || !strings.Contains(b.String(), "kind: Protect") {
 		t.Errorf("yaml: %v %s", err, b.String())
+	}
+}
+
+func TestRescueWordsSayWhatWasLostAndWhetherTheHoldIsInForce(t *testing.T) {
+	r := rescueReport()
+	r.InForce = rescue.InForce{Why: "a dry run as x was refused before the hold could answer"}
+	for i := range 25 {
+		r.Backup.Lost = append(r.Backup.Lost, rescue.Lost{Kind: "ConfigMap", Name: fmt.Sprintf("cm-%02d", i), By: []string{"Pod/web-\x1b[31m"}})
+	}
+	got := RescueWords(r)
+	for _, want := range []string{
+		"NOT PROVEN in force",
+		"LOST 25 object(s) deleted before the hold, named by what remains:",
+		"  ConfigMap/cm-00 (named by Pod/web-^[[31m)",
+		"  and 5 more (-o json lists them all)",
+		"What nothing left names cannot be known from the cluster",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "cm-20") || strings.Contains(got, "\x1b") {
+		t.Errorf("the list is not bounded, or not escaped:\n%q", got)
+	}
+	r.Backup.Lost, r.InForce = nil, rescue.InForce{Proven: true, Object: "configmaps/a"}
+	if got := RescueWords(r); !strings.Contains(got, "LOST nothing that what remains names") || !strings.Contains(got, "in force after 0s: a dry-run DELETE of configmaps/a as "+rescue.ProofUser+" was refused") {
+		t.Errorf("nothing lost, in force:\n%s", got)
 	}
 }

@@ -37,8 +37,10 @@ type Plan struct {
 type Report struct {
 	Plan
 	// Gone: the namespace was deleted before the save could read it.
-	Gone   bool   `json:"gone"`
-	Backup Backup `json:"backup"`
+	Gone bool `json:"gone"`
+	// InForce: whether the API server was seen enforcing the hold.
+	InForce InForce `json:"inForce"`
+	Backup  Backup  `json:"backup"`
 }
 
 // Prepare reads the namespace, checks the cluster and the permissions,
@@ -95,10 +97,65 @@ func rescuePermissions(c *kube.Clients, namespace string) ([]Permission, error) 
 	return needs, nil
 }
 
+// Step is a stage of a rescue, told as it ends: a rescue killed half-way
+// has said how far it got.
+type Step string
+
+// The steps, in order.
+const (
+	// StepHeld: the policy and its binding are stored.
+	StepHeld Step = "Held"
+	// StepInForce: the API server was seen refusing the controller (or
+	// rescue gave up proving it: Report.InForce says why).
+	StepInForce Step = "InForce"
+	// StepRetained: the volumes are Retain.
+	StepRetained Step = "Retained"
+	// StepSaved: the copy is written.
+	StepSaved Step = "Saved"
+)
+
 // Run holds the namespace first (the window may close any second), then
 // retains its volumes, then saves what remains.
 func Run(ctx context.Context, c *kube.Clients, p *Plan) (*Report, error) {
+	return RunSteps(ctx, c, p, nil)
+}
+
+// RunSteps is Run, calling step (when not nil) as each step ends with the
+// report so far.
+func RunSteps(ctx context.Context, c *kube.Clients, p *Plan, step func(Step, *Report)) (*Report, error) {
+	start := time.Now()
 	r := &Report{Plan: *p}
+	done := func(s Step) {
+		if step != nil {
+			step(s, r)
+		}
+	}
+	if err := applyHold(ctx, c, p); err != nil {
+		return r, err
+	}
+	done(StepHeld)
+	r.InForce = proveHold(ctx, c, p.Namespace, start)
+	done(StepInForce)
+	retained, err := retainAll(ctx, c, p, r)
+	if err != nil {
+		return r, err
+	}
+	done(StepRetained)
+	ns, err := GetNamespace(ctx, c, p.Namespace)
+	if err != nil {
+		r.Gone = true
+		return r, err
+	}
+	if r.Backup, err = Save(ctx, c, ns, retained, p.BackupDir); err != nil {
+		return r, fmt.Errorf("saving namespace %s to %s: %w", p.Namespace, p.BackupDir, err)
+	}
+	done(StepSaved)
+	return r, nil
+}
+
+// applyHold applies the hold's policy, marked with who set it and where
+// the copy goes, and its binding.
+func applyHold(ctx context.Context, c *kube.Clients, p *Plan) error {
 	policy := HoldPolicy(p.Namespace)
 	if user := whoAmI(ctx, c); user != "" {
 		// Who set the hold: explain says it beside the denial.
@@ -108,28 +165,22 @@ func Run(ctx context.Context, c *kube.Clients, p *Plan) (*Report, error) {
 		// Where the copy is: --restore finds it while the hold stands.
 		policy.Annotations[BackupAnnotation] = dir
 	}
-	if err := ApplyPolicy(ctx, c, policy, Binding(p.Hold, p.Namespace)); err != nil {
-		return r, err
-	}
+	return ApplyPolicy(ctx, c, policy, Binding(p.Hold, p.Namespace))
+}
+
+// retainAll sets every planned volume to Retain, recording each in r.
+func retainAll(ctx context.Context, c *kube.Clients, p *Plan, r *Report) ([]*corev1.PersistentVolume, error) {
 	var retained []*corev1.PersistentVolume
 	r.Volumes = nil
 	for _, pv := range p.volumes {
 		v, got, err := Retain(ctx, c, pv, p.Namespace)
 		if err != nil {
-			return r, err
+			return retained, err
 		}
 		r.Volumes = append(r.Volumes, v)
 		retained = append(retained, got)
 	}
-	ns, err := GetNamespace(ctx, c, p.Namespace)
-	if err != nil {
-		r.Gone = true
-		return r, err
-	}
-	if r.Backup, err = Save(ctx, c, ns, retained, p.BackupDir); err != nil {
-		return r, fmt.Errorf("saving namespace %s to %s: %w", p.Namespace, p.BackupDir, err)
-	}
-	return r, nil
+	return retained, nil
 }
 
 // Released is what release did.

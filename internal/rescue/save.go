@@ -41,6 +41,17 @@ type Backup struct {
 	Secrets int `json:"secrets"`
 	// Failed names each type that could not be read, with why.
 	Failed []string `json:"failed,omitempty"`
+	// Lost are the objects what was saved names but that were already
+	// gone (lost.go): what can be known of what the deletion took before
+	// the hold.
+	Lost []Lost `json:"lost"`
+}
+
+// seen is what Save gathers across types to tell what was lost.
+type seen struct {
+	saved      map[string]bool // "Kind/name"
+	refs       []ref
+	namespaced map[string]bool // the kinds of namespaced types
 }
 
 // recordOnly are the types a re-apply must not create: their writers
@@ -96,8 +107,16 @@ func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []
 	for gv, gerr := range d.Failed {
 		out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", gv, gerr))
 	}
-	for gvr := range d.DeletableResources() {
-		saved, err := saveType(ctx, c, gvr, ns.Name, main, record)
+	types := d.DeletableResources()
+	sn := &seen{saved: map[string]bool{}, namespaced: map[string]bool{}}
+	for _, r := range types {
+		sn.namespaced[r.Kind] = true
+	}
+	for _, pv := range volumes {
+		sn.refs = append(sn.refs, ref{kind: "PersistentVolumeClaim", name: pv.Spec.ClaimRef.Name, by: "PersistentVolume/" + pv.Name})
+	}
+	for gvr := range types {
+		saved, err := saveType(ctx, c, gvr, ns.Name, main, record, sn)
 		if err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", resourceName(gvr), err))
 			continue
@@ -111,10 +130,11 @@ func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []
 	}
 	slices.SortFunc(out.Types, func(a, b Saved) int { return strings.Compare(a.Resource, b.Resource) })
 	slices.Sort(out.Failed)
+	out.Lost = lost(sn.refs, sn.saved)
 	return out, nil
 }
 
-func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResource, namespace string, main, record *backup.Writer) (Saved, error) {
+func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResource, namespace string, main, record *backup.Writer, sn *seen) (Saved, error) {
 	s := Saved{Resource: resourceName(gvr)}
 	err := c.Collections.EachObjectJSON(ctx, gvr, namespace, 500, func(raw []byte, apiVersion, kind string) error {
 		var m savedMeta
@@ -134,6 +154,14 @@ func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResou
 		}
 		if m.Metadata.DeletionTimestamp != nil {
 			s.Going = append(s.Going, m.Metadata.Name)
+		}
+		sn.saved[kind+"/"+m.Metadata.Name] = true
+		// A list's items may lack their kind: it is the list's.
+		full := &unstructured.Unstructured{}
+		if err := json.Unmarshal(raw, &full.Object); err == nil {
+			full.SetAPIVersion(apiVersion)
+			full.SetKind(kind)
+			sn.refs = append(sn.refs, references(full, sn.namespaced)...)
 		}
 		return w.SaveObject(gvr, obj)
 	})

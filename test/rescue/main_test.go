@@ -8,6 +8,7 @@ package rescue
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
@@ -22,6 +23,10 @@ var (
 	cp          *controlplane.ControlPlane
 	cluster     *scenario.Cluster
 	plugin      plugintest.Plugin
+	// ordered: the namespace controller deletes pods first (1.33+ by
+	// default), which opens the window a rescue works in; unordered (its
+	// gate off, as a 1.30-1.32 controller) it deletes everything at once.
+	ordered = true
 )
 
 func TestMain(m *testing.M) {
@@ -31,6 +36,7 @@ func TestMain(m *testing.M) {
 	// The PV binder binds the claims, releases their volumes once the
 	// claims go, and binds a restored claim to its retained volume again.
 	opts := controlplane.FromEnv(controlplane.Options{ControllerCredentials: credentials, Controllers: []string{"persistentvolume-binder"}})
+	ordered = !strings.Contains(opts.FeatureGates, "OrderedNamespaceDeletion=false")
 	setup := plugintest.Setup{Name: "rescue", ControlPlane: opts}
 	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

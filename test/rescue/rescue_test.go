@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -38,10 +40,18 @@ func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 	must(k.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"team": "shop"}, Annotations: map[string]string{"owner": "shop@example.com"}}}, metav1.CreateOptions{}))
 	labels := map[string]string{"app": "web"}
+	// The workloads use what the namespace holds: what remains after a
+	// deletion names what it took.
+	uses := corev1.PodSpec{ServiceAccountName: "web",
+		Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web",
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "features"}}}}}},
+		Volumes: []corev1.Volume{
+			{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+			{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db-password"}}},
+		}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web"}}}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: uses},
 	}}
 	created, err := k.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
 	plugintest.Must(t, err)
@@ -51,6 +61,18 @@ func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 		APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: created.UID, Controller: ptr.To(true)}}},
 		Spec: appsv1.ReplicaSetSpec{Selector: dep.Spec.Selector, Template: dep.Spec.Template}}
 	must(k.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}))
+	dbLabels := map[string]string{"app": "db"}
+	must(k.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: appsv1.StatefulSetSpec{
+		ServiceName: "web", Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: dbLabels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: dbLabels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "registry.invalid/db", Args: []string{"--data=/var/lib/db"}}}}},
+	}}, metav1.CreateOptions{}))
+	gizmos, err := cluster.EnsureCRD(ctx, crdGroup, "Gizmo", "gizmos")
+	plugintest.Must(t, err)
+	must(cluster.Dynamic.Resource(gizmos).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": crdGroup + "/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "main"},
+		"spec": map[string]any{"size": int64(3), "tier": "gold"},
+	}}, metav1.CreateOptions{}))
 	for _, name := range []string{"settings", "features"} {
 		must(k.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{}))
 	}
@@ -78,10 +100,21 @@ func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{}))
 	// The controller comes back about half the pods' grace period after
 	// its first pass: 20 s keeps the test short and the window open long
-	// enough for rescue.
-	plugintest.Must(t, cluster.CreateBoundPod(ctx, ns, "stuck", 20))
+	// enough for rescue. The pod uses the claim and a ConfigMap, a
+	// Secret and a ServiceAccount, as the workloads' pods would.
+	stuck := uses.DeepCopy()
+	stuck.NodeName, stuck.TerminationGracePeriodSeconds = "node-gone", ptr.To[int64](20)
+	stuck.Volumes = append(stuck.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+	must(k.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}, Spec: *stuck}, metav1.CreateOptions{}))
 	return pv
 }
+
+// crdGroup is the custom resources' group: a namespace's own types are
+// saved and restored as the built-in ones are.
+const crdGroup = "rescue.ns-doctor.test"
+
+var gizmoGVR = schema.GroupVersionResource{Group: crdGroup, Version: "v1", Resource: "gizmos"}
 
 // held are the objects the controllers must not delete, as
 // "<resource>/<name>".
@@ -103,6 +136,16 @@ func remaining(t *testing.T, ctx context.Context, k kubernetes.Interface, ns str
 	plugintest.Must(t, err)
 	for _, o := range deps.Items {
 		add("deployments", o.Name)
+	}
+	sts, err := k.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range sts.Items {
+		add("statefulsets", o.Name)
+	}
+	gizmos, err := cluster.Dynamic.Resource(gizmoGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	plugintest.Must(t, err)
+	for _, o := range gizmos.Items {
+		add("gizmos", o.GetName())
 	}
 	rss, err := k.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 	plugintest.Must(t, err)
@@ -176,6 +219,7 @@ func contentFailure(ctx context.Context, ns string) (bool, string) {
 // terminating) holds everything else once that pod is gone, retains the
 // volume, and saves every object; release lets the deletion finish.
 func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
+	requireOrdered(t)
 	ctx := context.Background()
 	ns := plugintest.UniqueName(t)
 	k := cluster.Kube
@@ -200,7 +244,9 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 		t.Fatalf("rescue: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
 	}
 	t.Logf("rescue:\n%s", r.Stdout)
-	for _, want := range []string{"HELD namespace " + ns, "VOLUME " + pv + " (claim data): reclaim policy Retain (was Delete)", "pods/stuck", "2 Secret(s) are saved in clear"} {
+	// Pods first: the controller has taken nothing the rest names.
+	for _, want := range []string{"HELD namespace " + ns, "VOLUME " + pv + " (claim data): reclaim policy Retain (was Delete)", "pods/stuck", "2 Secret(s) are saved in clear",
+		"in force after ", "LOST nothing that what remains names"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("rescue's report lacks %q", want)
 		}
@@ -224,7 +270,7 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 	// A second rescue continues: it re-applies the hold, keeps the first
 	// copy and the old policy.
 	r2 := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir, "-o", "json")
-	if r2.Code != 0 || !strings.Contains(r2.Stdout, `"alreadyHeld": true`) || !strings.Contains(r2.Stdout, `"reclaimPolicyBefore": "Delete"`) {
+	if r2.Code != 0 || !strings.Contains(r2.Stdout, `"alreadyHeld": true`) || !strings.Contains(r2.Stdout, `"reclaimPolicyBefore": "Delete"`) || !strings.Contains(r2.Stdout, `"proven": true`) {
 		t.Errorf("second rescue: exit %d\n%s\n%s", r2.Code, r2.Stdout, r2.Stderr)
 	}
 
@@ -244,6 +290,16 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 	}
 }
 
+// requireOrdered skips a test that needs the pods-first window on a
+// controller that deletes everything at once (TestRescueAfterUnorderedDeletion
+// covers that one).
+func requireOrdered(t *testing.T) {
+	t.Helper()
+	if !ordered {
+		t.Skip("the controller runs with OrderedNamespaceDeletion off: no pods-first window")
+	}
+}
+
 // releaseClaim does what the pvc-protection controller (not run here)
 // does for a claim no pod uses once it is being deleted: it removes the
 // finalizer the API server's admission added.
@@ -255,16 +311,17 @@ func releaseClaim(ctx context.Context, ns string) {
 	_, _ = cluster.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 }
 
-// checkBackup: every object is there, in the right place, Secrets in
-// private files.
-func checkBackup(t *testing.T, dir, ns, pv string) {
+// checkBackup: every object is there (but those gone before the save,
+// named in gone), in the right place, Secrets in private files.
+func checkBackup(t *testing.T, dir, ns, pv string, gone ...string) {
 	t.Helper()
 	saved, err := backup.Saved(dir)
 	plugintest.Must(t, err)
 	for _, want := range []string{"configmaps.core.json/settings", "configmaps.core.json/features", "secrets.core.json/db-password", "secrets.core.json/api-token",
 		"deployments.apps.json/web", "serviceaccounts.core.json/web", "rolebindings.rbac.authorization.k8s.io.json/web-view",
-		"services.core.json/web", "persistentvolumeclaims.core.json/data", "pods.core.json/stuck"} {
-		if !slices.Contains(saved, want) {
+		"services.core.json/web", "persistentvolumeclaims.core.json/data", "pods.core.json/stuck",
+		"statefulsets.apps.json/db", "gizmos." + crdGroup + ".json/main"} {
+		if !slices.Contains(saved, want) && !slices.Contains(gone, want) {
 			t.Errorf("backup lacks %s; it holds %v", want, saved)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -24,6 +25,8 @@ type snapshot struct {
 	ConfigMaps map[string]map[string]string
 	Secrets    map[string]map[string][]byte
 	Template   corev1.PodSpec
+	DB         corev1.PodSpec
+	Gizmo      map[string]any
 	Ports      []int32
 	Subjects   []string
 	Labels     map[string]string
@@ -47,6 +50,12 @@ func take(t *testing.T, ctx context.Context, ns string) snapshot {
 	dep, err := k.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 	plugintest.Must(t, err)
 	s.Template = dep.Spec.Template.Spec
+	sts, err := k.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+	plugintest.Must(t, err)
+	s.DB = sts.Spec.Template.Spec
+	gizmo, err := cluster.Dynamic.Resource(gizmoGVR).Namespace(ns).Get(ctx, "main", metav1.GetOptions{})
+	plugintest.Must(t, err)
+	s.Gizmo, _, _ = unstructured.NestedMap(gizmo.Object, "spec")
 	svc, err := k.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 	plugintest.Must(t, err)
 	for _, p := range svc.Spec.Ports {
@@ -72,6 +81,7 @@ func take(t *testing.T, ctx context.Context, ns string) snapshot {
 // Bound by the real PV binder to the same volume, whose reclaim policy is
 // Delete again.
 func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
+	requireOrdered(t)
 	ctx := context.Background()
 	ns := plugintest.UniqueName(t)
 	k := cluster.Kube
@@ -134,6 +144,7 @@ func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
 		"configmaps/settings": rescue.Restored, "secrets/db-password": rescue.Restored, "deployments.apps/web": rescue.Restored,
 		"persistentvolumeclaims/data": rescue.Restored, "services/web": rescue.Restored, "serviceaccounts/web": rescue.Restored,
 		"rolebindings.rbac.authorization.k8s.io/web-view": rescue.Restored, "replicasets.apps/web-1": rescue.LeftOut,
+		"statefulsets.apps/db": rescue.Restored, "gizmos." + crdGroup + "/main": rescue.Restored,
 	} {
 		if status[obj] != want {
 			t.Errorf("%s: %q, want %q (%+v)", obj, status[obj], want, doc.Objects)
