@@ -59,7 +59,8 @@ Secrets, claims bound again to their retained volumes, Services, workloads, cust
 leaving out what controllers make again, then gives the volumes their old reclaim policy back. It
 reads the backup folder from the hold, or from --backup-dir. See docs/rescue.md.
 
-Exit codes: 0 done, 4 not found, 2 bad usage (an Active namespace: see 'protect'), 1 error
+Exit codes: 0 done, 4 not found, 2 bad usage (an Active namespace: see 'protect'; --restore
+from a folder that holds no rescue's backup), 1 error
 (no ValidatingAdmissionPolicy API, missing permissions: nothing was changed; --restore: an object
 could not be re-applied), 5 --restore: the namespace was still terminating when --wait ended.`,
 		Example: `  # Someone ran kubectl delete namespace shop: hold it, retain its volumes, save it
@@ -188,6 +189,9 @@ func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) erro
 	if dir == "" {
 		return usageErrorf("no hold of namespace %q names its backup: give the folder rescue saved it to with --backup-dir", o.Name)
 	}
+	if err := rescue.PrepareRestore(ctx, clients, o.Name, dir); err != nil {
+		return rescueError(o.Name, err)
+	}
 	text := fmt.Sprintf("This will restore namespace %q\n  context %q, cluster %q\n  from %s\n"+
 		"  delete the hold (ValidatingAdmissionPolicy and binding %s): the namespace controller finishes the deletion\n"+
 		"  wait up to %s for it to be gone, create it again with its labels and annotations\n"+
@@ -255,6 +259,8 @@ func rescueError(name string, err error) error {
 		return usageErrorf("namespace %q is Active, not being deleted: nothing to rescue; to guard it against deletion, use 'kubectl ns-doctor protect %s'", name, name)
 	case errors.Is(err, rescue.ErrTerminating):
 		return usageErrorf("namespace %q is being deleted already: protect cannot stop that; use 'kubectl ns-doctor rescue %s'", name, name)
+	case errors.Is(err, rescue.ErrNotABackup):
+		return usageErrorf("%v; give the folder rescue saved namespace %q to with --backup-dir", err, name)
 	case errors.Is(err, rescue.ErrNoPolicyAPI):
 		return &exitError{code: ExitError, msg: "the cluster serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 or later, or the API disabled): ns-doctor cannot hold a namespace there; nothing was changed"}
 	case errors.As(err, &missing):

@@ -27,6 +27,10 @@ import (
 // namespace to: --restore finds it there while the hold stands.
 const BackupAnnotation = "ns-doctor.io/backup-dir"
 
+// ErrNotABackup: --restore's folder holds no rescue's copy of the
+// namespace.
+var ErrNotABackup = errors.New("not a rescue's backup")
+
 // ErrStillTerminating: the namespace is still being deleted when restore's
 // wait ends; nothing was re-created.
 var ErrStillTerminating = errors.New("namespace still terminating")
@@ -84,6 +88,43 @@ func BackupDirOf(ctx context.Context, c *kube.Clients, namespace string) string 
 		return ""
 	}
 	return p.Annotations[BackupAnnotation]
+}
+
+// PrepareRestore checks what restore needs before anything changes: the
+// backup is a rescue's of namespace, and the caller may do every write
+// restore sends (a *MissingError names what it may not).
+func PrepareRestore(ctx context.Context, c *kube.Clients, namespace, dir string) error {
+	if _, err := savedNamespace(dir, namespace); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotABackup, err)
+	}
+	needs, err := restorePermissions(dir, namespace)
+	if err != nil {
+		return err
+	}
+	return CheckPermissions(ctx, c, needs)
+}
+
+// restorePermissions are restore's writes: the hold's removal, the
+// namespace, the volumes, and a server-side apply (create and patch) of
+// every type the backup holds, in the namespace.
+func restorePermissions(dir, namespace string) ([]Permission, error) {
+	needs := policyPermissions("delete")
+	for _, v := range []string{"get", "create", "patch"} {
+		needs = append(needs, Permission{Verb: v, Resource: "namespaces"})
+	}
+	needs = append(needs, Permission{Verb: "list", Resource: "persistentvolumes"}, Permission{Verb: "patch", Resource: "persistentvolumes"})
+	files, err := filepath.Glob(filepath.Join(dir, "objects", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		resource, group := typeOf(f)
+		for _, v := range []string{"create", "patch"} {
+			needs = append(needs, Permission{Verb: v, Group: group, Resource: resource, Namespace: namespace})
+		}
+	}
+	sortPermissions(needs)
+	return needs, nil
 }
 
 // Restore releases the hold, waits up to wait for the namespace to be

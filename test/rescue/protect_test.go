@@ -2,6 +2,8 @@ package rescue
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +82,17 @@ func TestBadInput(t *testing.T) {
 	plugintest.Must(t, cluster.CreateBoundPod(ctx, terminating, "stuck", 3600))
 	plugintest.Must(t, cluster.Kube.CoreV1().Namespaces().Delete(ctx, terminating, metav1.DeleteOptions{}))
 
+	// A backup as rescue writes it, for the restore cases: restore's checks
+	// read the namespace's copy and which types there are.
+	saved := t.TempDir()
+	for path, data := range map[string]string{
+		filepath.Join("cluster", "namespaces.core_"+terminating+".yaml"): "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + terminating + "\n",
+		filepath.Join("objects", "configmaps.core.json"):                 "[]\n",
+	} {
+		plugintest.Must(t, os.MkdirAll(filepath.Join(saved, filepath.Dir(path)), 0o700))
+		plugintest.Must(t, os.WriteFile(filepath.Join(saved, path), []byte(data), 0o600))
+	}
+
 	for _, tc := range []struct {
 		name       string
 		kubeconfig string
@@ -92,6 +105,8 @@ func TestBadInput(t *testing.T) {
 		{"protect a terminating namespace", cp.Kubeconfig, []string{"protect", terminating, "--yes"}, 2, "use 'kubectl ns-doctor rescue " + terminating + "'"},
 		{"no confirmation and no terminal", cp.Kubeconfig, []string{"rescue", terminating}, 2, "add --yes"},
 		{"missing permissions", limited, []string{"rescue", terminating, "--yes"}, 1, "permission(s): create validatingadmissionpolicies.admissionregistration.k8s.io"},
+		{"restore without permissions", limited, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", saved}, 1, "create configmaps in " + terminating},
+		{"restore from a folder that is no backup", cp.Kubeconfig, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", t.TempDir()}, 2, "not a rescue's backup"},
 		{"bad name", cp.Kubeconfig, []string{"rescue", "Not_A_Name", "--yes"}, 2, "is not a valid namespace name"},
 		{"unknown output", cp.Kubeconfig, []string{"protect", active, "-o", "wide", "--yes"}, 2, "unknown output format"},
 	} {
