@@ -59,6 +59,9 @@ type Observation struct {
 	// RescueHold is the rescue hold's policy, read when the controller's
 	// conditions quote it.
 	RescueHold *RescueHold
+	// Protection is protect's policy over the namespace, read for an
+	// Active namespace diagnosed IfDeleted; nil when not read.
+	Protection *Protection
 }
 
 // Diagnose builds the report for one namespace.
@@ -101,6 +104,7 @@ func diagnoseActive(obs Observation, r Report) Report {
 	if !obs.IfDeleted {
 		return r
 	}
+	r.Protection = obs.Protection
 	ns := obs.Namespace.DeepCopy()
 	now := metav1.NewTime(obs.Now)
 	ns.DeletionTimestamp = &now

@@ -55,6 +55,9 @@ type Report struct {
 	// it could not be looked for (e.g. webhooks without permission to list
 	// them).
 	Unchecked []Unchecked
+	// Protection: for an Active namespace diagnosed IfDeleted, whether
+	// protect's policy would refuse its deletion first; nil when not read.
+	Protection *Protection
 }
 
 // Ordering is the deletion order ns-doctor assumed of the cluster's

@@ -46,3 +46,26 @@ func rescueHoldBlocker(obs Observation, d apierror.Error) Blocker {
 	return Blocker{Kind: BlockerRescueHold, Subject: d.Policy, Facts: f,
 		Actions: []Action{{Kind: ActionReleaseRescue, Namespace: obs.Namespace.Name, Target: d.Policy}}}
 }
+
+// ProtectPolicy is the name of the policy, and of its binding, that
+// protects namespace from deletion (kubectl ns-doctor protect).
+func ProtectPolicy(namespace string) string { return "ns-doctor-protect-" + namespace }
+
+// ConfirmDeleteAnnotation, set to a protected namespace's own name, lets
+// its deletion through protect's policy.
+const ConfirmDeleteAnnotation = "ns-doctor.io/confirm-delete"
+
+// Protection is protect's policy over a namespace, as explain --if-deleted
+// and the guard say it: whether a deletion now would be refused before
+// anything else is looked at.
+type Protection struct {
+	// Policy is protect's policy of the namespace; empty when there is
+	// none (not protected).
+	Policy string `json:"policy,omitempty"`
+	// Confirmed: the namespace carries ConfirmDeleteAnnotation with its
+	// name, so the policy lets its deletion through.
+	Confirmed bool `json:"confirmed"`
+}
+
+// Protected tells whether a deletion now would be refused by protect.
+func (p *Protection) Protected() bool { return p != nil && p.Policy != "" && !p.Confirmed }

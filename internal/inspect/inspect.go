@@ -195,6 +195,9 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 	obs.Unchecked = slices.Clone(i.unchecked)
 	i.uncheckedMu.Unlock()
 	obs.RescueHold = i.rescueHold(ctx, ns)
+	if opts.IfDeleted && ns.DeletionTimestamp == nil {
+		obs.Protection = i.protection(ctx, ns)
+	}
 	return obs
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -32,4 +33,21 @@ func quotesPolicy(ns *v1.Namespace, policy string) bool {
 		}
 	}
 	return false
+}
+
+// protection reads protect's policy of an Active namespace (one GET): a
+// deletion now would be refused by it unless the namespace carries the
+// confirmation. Nil when it cannot be read (no permission, no policy
+// API): unknown, not unprotected.
+func (i *Inspector) protection(ctx context.Context, ns *v1.Namespace) *diagnose.Protection {
+	name := diagnose.ProtectPolicy(ns.Name)
+	p := &diagnose.Protection{Confirmed: ns.Annotations[diagnose.ConfirmDeleteAnnotation] == ns.Name}
+	_, err := i.clients.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		p.Policy = name
+	case !apierrors.IsNotFound(err):
+		return nil
+	}
+	return p
 }

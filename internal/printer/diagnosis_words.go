@@ -31,7 +31,7 @@ func VerdictSummary(r diagnose.Report) string {
 	switch r.Verdict.State {
 	case diagnose.StateActive:
 		if r.Verdict.IfDeleted {
-			return fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s", name, len(blocking), kindList(blocking))
+			return fmt.Sprintf("namespace %s is Active; deleted now, it would be held by %d blocker(s)%s%s", name, len(blocking), kindList(blocking), protectionWords(name, r.Protection))
 		}
 		return fmt.Sprintf("namespace %s is Active: it is not being deleted (--if-deleted shows what would block it)", name)
 	}
@@ -50,6 +50,20 @@ func VerdictSummary(r diagnose.Report) string {
 		return fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet%s", name, note)
 	}
 	return fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s", name, len(blocking), kindList(blocking), note)
+}
+
+// protectionWords says, after an --if-deleted verdict, whether protect
+// would refuse the deletion first: nothing when it could not be read.
+func protectionWords(name string, p *diagnose.Protection) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Protected():
+		return fmt.Sprintf("; but protected: a deletion is refused until it is annotated %s=%s (%s)", diagnose.ConfirmDeleteAnnotation, name, p.Policy)
+	case p.Policy != "":
+		return fmt.Sprintf("; protected, and its deletion confirmed (%s=%s)", diagnose.ConfirmDeleteAnnotation, name)
+	}
+	return fmt.Sprintf("; not protected against a mistaken deletion: 'kubectl ns-doctor protect %s'", name)
 }
 
 // ProgressWords says one thing still going within its time, with its

@@ -57,6 +57,9 @@ type DiagnosisDocument struct {
 	// stuck).
 	Progress  []diagnose.Progress `json:"progress,omitempty"`
 	Unchecked []string            `json:"unchecked,omitempty"`
+	// Protection: with --if-deleted on an Active namespace, whether
+	// protect's policy would refuse its deletion first.
+	Protection *diagnose.Protection `json:"protection,omitempty"`
 }
 
 // VerdictDocument is the one-line answer.
@@ -151,6 +154,7 @@ func Diagnosis(r diagnose.Report) DiagnosisDocument {
 		Namespace: r.Namespace, Conditions: r.Conditions, Discovery: r.Discovery, Ordering: r.Ordering,
 		Server: serverOf(r.Ordering.Ordering), Content: r.Content, Blockers: Blockers(r.Blockers), Pods: r.Pods,
 		Holders: r.Holders, Events: r.Events, Unchecked: UncheckedWords(r.Unchecked), Progress: r.Progress,
+		Protection: r.Protection,
 	}
 	for _, f := range r.Finalizers {
 		d.Finalizers = append(d.Finalizers, finalizerDocument(f))

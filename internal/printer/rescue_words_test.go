@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
@@ -154,5 +155,23 @@ func TestRescueWordsSayWhatWasLostAndWhetherTheHoldIsInForce(t *testing.T) {
 	r.Backup.Lost, r.InForce = nil, rescue.InForce{Proven: true, Object: "configmaps/a"}
 	if got := RescueWords(r); !strings.Contains(got, "LOST nothing that what remains names") || !strings.Contains(got, "in force after 0s: a dry-run DELETE of configmaps/a as "+rescue.ProofUser+" was refused") {
 		t.Errorf("nothing lost, in force:\n%s", got)
+	}
+}
+
+func TestIfDeletedSaysWhetherProtectRefusesFirst(t *testing.T) {
+	r := diagnose.Report{Namespace: diagnose.Namespace{Name: "shop"}, Verdict: diagnose.Verdict{State: diagnose.StateActive, IfDeleted: true}}
+	for _, tc := range []struct {
+		p    *diagnose.Protection
+		want string
+	}{
+		{nil, "blocker(s)"},
+		{&diagnose.Protection{}, "; not protected against a mistaken deletion: 'kubectl ns-doctor protect shop'"},
+		{&diagnose.Protection{Policy: "ns-doctor-protect-shop"}, "; but protected: a deletion is refused until it is annotated ns-doctor.io/confirm-delete=shop (ns-doctor-protect-shop)"},
+		{&diagnose.Protection{Policy: "ns-doctor-protect-shop", Confirmed: true}, "; protected, and its deletion confirmed (ns-doctor.io/confirm-delete=shop)"},
+	} {
+		r.Protection = tc.p
+		if got := VerdictSummary(r); !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%+v: %q, want it to end with %q", tc.p, got, tc.want)
+		}
 	}
 }

@@ -24,7 +24,7 @@ const (
 	// ConfirmAnnotation, set to the namespace's own name, lets a protected
 	// namespace be deleted: the name, not "true", so a label copied from
 	// another namespace confirms nothing.
-	ConfirmAnnotation = "ns-doctor.io/confirm-delete"
+	ConfirmAnnotation = diagnose.ConfirmDeleteAnnotation
 	// ReclaimAnnotation keeps, on a PersistentVolume rescue set to Retain,
 	// the reclaim policy it had before.
 	ReclaimAnnotation = "ns-doctor.io/reclaim-policy-before-rescue"
@@ -52,7 +52,7 @@ var ControllerUsers = []string{
 func HoldName(namespace string) string { return diagnose.RescueHoldPolicy(namespace) }
 
 // ProtectName is the name of protect's policy and of its binding.
-func ProtectName(namespace string) string { return "ns-doctor-protect-" + namespace }
+func ProtectName(namespace string) string { return diagnose.ProtectPolicy(namespace) }
 
 // HoldMessage is what a refused DELETE says: who holds the namespace and
 // the two ways on.

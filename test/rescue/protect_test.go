@@ -2,6 +2,7 @@ package rescue
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -24,12 +27,14 @@ func TestProtectRefusesDeletionUntilAnnotated(t *testing.T) {
 	ns := plugintest.UniqueName(t)
 	_, err := cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	plugintest.Must(t, err)
+	ifDeleted(t, ns, nil, "not protected against a mistaken deletion: 'kubectl ns-doctor protect "+ns+"'")
 
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--yes")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "PROTECTED namespace "+ns) {
 		t.Fatalf("protect: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	t.Cleanup(func() { plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--remove", "--yes") })
+	ifDeleted(t, ns, &diagnose.Protection{Policy: "ns-doctor-protect-" + ns}, "but protected: a deletion is refused until it is annotated ns-doctor.io/confirm-delete="+ns)
 
 	del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false")
 	if del.Code == 0 || !strings.Contains(del.Stderr, "ns-doctor protects namespace "+ns) {
@@ -42,9 +47,11 @@ func TestProtectRefusesDeletionUntilAnnotated(t *testing.T) {
 	if del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); del.Code == 0 {
 		t.Fatalf("deleted with a confirmation naming another namespace")
 	}
+	ifDeleted(t, ns, &diagnose.Protection{Policy: "ns-doctor-protect-" + ns}, "but protected")
 	if r := plugin.Kubectl(t, cp.Kubeconfig, "annotate", "--overwrite", "namespace", ns, "ns-doctor.io/confirm-delete="+ns); r.Code != 0 {
 		t.Fatalf("annotate: %s", r.Stderr)
 	}
+	ifDeleted(t, ns, &diagnose.Protection{Policy: "ns-doctor-protect-" + ns, Confirmed: true}, "protected, and its deletion confirmed")
 	if del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); del.Code != 0 {
 		t.Fatalf("kubectl delete namespace once confirmed: exit %d\n%s", del.Code, del.Stderr)
 	}
@@ -58,6 +65,23 @@ func TestProtectRefusesDeletionUntilAnnotated(t *testing.T) {
 	}
 	if _, err := cluster.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "ns-doctor-protect-"+ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the protect policy is still there after --remove: %v", err)
+	}
+}
+
+// ifDeleted: explain --if-deleted says whether protect would refuse the
+// deletion first, in its document and its verdict.
+func ifDeleted(t *testing.T, ns string, want *diagnose.Protection, words string) {
+	t.Helper()
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", ns, "--if-deleted", "-o", "json")
+	var doc printer.DiagnosisDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("explain --if-deleted: exit %d %v\n%s", r.Code, err, r.Stderr)
+	}
+	if want == nil {
+		want = &diagnose.Protection{}
+	}
+	if doc.Protection == nil || *doc.Protection != *want || !strings.Contains(doc.Verdict.Summary, words) {
+		t.Errorf("explain --if-deleted: protection %+v, summary %q; want %+v and %q", doc.Protection, doc.Verdict.Summary, want, words)
 	}
 }
 
