@@ -54,8 +54,7 @@ const proveTimeout = 10 * time.Second
 // proveHold polls a dry-run DELETE as the namespace controller until the
 // hold refuses it. It never fails the rescue: what it cannot prove, it
 // says why.
-func proveHold(ctx context.Context, c *kube.Clients, namespace string, start time.Time) InForce {
-	out := InForce{}
+func proveHold(ctx context.Context, c *kube.Clients, namespace string, start time.Time) (out InForce) {
 	defer func() { out.After = metav1.Duration{Duration: time.Since(start).Round(time.Millisecond)} }()
 	gvr, name, ok := anObject(ctx, c, namespace)
 	if !ok {

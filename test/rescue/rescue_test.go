@@ -226,17 +226,8 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 	pv := fixture(t, ctx, ns)
 	before := remaining(t, ctx, k, ns)
 
-	if r := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); r.Code != 0 {
-		t.Fatalf("kubectl delete namespace: %d %s", r.Code, r.Stderr)
-	}
 	// The controller's first step: the pod is being deleted, nothing else.
-	eventually(t, 60*time.Second, "the namespace controller deleting the pod", func() (bool, string) {
-		pod, err := k.CoreV1().Pods(ns).Get(ctx, "stuck", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return pod.DeletionTimestamp != nil, "no deletionTimestamp"
-	})
+	deleteAndWaitForPods(t, ctx, ns)
 
 	dir := filepath.Join(t.TempDir(), "backup")
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir)

@@ -2,7 +2,6 @@ package rescue
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -95,16 +93,7 @@ func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
 	})
 	before := take(t, ctx, ns)
 
-	if r := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--wait=false"); r.Code != 0 {
-		t.Fatalf("kubectl delete namespace: %d %s", r.Code, r.Stderr)
-	}
-	eventually(t, 60*time.Second, "the namespace controller deleting the pod", func() (bool, string) {
-		pod, err := k.CoreV1().Pods(ns).Get(ctx, "stuck", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return pod.DeletionTimestamp != nil, "no deletionTimestamp"
-	})
+	deleteAndWaitForPods(t, ctx, ns)
 	dir := filepath.Join(t.TempDir(), "backup")
 	if r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir); r.Code != 0 {
 		t.Fatalf("rescue: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
@@ -115,24 +104,7 @@ func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
 	// The claim's protection finalizer would be the pvc-protection
 	// controller's to remove, which does not run here: the test does it
 	// once the claim is being deleted.
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-				releaseClaim(context.Background(), ns)
-			}
-		}
-	}()
-	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--restore", "--yes", "--wait=3m", "-o", "json")
-	close(stop)
-	if r.Code != 0 {
-		t.Fatalf("--restore: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-	}
-	var doc printer.RestoredDocument
-	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
+	doc := restoreReleasingClaims(t, ns)
 	if !doc.WasHeld || !doc.Recreated || doc.Dir != dir {
 		t.Errorf("restore report: held %v, recreated %v, dir %q (want the hold's %q)", doc.WasHeld, doc.Recreated, doc.Dir, dir)
 	}
@@ -158,13 +130,7 @@ func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
 	if after := take(t, ctx, ns); !reflect.DeepEqual(after, before) {
 		t.Errorf("restored objects differ:\nbefore %+v\nafter  %+v", before, after)
 	}
-	eventually(t, 60*time.Second, "the restored claim bound to its volume again", func() (bool, string) {
-		pvc, err := k.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName == pv, string(pvc.Status.Phase) + " " + pvc.Spec.VolumeName
-	})
+	claimBoundTo(t, ctx, ns, pv)
 	vol, err := k.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
 	plugintest.Must(t, err)
 	if vol.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || vol.Annotations[rescue.ReclaimAnnotation] != "" || vol.Annotations[rescue.RescuedAnnotation] != "" {
@@ -173,7 +139,6 @@ func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
 	if _, err := k.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, rescue.HoldName(ns), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the hold is still there: %v", err)
 	}
-	t.Cleanup(func() { _ = k.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 
 	// Run again, it changes nothing and says so: idempotent.
 	again := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--restore", "--yes", "--backup-dir", dir)

@@ -73,7 +73,7 @@ func TestRescueKilledBetweenHoldAndSave(t *testing.T) {
 	}
 	var doc printer.RescueDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
-	if !doc.AlreadyHeld || !doc.InForce.Proven || len(doc.Volumes) != 1 || doc.Volumes[0].Before != "Delete" {
+	if !doc.AlreadyHeld || !doc.InForce.Proven || doc.InForce.After.Duration <= 0 || len(doc.Volumes) != 1 || doc.Volumes[0].Before != "Delete" {
 		t.Errorf("the second run: held before %v, in force %+v, volumes %+v", doc.AlreadyHeld, doc.InForce, doc.Volumes)
 	}
 	checkBackup(t, dir, ns, pv, "pods.core.json/stuck") // gone with the window
@@ -187,13 +187,7 @@ func TestRescueAfterUnorderedDeletion(t *testing.T) {
 	if restored["persistentvolumeclaims/data"] != rescue.Restored || restored["pods/stuck"] != rescue.Restored {
 		t.Errorf("restore: %+v", res.Objects)
 	}
-	eventually(t, 60*time.Second, "the restored claim bound to its volume again", func() (bool, string) {
-		pvc, err := k.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName == pv, string(pvc.Status.Phase) + " " + pvc.Spec.VolumeName
-	})
+	claimBoundTo(t, ctx, ns, pv)
 	vol, err := k.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
 	plugintest.Must(t, err)
 	if vol.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
@@ -228,4 +222,17 @@ func restoreReleasingClaims(t *testing.T, ns string) printer.RestoredDocument {
 	var doc printer.RestoredDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
 	return doc
+}
+
+// claimBoundTo waits until the restored claim is Bound to its volume
+// again, by the real PV binder.
+func claimBoundTo(t *testing.T, ctx context.Context, ns, pv string) {
+	t.Helper()
+	eventually(t, 60*time.Second, "the restored claim bound to its volume again", func() (bool, string) {
+		pvc, err := cluster.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName == pv, string(pvc.Status.Phase) + " " + pvc.Spec.VolumeName
+	})
 }
