@@ -408,6 +408,10 @@ type ChangeDetail struct {
 	// Node and NodeState: a force-deleted pod's node.
 	Node      string          `json:"node,omitempty"`
 	NodeState purge.NodeState `json:"nodeState,omitempty"`
+	// Row is the kind of the row in rows[] that tells this change's
+	// outcome (purge.RowOf); the human view says it there
+	// only, and this entry keeps its place in the order of changes.
+	Row purge.RowKind `json:"row,omitempty"`
 }
 
 // WarningDetail is one warning: its kind, its words (the same as in
@@ -452,8 +456,9 @@ type ErrorDetail struct {
 func changeDetails(r *purge.Report) []ChangeDetail {
 	out := make([]ChangeDetail, 0, len(r.Changes))
 	for _, c := range r.Changes {
+		row, _ := purge.RowOf(c.Kind)
 		out = append(out, ChangeDetail{Kind: c.Kind, Message: ChangeWords(c, r.Namespace), Verb: c.Verb, Resource: c.Resource, Name: c.Name,
-			Objects: c.Objects, Finalizers: c.Finalizers, Node: c.Node, NodeState: c.NodeState})
+			Objects: c.Objects, Finalizers: c.Finalizers, Node: c.Node, NodeState: c.NodeState, Row: row})
 	}
 	return out
 }

@@ -280,8 +280,13 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 	section("Errors from the API server", failuresWords(r), color.FgRed, color.Bold)
 	section("Warnings", warningsWords(r), color.FgYellow, color.Bold)
 	if r.Mode == purge.DryRunNone && r.Outcome != purge.OutcomeRefused {
-		changes := changesWords(r)
-		if len(changes) == 0 {
+		// A change a row tells (a forced pod, a strip, a bypass) is said
+		// once, in its table above.
+		changes, told := changesUntold(r)
+		switch {
+		case len(changes) == 0 && told:
+			changes = []string{"none besides the deletion pass's requests and the escalations' tables above"}
+		case len(changes) == 0:
 			changes = []string{"none besides the deletion pass's requests above"}
 		}
 		section("Changes made", changes, color.Bold)

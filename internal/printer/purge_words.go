@@ -291,6 +291,21 @@ func changesWords(r *purge.Report) []string {
 	return out
 }
 
+// changesUntold are the words of the changes no row tells, and whether
+// rows told some.
+func changesUntold(r *purge.Report) ([]string, bool) {
+	out := []string{}
+	told := false
+	for _, c := range r.Changes {
+		if _, ok := purge.RowOf(c.Kind); ok {
+			told = true
+			continue
+		}
+		out = append(out, ChangeWords(c, r.Namespace))
+	}
+	return out, told
+}
+
 func warningsWords(r *purge.Report) []string {
 	out := make([]string, 0, len(r.Warnings))
 	for _, w := range r.Warnings {

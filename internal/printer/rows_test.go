@@ -93,3 +93,35 @@ func TestEveryShapeEverywhere(t *testing.T) {
 		})
 	}
 }
+
+// A row is the outcome: a forced pod (a strip, a bypass) done for real is
+// said once in the human view, in its table, not again among the changes;
+// the audit log (changeDetails) keeps the change once, naming its row.
+func TestRowSaidOnce(t *testing.T) {
+	for _, sh := range purge.Shapes() {
+		t.Run(string(sh.Kind), func(t *testing.T) {
+			row := sampleRow(t, sh, "row-one")
+			row.Status, row.Why = purge.RowDone, ""
+			r := &purge.Report{Namespace: "ns", Mode: purge.DryRunNone, Outcome: purge.OutcomeGone, Passes: 1, Rows: []purge.Row{row}}
+			for _, k := range sh.Changes {
+				r.Changes = append(r.Changes, purge.Change{Kind: k, Resource: row.Resource, Name: row.Name})
+			}
+			var human bytes.Buffer
+			if err := (Human{}).Purge(&human, r); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(human.String(), "row-one"); n != 1 {
+				t.Errorf("the human view says row-one %d times:\n%s", n, human.String())
+			}
+			doc := Purge(r)
+			if len(doc.ChangeDetails) != len(sh.Changes) || len(doc.Changes) != len(sh.Changes) {
+				t.Fatalf("changeDetails %v, changes %v", doc.ChangeDetails, doc.Changes)
+			}
+			for i, d := range doc.ChangeDetails {
+				if d.Kind != sh.Changes[i] || d.Row != sh.Kind {
+					t.Errorf("change %d: kind %s row %q, want %s row %s", i, d.Kind, d.Row, sh.Changes[i], sh.Kind)
+				}
+			}
+		})
+	}
+}

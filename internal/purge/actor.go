@@ -51,6 +51,9 @@ type runActor struct {
 	ns string
 	w  channel
 	l  *ledger
+	// real is the mode: a plan plays what purge would do once a wait is
+	// over. Only until answers by it.
+	real bool
 	// refused says who refused a request.
 	refused func(ctx context.Context, gvr schema.GroupVersionResource, err error) *diagnose.Refusal
 	nodeOf  func(ctx context.Context, name string) (*v1.Node, error)
@@ -74,7 +77,10 @@ func (a *runActor) node(ctx context.Context, name string) (*v1.Node, error) {
 	return a.nodeOf(ctx, name)
 }
 
-func (a *runActor) until(t time.Time) (time.Duration, bool) { return a.w.until(t) }
+func (a *runActor) until(t time.Time) (time.Duration, bool) {
+	wait := t.Sub(a.now())
+	return wait, wait <= 0 || !a.real
+}
 
 func (a *runActor) now() time.Time { return a.l.now() }
 

@@ -112,7 +112,7 @@ var bypassShape = Shape{
 		{"CATCHES", func(r Row) []string { return bypassOf(r).Catches }},
 	},
 	Counted: "%d webhook configuration(s) bypassed", Done: "Restored",
-	Extra: Bypass{},
+	Extra: Bypass{}, Changes: []ChangeKind{ChangeExcludedFromWebhook, ChangeRestoredWebhook},
 	Result: func(r Row) string {
 		switch {
 		case r.Why == BypassLeftover:

@@ -46,14 +46,14 @@ func (r *passLoop) lastSeen(ctx context.Context) *deletion.Snapshot {
 			if _, ok := snap.Lists[gvr]; ok {
 				continue
 			}
-			if list, err := r.w.list(ctx, gvr, r.ns()); err == nil {
+			if list, err := r.pre.w.list(ctx, gvr, r.ns()); err == nil {
 				snap.Lists[gvr] = list
 			} else {
 				snap.ListErrs[gvr] = err
 			}
 		}
 	}
-	snap.Pods = r.w.seenPods()
+	snap.Pods = r.pre.tally.seenPods()
 	return snap
 }
 

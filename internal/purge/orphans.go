@@ -67,7 +67,7 @@ func (r *run) selectorMetGone() bool {
 // that finalizers can be removed through a namespace of that name (up to
 // 1.36: mustRevive). Once terminating, it is an ordinary purge: the passes
 // go on with the real namespace. A plan plays it, and says so.
-func (r *run) revive(ctx context.Context) error {
+func (r *passLoop) revive(ctx context.Context) error {
 	r.revived = true
 	r.l.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns()})
 	a := r.actor()
@@ -90,7 +90,7 @@ func (r *run) revive(ctx context.Context) error {
 
 // needsRevival tells whether a pass over a former namespace left objects
 // whose finalizers the escalations strip.
-func (r *run) needsRevival(content *deletion.ContentResult) bool {
+func (r *passLoop) needsRevival(content *deletion.ContentResult) bool {
 	if !r.mustRevive() || r.revived {
 		return false
 	}
@@ -120,7 +120,7 @@ type changesLeftovers interface{ strips(held []string) bool }
 // own metadata.finalizers hold it, which only their owner removes, or an
 // escalation (--remove-namespace-finalizers). It returns how many changes
 // were made (or would be).
-func (r *run) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (int, error) {
+func (r *passLoop) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (int, error) {
 	if len(ns.Finalizers) == 0 {
 		return 0, nil // the API server is about to delete it
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,6 +17,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
 // afterEscalation is the wait before the pass after escalations acted.
@@ -25,12 +27,23 @@ const afterEscalation = 100 * time.Millisecond
 // pass, and a pass that changes nothing ends the plan.
 const maxPlanPasses = 8
 
-// passLoop is a run's passes: the controller's Delete, then the
-// escalations that act on what it left, until the namespace goes or the
-// run stops. It owns what one pass hands the next; the rest is the run's
-// (what preflight set up, the ledger, the writer).
+// passLoop is a run's passes: the escalations that act once before the
+// first, then the controller's Delete and the escalations that act on what
+// it left, until the namespace goes or the run stops. It receives what
+// preflight prepared (the writer among it) and owns what one pass hands
+// the next; the rest is the run's (the ledger, the escalations at work).
 type passLoop struct {
 	*run
+	// pre is preflight's result: the scope, the writer, its tally, the
+	// mode, the backup.
+	pre prepared
+	// disc is the discovery of this pass; lastNS the namespace as the last
+	// pass read it.
+	disc   *kube.Discovery
+	lastNS *v1.Namespace
+	// revived: a former namespace was re-created (and deleted again) so
+	// its leftovers' finalizers could be removed.
+	revived bool
 	// deleter is upstream's, built once per run; rec records each
 	// pass's requests through it.
 	deleter *deletion.NamespacedResourcesDeleter
@@ -47,10 +60,10 @@ type passLoop struct {
 	lastContent *deletion.ContentResult
 }
 
-func newPassLoop(r *run) *passLoop {
-	p := &passLoop{run: r, reported: map[string]bool{}}
-	p.deleter = p.newDeleter()
-	return p
+// newPassLoop is the passes over what preflight prepared; the deleter is
+// built once the escalations that act before the first pass have.
+func newPassLoop(r *run, pre prepared) *passLoop {
+	return &passLoop{run: r, pre: pre, disc: pre.disc, reported: map[string]bool{}}
 }
 
 // passes repeats Delete until the namespace is gone, the escalations
@@ -67,11 +80,11 @@ func (r *passLoop) passes(ctx context.Context) error {
 		switch {
 		case errors.Is(err, errGone):
 			r.l.end(OutcomePlanned, nil)
-			if r.w.real() {
+			if r.pre.real {
 				r.l.end(OutcomeGone, nil)
 			}
 			return nil
-		case !r.w.real():
+		case !r.pre.real:
 			r.l.end(OutcomePlanned, nil)
 			if err != nil || acted == 0 || pass == maxPlanPasses {
 				return nil
@@ -150,12 +163,12 @@ func transient(err error) bool {
 // escalations; it returns how long to wait before the next pass and how
 // many changes the escalations made.
 func (r *passLoop) onePass(ctx context.Context, pass int) (time.Duration, int, error) {
-	disc, err := r.w.discovery(pass)
+	disc, err := r.pre.w.discovery(pass)
 	if err != nil {
 		return 0, 0, err
 	}
 	r.disc = disc
-	r.w.startPass()
+	r.pre.tally.startPass()
 	r.rec.startPass(pass)
 	r.l.startPass()
 	r.emit(Event{Kind: EventPass, Pass: pass, Types: len(r.disc.DeletableResources())})
@@ -195,7 +208,7 @@ func (r *passLoop) onePass(ctx context.Context, pass int) (time.Duration, int, e
 func (r *passLoop) recordPass(ctx context.Context, res deletion.Result, pass int) {
 	steps := r.rec.Steps()
 	r.l.update(func(rep *Report) {
-		if r.w.real() {
+		if r.pre.real {
 			rep.Steps = steps
 		} else {
 			rep.Steps = append(rep.Steps, steps...)
@@ -308,18 +321,18 @@ func (r *passLoop) afterPass(ctx context.Context, res deletion.Result, err error
 		acted, err := r.namespaceFinalizers(ctx, res.Namespace)
 		return time.Second, acted, err
 	case deletion.StageNotDeleting:
-		return 0, 0, stopIfPlan(r.run, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
+		return 0, 0, stopIfPlan(r, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
 	case deletion.StageFinalized:
 		if err != nil {
 			r.l.update(func(rep *Report) { rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()} })
 			r.l.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
-			return 0, 0, stopIfPlan(r.run, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
+			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
 		}
 		if kept := r.finalized(res).Kept; len(kept) > 0 {
 			// Only their owners remove the tokens other systems set.
 			r.l.update(func(rep *Report) { rep.Finalize.Cause = FinalizeOtherTokens })
 			r.l.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
-			return 0, 0, stopIfPlan(r.run, r.blocked())
+			return 0, 0, stopIfPlan(r, r.blocked())
 		}
 		// The finalize call changed the namespace: the next pass sees what
 		// still holds it (its own metadata.finalizers).

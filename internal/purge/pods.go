@@ -80,7 +80,7 @@ var forcedPodShape = Shape{
 		}},
 	},
 	Counted: "%d pod(s) force-deleted", Done: "Deleted",
-	Extra: ForcedPod{},
+	Extra: ForcedPod{}, Changes: []ChangeKind{ChangeForceDeletedPod},
 	Result: func(r Row) string {
 		switch r.Status {
 		case RowPlanned:

@@ -184,9 +184,6 @@ func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 	defer func() {
 		run.l.update(func(rep *Report) {
 			rep.Leaks = leaksOf(rep.Rows)
-			if run.w != nil && run.w.backup() != nil {
-				rep.BackedUp = run.w.backup().Count()
-			}
 		})
 	}()
 	return r, run.do(ctx, ns)

@@ -18,6 +18,9 @@ import (
 // concurrently. It is built once per run; startPass begins a pass.
 type recorder struct {
 	w writer
+	t tally
+	// real: an accepted request was sent for real, else planned.
+	real bool
 	// onStep is told of each request recorded; whoRefused says who
 	// refused one.
 	onStep     func(Step)
@@ -35,8 +38,8 @@ type recorder struct {
 	lists map[schemaGVR]*metav1.PartialObjectMetadataList
 }
 
-func newRecorder(w writer, onStep func(Step), whoRefused func(context.Context, schemaGVR, error) *diagnose.Refusal) *recorder {
-	return &recorder{w: w, onStep: onStep, whoRefused: whoRefused}
+func newRecorder(w writer, t tally, real bool, onStep func(Step), whoRefused func(context.Context, schemaGVR, error) *diagnose.Refusal) *recorder {
+	return &recorder{w: w, t: t, real: real, onStep: onStep, whoRefused: whoRefused}
 }
 
 var _ deletion.Operations = (*recorder)(nil)
@@ -67,7 +70,7 @@ func (r *recorder) record(ctx context.Context, verb string, gvr schemaGVR, name 
 
 // status is what an accepted request became: sent for real, or planned.
 func (r *recorder) status() StepStatus {
-	if r.w.real() {
+	if r.real {
 		return StepSent
 	}
 	return StepPlanned
@@ -76,15 +79,15 @@ func (r *recorder) status() StepStatus {
 // DeleteCollection records a deletecollection.
 func (r *recorder) DeleteCollection(ctx context.Context, gvr schemaGVR, ns string) error {
 	n := 0
-	if !r.w.reachedAfter() {
-		n = r.w.reached(gvr)
+	if !r.t.reachedAfter() {
+		n = r.t.reached(gvr)
 	}
 	err := r.w.operations().DeleteCollection(ctx, gvr, ns)
-	if r.w.reachedAfter() {
-		n = r.w.reached(gvr)
+	if r.t.reachedAfter() {
+		n = r.t.reached(gvr)
 	}
 	status := r.status()
-	if r.w.spared(gvr) {
+	if r.t.spared(gvr) {
 		status = StepSkipped
 	}
 	r.record(ctx, "deletecollection", gvr, "", n, status, err)

@@ -100,6 +100,11 @@ type Shape struct {
 	// Extra is the zero value of its rows' Extra: the type JSON reads
 	// them into, and that schemas describe.
 	Extra Extra
+	// Changes are the kinds of change its rows stand for. A row is the
+	// outcome: the human view tells it in the table only, and the ordered
+	// audit log (changeDetails) keeps each change once, naming the row's
+	// kind (RowOf).
+	Changes []ChangeKind
 }
 
 // decode reads an extra of the shape's type.
@@ -144,6 +149,17 @@ func Shapes() []Shape {
 		out[i] = *s
 	}
 	return out
+}
+
+// RowOf is the kind of row a kind of change stands for, if a row tells
+// it.
+func RowOf(kind ChangeKind) (RowKind, bool) {
+	for _, s := range shapes {
+		if slices.Contains(s.Changes, kind) {
+			return s.Kind, true
+		}
+	}
+	return "", false
 }
 
 // ShapeOf is the shape of a kind of row.

@@ -63,6 +63,19 @@ func TestEveryShapeIsComplete(t *testing.T) {
 		if sh.LegacyStatus(row) != sh.Done {
 			t.Errorf("%s: done is %q in its section", row.Kind, sh.LegacyStatus(row))
 		}
+		// A row is the outcome: the changes it stands for name it, so the
+		// human view says each object once.
+		if len(sh.Changes) == 0 {
+			t.Errorf("%s: no change kind stands for its rows", row.Kind)
+		}
+		for _, c := range sh.Changes {
+			if k, ok := RowOf(c); !ok || k != row.Kind {
+				t.Errorf("%s: change %s names row %q", row.Kind, c, k)
+			}
+		}
+	}
+	if _, ok := RowOf(ChangeDeletedContent); ok {
+		t.Error("a pass's deletion has no row: it is a change of its own")
 	}
 }
 

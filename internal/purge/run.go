@@ -21,8 +21,9 @@ type schemaGVR = schema.GroupVersionResource
 
 // A run is one namespace's purge, a pipeline: preflight (preflight.go:
 // the snapshot, the escalations' reads, the writer, the permission check
-// and the backup), the escalations that act before the passes, the passes
-// (passes.go: the controller's Delete, then the escalations that act on
+// and the backup) returns what the rest receives (prepared); then the
+// passes (passes.go, a passLoop: the escalations that act before the
+// first pass, the controller's Delete, then the escalations that act on
 // what each left), and what holds the namespace when it stays
 // (holding.go). Everything the run reports goes through its ledger.
 type run struct {
@@ -32,18 +33,10 @@ type run struct {
 	l    *ledger
 	// report is the ledger's; read it only where no pass runs.
 	report *Report
-	w      writer
 	// actions are the escalations asked for, at work in this run.
 	actions []action
-	disc    *kube.Discovery
-	obs     *diagnose.Observation
 	// rc notices content created anew while purge deletes it.
-	rc *recreations
-	// revived: a former namespace was re-created (and deleted again) so
-	// its leftovers' finalizers could be removed.
-	revived bool
-	// lastNS is the namespace as the last pass read it.
-	lastNS  *v1.Namespace
+	rc      *recreations
 	started time.Time
 }
 
@@ -67,11 +60,16 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		now := metav1.NewTime(r.now())
 		deleted.DeletionTimestamp = &now
 	}
-	s, err := r.preflight(ctx, ns, deleted)
+	pre, err := r.preflight(ctx, ns, deleted)
 	if err != nil {
 		return err
 	}
-	undo, err := r.beforePasses(ctx, s)
+	if pre.backup != nil {
+		// Counted once the run is over, the bypasses' undoing included.
+		defer r.l.update(func(rep *Report) { rep.BackedUp = pre.backup.Count() })
+	}
+	loop := newPassLoop(r, pre)
+	undo, err := loop.beforePasses(ctx)
 	defer undo()
 	if err != nil {
 		return err
@@ -82,7 +80,7 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		defer cancel()
 	}
 	r.l.update(func(rep *Report) { rep.Flags, rep.Escalations = r.Opts.flags(r.ns()), r.Opts.Escalations.Used() })
-	loop := newPassLoop(r)
+	loop.deleter = loop.newDeleter()
 	err = loop.passes(ctx)
 	loop.holding(context.WithoutCancel(ctx))
 	return err
@@ -90,7 +88,7 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 
 // beforePasses runs the escalations that act once, before the first pass;
 // the undo returned undoes what they asked to undo, in reverse order.
-func (r *run) beforePasses(ctx context.Context, s scope) (func(), error) {
+func (r *passLoop) beforePasses(ctx context.Context) (func(), error) {
 	var undos []func()
 	undo := func() {
 		for _, u := range slices.Backward(undos) {
@@ -102,7 +100,7 @@ func (r *run) beforePasses(ctx context.Context, s scope) (func(), error) {
 		if !ok {
 			continue
 		}
-		u, err := b.before(ctx, r.actor(), s)
+		u, err := b.before(ctx, r.actor(), r.pre.scope)
 		if err != nil {
 			return undo, err
 		}
@@ -112,11 +110,13 @@ func (r *run) beforePasses(ctx context.Context, s scope) (func(), error) {
 }
 
 // actor is what the escalations act through: the run's writer.
-func (r *run) actor() actor { return r.actorOver(r.w) }
+func (r *passLoop) actor() actor { return r.actorOver(r.pre.w, r.pre.real, r.whoRefused) }
 
-// actorOver is an actor whose reads and writes go through w.
-func (r *run) actorOver(w channel) *runActor {
-	return &runActor{ns: r.ns(), w: w, l: r.l, refused: r.whoRefused,
+// actorOver is an actor whose reads and writes go through w; real is the
+// mode, which only its until answers by (a plan plays what purge would do
+// once a wait is over).
+func (r *run) actorOver(w channel, real bool, refused func(context.Context, schemaGVR, error) *diagnose.Refusal) *runActor {
+	return &runActor{ns: r.ns(), w: w, l: r.l, real: real, refused: refused,
 		nodeOf: func(ctx context.Context, name string) (*v1.Node, error) {
 			return r.Clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		}}
@@ -136,15 +136,15 @@ func (r *run) inspectOptions() inspect.Options {
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
 // writer, discovery and escalations.
 func (r *passLoop) newDeleter() *deletion.NamespacedResourcesDeleter {
-	r.rec = newRecorder(r.w, r.requestDone, r.whoRefused)
+	r.rec = newRecorder(r.pre.w, r.pre.tally, r.pre.real, r.requestDone, r.whoRefused)
 	var ops deletion.Operations = r.rec
-	pods := r.w.pods()
+	pods := r.pre.w.pods()
 	if census := r.inspector().Census(); census != nil && r.Opts.DryRun != DryRunClient {
 		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns()}
 		ops, pods = c, c
 	}
 	d := &deletion.NamespacedResourcesDeleter{
-		NsClient: r.w.namespaces(), Ops: ops, Pods: pods,
+		NsClient: r.pre.w.namespaces(), Ops: ops, Pods: pods,
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
 		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.OrderedDeletion.Ordered,
 		Workers: r.Opts.Workers, Now: r.now,
@@ -180,7 +180,7 @@ func (r *passLoop) recordContent(content *deletion.ContentResult, first bool) {
 		sort.Slice(rep.Remaining, func(i, j int) bool { return rep.Remaining[i].Resource < rep.Remaining[j].Resource })
 		// A plan's later passes are what purge would do: the controller
 		// writes the first one's conditions now.
-		if first || r.w.real() {
+		if first || r.pre.real {
 			rep.Conditions = conditionsOf(content.Conditions)
 		}
 	})
@@ -218,7 +218,7 @@ func notFinalized(f *Finalize, res deletion.Result, err error) {
 func (r *passLoop) finalized(res deletion.Result) Finalize {
 	var f Finalize
 	r.l.update(func(rep *Report) {
-		rep.Finalize.Would, rep.Finalize.Done = true, r.w.real()
+		rep.Finalize.Would, rep.Finalize.Done = true, r.pre.real
 		rep.Finalize.Remove = tokens(res.Dropped)
 		rep.Finalize.Kept = nil
 		for _, t := range res.Namespace.Spec.Finalizers {
@@ -236,7 +236,7 @@ func (r *passLoop) finalized(res deletion.Result) Finalize {
 		}
 		f = rep.Finalize
 	})
-	if !r.w.real() {
+	if !r.pre.real {
 		return f // a plan changes nothing
 	}
 	switch {
@@ -274,18 +274,24 @@ func (r *run) serverWarning(text string) {
 	}
 }
 
-// whoRefused says who refused a request, from what the run knows of the
+// whoRefused says who refused a request, from what the passes know of the
 // cluster's webhooks, CRDs and APIServices and their backends.
-func (r *run) whoRefused(ctx context.Context, gvr schemaGVR, err error) *diagnose.Refusal {
+func (r *passLoop) whoRefused(ctx context.Context, gvr schemaGVR, err error) *diagnose.Refusal {
+	return r.refusedBy(ctx, r.namespaceSeen(), r.disc, gvr, err)
+}
+
+// refusedBy says who refused a request, from the namespace and the
+// discovery as the run last read them.
+func (r *run) refusedBy(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, gvr schemaGVR, err error) *diagnose.Refusal {
 	if err == nil {
 		return nil
 	}
-	obs := r.inspector().ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, r.disc, r.inspectOptions())
+	obs := r.inspector().ObservationOf(ctx, ns, &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, disc, r.inspectOptions())
 	return diagnose.WhoRefused(obs, gvr, err)
 }
 
-// namespaceSeen is the namespace as the run last read it.
-func (r *run) namespaceSeen() *v1.Namespace {
+// namespaceSeen is the namespace as the passes last read it.
+func (r *passLoop) namespaceSeen() *v1.Namespace {
 	if r.lastNS != nil {
 		return r.lastNS
 	}
@@ -312,8 +318,8 @@ var errGone = errors.New("namespace gone")
 // errPlanEnds ends a plan's passes: what it plays holds the namespace.
 var errPlanEnds = errors.New("nothing more a plan can play")
 
-func stopIfPlan(r *run, err error) error {
-	if !r.w.real() {
+func stopIfPlan(r *passLoop, err error) error {
+	if !r.pre.real {
 		return errPlanEnds
 	}
 	return err

@@ -88,7 +88,7 @@ var stripShape = Shape{
 		{"FINALIZERS", func(r Row) []string { return stripOf(r).Finalizers }},
 	},
 	Counted: "%d finalizer removal(s)", Done: "Removed",
-	Extra: Strip{},
+	Extra: Strip{}, Changes: []ChangeKind{ChangeStrippedFinalizers},
 	Units: func(r Row) int { return len(stripOf(r).Finalizers) }, UnitWords: " of %d finalizer(s)",
 	Result: func(r Row) string {
 		switch {

@@ -3,7 +3,6 @@ package purge
 import (
 	"context"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,9 +41,10 @@ func TestStripRetriesOnConflict(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := newRun(p, &Report{Namespace: "ns", Mode: DryRunNone})
-			run.w = newRealWriter(p.Clients, bk, run.rc, nil, time.Now)
+			w := newRealWriter(p.Clients, bk, run.rc, nil)
+			loop := newPassLoop(run, prepared{w: w, tally: realTally{content: w.content}, real: true, backup: bk})
 			r := run.report
-			s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), run.actor(), widgets, "w1")
+			s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), loop.actor(), widgets, "w1")
 			if s.Status != tc.status || len(r.Changes) != tc.changes {
 				t.Fatalf("status %q, changes %v, failures %v", s.Status, r.Changes, r.Failures)
 			}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	v1 "k8s.io/api/core/v1"
@@ -73,8 +72,11 @@ type planState struct {
 	disc *kube.Discovery
 }
 
-// writer is the seam: the deletion pass's clients, what escalations act
-// through (channel), and what the passes ask of the mode.
+// writer is the seam: the requests a run sends to the API server (a plan
+// plays them over its snapshot instead), and nothing else. What a pass's
+// requests reached is its tally (tally.go); whether the run acts for real,
+// and where it saves, are preflight's result (prepared), never asked of the
+// writer.
 type writer interface {
 	channel
 	// operations, pods and namespaces are the deleter's (upstream's
@@ -82,23 +84,10 @@ type writer interface {
 	operations() deletion.Operations
 	pods() deletion.PodLister
 	namespaces() deletion.NamespaceClient
-	// reached is how many objects a pass's request for gvr reached;
-	// reachedAfter tells whether it is known only once sent; spared
-	// whether a deletecollection was not sent (nothing to delete).
-	reached(gvr schema.GroupVersionResource) int
-	reachedAfter() bool
-	spared(gvr schema.GroupVersionResource) bool
-	startPass()
-	// seenPods are the pods as the last pass's estimate read them.
-	seenPods() []v1.Pod
 	// discovery is the API's discovery for a pass: for real, the one read
 	// before the first pass, then afresh for every later one and after a
 	// write that reshaped the API; a plan's own, as its writes played it.
 	discovery(pass int) (*kube.Discovery, error)
-	// real tells whether writes change the cluster.
-	real() bool
-	// backup is where real writes save (nil in plans).
-	backup() *backup.Writer
 }
 
 // channel is the part of the writer an escalation reaches, through its
@@ -111,9 +100,6 @@ type channel interface {
 	listPods(ctx context.Context, namespace string) ([]v1.Pod, error)
 	// send sends a write.
 	send(ctx context.Context, w Write) (Sent, error)
-	// until says how long until t, and whether to act now: a plan plays
-	// what purge would do once a wait is over.
-	until(t time.Time) (time.Duration, bool)
 }
 
 // clusterReader is the channel of the escalations' reads before the run
@@ -134,11 +120,6 @@ func (c clusterReader) listPods(ctx context.Context, namespace string) ([]v1.Pod
 
 func (c clusterReader) send(context.Context, Write) (Sent, error) {
 	return Sent{}, errors.New("no write before preflight ends")
-}
-
-func (c clusterReader) until(t time.Time) (time.Duration, bool) {
-	wait := time.Until(t)
-	return wait, wait <= 0
 }
 
 // guardedPatch is the merge patch from before to after, carrying before's
@@ -239,7 +220,6 @@ type realWriter struct {
 	// former is a namespace that no longer exists (--orphans): its passes
 	// run over it until purge re-creates it to strip finalizers.
 	former *deletion.PlanNamespaces
-	now    func() time.Time
 	// disc is the discovery read before the first pass; stale once a write
 	// reshaped the API; rediscover reads it afresh.
 	disc       *kube.Discovery
@@ -247,8 +227,8 @@ type realWriter struct {
 	rediscover func() (*kube.Discovery, error)
 }
 
-func newRealWriter(clients *kube.Clients, bk *backup.Writer, rc *recreations, former *deletion.PlanNamespaces, now func() time.Time) *realWriter {
-	return &realWriter{clients: clients, bk: bk, former: former, now: now,
+func newRealWriter(clients *kube.Clients, bk *backup.Writer, rc *recreations, former *deletion.PlanNamespaces) *realWriter {
+	return &realWriter{clients: clients, bk: bk, former: former,
 		content: &backupOps{inner: kube.NewMetadataOps(clients, false), bk: bk, dyn: clients, counts: newCounts(), rc: rc}}
 }
 
@@ -265,12 +245,6 @@ func (w *realWriter) discovery(pass int) (*kube.Discovery, error) {
 
 func (w *realWriter) operations() deletion.Operations { return w.content }
 func (w *realWriter) pods() deletion.PodLister        { return w.content }
-func (w *realWriter) real() bool                      { return true }
-func (w *realWriter) backup() *backup.Writer          { return w.bk }
-func (w *realWriter) reachedAfter() bool              { return true }
-func (w *realWriter) startPass()                      { w.content.counts = newCounts() }
-func (w *realWriter) reached(gvr schemaGVR) int       { return w.content.counts.get(gvr) }
-func (w *realWriter) spared(gvr schemaGVR) bool       { return w.content.counts.state(gvr) == skipped }
 
 func (w *realWriter) namespaces() deletion.NamespaceClient {
 	api := w.clients.Kube.CoreV1().Namespaces()
@@ -294,13 +268,6 @@ func (w *realWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, 
 		return nil, err
 	}
 	return list.Items, nil
-}
-
-func (w *realWriter) seenPods() []v1.Pod { return w.content.seenPods() }
-
-func (w *realWriter) until(t time.Time) (time.Duration, bool) {
-	wait := t.Sub(w.now())
-	return wait, wait <= 0
 }
 
 // send saves the object first (cluster-scoped ones apart, and their path
@@ -365,17 +332,9 @@ type planWriter struct {
 	// bypasses into a warning (a dry run cannot bypass it).
 	bypassed func(err error, what string) error
 	clients  *kube.Clients
-	now      func() time.Time
 }
 
-func (w *planWriter) pods() deletion.PodLister                { return w.ops }
-func (w *planWriter) real() bool                              { return false }
-func (w *planWriter) backup() *backup.Writer                  { return nil }
-func (w *planWriter) reachedAfter() bool                      { return false }
-func (w *planWriter) startPass()                              {}
-func (w *planWriter) reached(gvr schemaGVR) int               { return w.ops.Count(gvr) }
-func (w *planWriter) spared(schemaGVR) bool                   { return false }
-func (w *planWriter) until(t time.Time) (time.Duration, bool) { return t.Sub(w.now()), true }
+func (w *planWriter) pods() deletion.PodLister { return w.ops }
 
 func (w *planWriter) operations() deletion.Operations {
 	if w.server == nil {
@@ -412,11 +371,6 @@ func (w *planWriter) list(ctx context.Context, gvr schemaGVR, namespace string) 
 
 func (w *planWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
 	return w.ops.ListPods(ctx, namespace)
-}
-
-func (w *planWriter) seenPods() []v1.Pod {
-	pods, _ := w.ops.ListPods(context.Background(), "")
-	return pods
 }
 
 // send predicts the answer (client) or asks the server (server), and plays

@@ -2,12 +2,12 @@ package e2e
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 	"github.com/ns-doctor/ns-doctor/test/support/scenario"
@@ -94,7 +94,7 @@ func TestExplainSkipsTypeAnswering404LikeTheController(t *testing.T) {
 	}
 	shown := false
 	for _, c := range e.report.Content {
-		shown = shown || (c.Resource == agg.GVR.Resource && strings.Contains(c.Error, "not found"))
+		shown = shown || (c.Resource == agg.GVR.Resource && apierror.ClassifyMessage(c.Error).Kind == apierror.NotFound)
 	}
 	if !shown {
 		t.Errorf("gadgets not shown with their error: %+v", e.report.Content)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,8 @@ func TestBlockerForegroundDeletionNamesDependents(t *testing.T) {
 
 	e := explain(t, cp.Kubeconfig, name)
 	b := e.blocker(t, diagnose.BlockerFinalizers, "configmaps/owner waits (foregroundDeletion) for its dependent configmaps/dependent", "--remove-finalizers=")
-	if !strings.Contains(b.Summary, "foregroundDeletion") {
-		t.Errorf("summary %q", b.Summary)
+	if !slices.Contains(strings.Split(b.Subject, ","), "foregroundDeletion") {
+		t.Errorf("subject %q", b.Subject)
 	}
 }
 

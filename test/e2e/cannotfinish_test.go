@@ -60,7 +60,7 @@ func TestOwnerRunsButCannotFinish(t *testing.T) {
 	}
 	xr := e.blocker(t, diagnose.BlockerOwnerCannotFinish, "xbuckets.cannotfinish.example.com/logs condition Synced=False: cannot compose resources",
 		"waiting will not help: clean up by hand what the owner of composite.apiextensions.crossplane.io was to clean up")
-	if !strings.Contains(xr.NextStep, "then kubectl ns-doctor purge "+name+" --remove-finalizers=composite.apiextensions.crossplane.io") ||
+	if !hasAction(xr, diagnose.PurgeAction(name, diagnose.FlagRemoveFinalizers, "composite.apiextensions.crossplane.io")) ||
 		!strings.Contains(xr.Summary, "their owner cannot finish") {
 		t.Errorf("crossplane blocker: %+v", xr)
 	}

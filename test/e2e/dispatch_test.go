@@ -85,7 +85,7 @@ func TestExplainDemoNamespaceThroughKubectl(t *testing.T) {
 		t.Errorf("report header: %s %s %s", report.APIVersion, report.Kind, report.Verdict.State)
 	}
 	if len(report.Blockers) != 2 || report.Blockers[0].Kind != diagnose.BlockerAPIServiceUnavailable || report.Blockers[1].Kind != diagnose.BlockerFinalizers ||
-		!strings.Contains(report.Blockers[0].NextStep, "--delete-apiservice=v1beta1."+group) {
+		!hasAction(report.Blockers[0], diagnose.Action{Kind: diagnose.ActionPurge, Flag: diagnose.FlagDeleteAPIService, Value: "v1beta1." + group}) {
 		t.Errorf("blockers: %+v", report.Blockers)
 	}
 	for _, c := range report.Conditions {

@@ -149,7 +149,7 @@ func TestExplainPartialReportUnderRBAC(t *testing.T) {
 		t.Fatalf("exit %d, want 3 (the ConfigMap finalizer still blocks)", e.code)
 	}
 	b := e.blocker(t, diagnose.BlockerForbidden, `cannot list resource "secrets"`, "kubectl auth can-i list secrets")
-	if !strings.Contains(b.Summary, "secrets") {
+	if b.Subject != "secrets" || !hasAction(b, diagnose.Action{Kind: diagnose.ActionCheckAccess, Target: "secrets"}) {
 		t.Errorf("forbidden blocker does not name secrets: %+v", b)
 	}
 	e.blocker(t, diagnose.BlockerFinalizers, "example.com/hold on 1 of 1 configmaps", "--remove-finalizers")

@@ -63,6 +63,18 @@ func (e explained) blocker(t *testing.T, kind diagnose.BlockerKind, evidence, ne
 	return printer.BlockerDocument{}
 }
 
+// hasAction tells whether b's next steps include want, typed: its kind,
+// and each of its other fields that want sets.
+func hasAction(b printer.BlockerDocument, want diagnose.Action) bool {
+	for _, a := range b.Actions {
+		if a.Kind == want.Kind && (want.Namespace == "" || a.Namespace == want.Namespace) && (want.Flag == "" || a.Flag == want.Flag) &&
+			(want.Value == "" || a.Value == want.Value) && (want.Target == "" || a.Target == want.Target) && (want.Of == "" || a.Of == want.Of) {
+			return true
+		}
+	}
+	return false
+}
+
 // agrees asserts ns-doctor's computed conditions equal the controller's.
 func (e explained) agrees(t *testing.T) {
 	t.Helper()

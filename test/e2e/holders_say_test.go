@@ -69,8 +69,8 @@ func TestHolderSaysWhyInItsOwnWords(t *testing.T) {
 	b := e.blocker(t, diagnose.BlockerFinalizers, "lockers.vaultline.example.net/l1 condition Vaultline.Recoverable=True: LockerNotEmpty: locker l1 still holds 3 items",
 		"lockers.vaultline.example.net/l1 says why it is not released (condition Vaultline.Recoverable=True: LockerNotEmpty: locker l1 still holds 3 items): fix that")
 	if !strings.Contains(strings.Join(b.Evidence, "\n"), "lockers.vaultline.example.net/l2 status.error: volume vol-7 is in use by instance i-42") ||
-		!strings.Contains(b.NextStep, "kubectl logs -n vaultline-system deployment/vaultline-controller") ||
-		!strings.Contains(b.NextStep, "--remove-finalizers=vaultline.example.net/release") {
+		!hasAction(b, diagnose.Action{Kind: diagnose.ActionOwnerLogs, Target: "deployment/vaultline-controller", Of: "vaultline-system"}) ||
+		!hasAction(b, diagnose.Action{Kind: diagnose.ActionPurge, Flag: diagnose.FlagRemoveFinalizers, Value: "vaultline.example.net/release"}) {
 		t.Errorf("blocker %+v", b)
 	}
 	human := flat(e.human)

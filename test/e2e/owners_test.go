@@ -142,7 +142,7 @@ func TestOwnerInferredForAnUncataloguedOperator(t *testing.T) {
 		"kubectl logs -n gizmo-system deployment/gizmo-operator")
 	if !strings.Contains(b.Summary, "their owner (deployment/gizmo-operator in gizmo-system) runs, but has released none of these objects in") ||
 		!strings.Contains(b.Summary, "since they were marked for deletion: it does not finish") || strings.Contains(b.NextStep, "still runs") ||
-		!strings.Contains(b.NextStep, "kubectl ns-doctor purge "+name+" --remove-finalizers=gizmo.example.com/cleanup") {
+		!hasAction(b, diagnose.PurgeAction(name, diagnose.FlagRemoveFinalizers, "gizmo.example.com/cleanup")) {
 		t.Errorf("blocker %+v", b)
 	}
 	if len(e.report.Holders) != 1 || len(e.report.Holders[0].Conditions) != 1 || e.report.Holders[0].Conditions[0].Type != "Recoverable" ||

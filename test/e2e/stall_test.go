@@ -38,7 +38,7 @@ func TestRunningOwnerWaitsOnWhatDoesNotExist(t *testing.T) {
 	b := e.blocker(t, diagnose.BlockerFinalizers, `lockboxes.lockbox.example.org/m1 condition Ready=False (CredentialsMissing): reading credentials: secrets "lockbox-token" not found`,
 		`waiting will not help: restore what lockboxes.lockbox.example.org/m1 says is missing (reading credentials: secrets "lockbox-token" not found), and its owner can finish; if it cannot come back: kubectl ns-doctor purge `+name+` --remove-finalizers=lockbox.example.org/seal`)
 	if !strings.Contains(b.Summary, "their owner (deployment/lockbox-controller in lockbox-system) runs, but lockboxes.lockbox.example.org/m1 says what it waits for does not exist: waiting will not help") ||
-		!strings.Contains(b.NextStep, "kubectl logs -n lockbox-system deployment/lockbox-controller") {
+		!hasAction(b, diagnose.Action{Kind: diagnose.ActionOwnerLogs, Target: "deployment/lockbox-controller", Of: "lockbox-system"}) {
 		t.Errorf("blocker %+v", b)
 	}
 }
@@ -147,7 +147,7 @@ func TestSetterNotTakenForTheRunner(t *testing.T) {
 	b := e.blocker(t, diagnose.BlockerFinalizers,
 		"deployment vault-dashboards/dashboard runs as it (1/1 ready), but neither its name nor its containers' match the field manager that set it: that is no evidence that whoever removes it runs",
 		"--remove-finalizers=lockbox.example.org/reap")
-	if strings.Contains(b.NextStep, "kubectl logs") || strings.Contains(b.Summary, "runs, but has released none") {
+	if hasAction(b, diagnose.Action{Kind: diagnose.ActionOwnerLogs}) || strings.Contains(b.Summary, "runs, but has released none") {
 		t.Errorf("the setter taken for the runner: %+v", b)
 	}
 }

@@ -45,8 +45,8 @@ func TestNoRestoreInATerminatingNamespace(t *testing.T) {
 			t.Errorf("a step that cannot work: %+v", a)
 		}
 	}
-	if !strings.Contains(b.NextStep, "for good: kubectl delete validatingwebhookconfiguration "+name) {
-		t.Errorf("next step %q", b.NextStep)
+	if !hasAction(b, diagnose.Action{Kind: diagnose.ActionDeleteWebhookConfiguration, Target: "validatingwebhookconfiguration/" + name}) {
+		t.Errorf("next steps %+v", b.Actions)
 	}
 
 	// The step, as given, gets the namespace deleted.

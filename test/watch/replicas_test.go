@@ -6,15 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -186,8 +189,10 @@ func TestWatchJanitor(t *testing.T) {
 	if len(saved) != 1 {
 		t.Fatalf("backups of %s: %v, want one configmaps file", chosen, saved)
 	}
-	if data, err := os.ReadFile(saved[0]); err != nil || !strings.Contains(string(data), `"held"`) || !strings.Contains(string(data), finalizer) {
-		t.Errorf("the backup %s does not hold configmap held with its finalizer: %v\n%s", saved[0], err, data)
+	objs, err := backup.ObjectsIn(saved[0])
+	held := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetName() == "held" })
+	if err != nil || held < 0 || !slices.Contains(objs[held].GetFinalizers(), finalizer) {
+		t.Errorf("the backup %s does not hold configmap held with its finalizer: %v %v", saved[0], err, objs)
 	}
 	if !strings.Contains(planning.Stdout.String(), chosen+": janitor: server dry run") || !strings.Contains(acting.Stdout.String(), chosen+": janitor: purged") {
 		t.Errorf("the janitor's runs are not in the watch's lines:\n%s\n%s", planning.Stdout.String(), acting.Stdout.String())
