@@ -51,9 +51,10 @@ Context Protocol: over stdio by default, the way MCP clients start a local serve
 streamable HTTP with --http.
 
 Tools: list_stuck_namespaces, explain_namespace and list_orphans (the documents explain -o json
-prints), plan_purge (purge's plan or server dry run, changing nothing), and, only with
---allow-purge, purge_namespace, which acts on a plan made on the same connection after the person
-confirms it in the client (MCP elicitation), with the words purge --force asks on a terminal.
+prints), plan_purge (purge's plan or server dry run, changing nothing), rescue_plan (what rescue
+would hold, retain and save, changing nothing), and, only with --allow-purge, purge_namespace and
+rescue_namespace, which act on a plan made on the same connection after the person confirms it in
+the client (MCP elicitation), with the words purge --force or rescue asks on a terminal.
 Resources: each blocker kind's page and the finalizer catalogue. Prompt: diagnose-stuck-namespace.
 
 Text from the cluster reaches the agent only inside structured fields, escaped and bounded; see
@@ -79,10 +80,10 @@ Exit codes: 0 the client disconnected (or the server was stopped), 2 bad usage, 
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.HTTP, "http", "", "Serve over streamable HTTP on this loopback address (e.g. 127.0.0.1:8765, at /mcp) instead of stdio")
-	fs.StringVar(&o.AllowPurge, "allow-purge", allowPurgeOff, "Serve purge_namespace: the person confirms each purge in the client (MCP elicitation); =without-confirmation never asks")
+	fs.StringVar(&o.AllowPurge, "allow-purge", allowPurgeOff, "Serve the tools that act, purge_namespace and rescue_namespace: the person confirms each call in the client (MCP elicitation); =without-confirmation never asks")
 	fs.Lookup("allow-purge").NoOptDefVal = allowPurgeConfirmed
 	fs.DurationVar(&o.Grace, "grace", diagnose.DefaultGrace, "How long a deletion step may take before it is called stuck (explain's --grace; the tools' grace argument overrides it)")
-	fs.StringVar(&o.BackupDir, "backup-dir", "", "Where purge_namespace saves objects before changing them, a folder per run (default: a new folder under the user cache dir)")
+	fs.StringVar(&o.BackupDir, "backup-dir", "", "Where purge_namespace saves objects before changing them, and rescue_namespace what it rescues, a folder per run (default: a new folder under the user cache dir)")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long purge_namespace keeps repeating the pass before giving up")
 	o.Ordering.addFlag(cmd)
 	o.Fleet.addFlags(fs)
@@ -175,12 +176,12 @@ func (o *MCPOptions) servedWords(clusters []mcp.Cluster) string {
 	for _, c := range clusters {
 		names = append(names, fmt.Sprintf("%q", c.Context))
 	}
-	acts := "read-only (purge_namespace is off; --allow-purge serves it)"
+	acts := "read-only (purge_namespace and rescue_namespace are off; --allow-purge serves them)"
 	switch o.purge {
 	case mcp.PurgeConfirmed:
-		acts = "purge_namespace on, each purge confirmed by the person in the client"
+		acts = "purge_namespace and rescue_namespace on, each call confirmed by the person in the client"
 	case mcp.PurgeWithoutConfirmation:
-		acts = "purge_namespace on, WITHOUT confirmation"
+		acts = "purge_namespace and rescue_namespace on, WITHOUT confirmation"
 	}
 	return fmt.Sprintf("context %s; %s", strings.Join(names, ", "), acts)
 }

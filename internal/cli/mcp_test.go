@@ -71,7 +71,7 @@ func TestMCPServesOverStdio(t *testing.T) {
 		}
 		names[tool.Name] = true
 	}
-	if !names[mcp.ToolExplain] || !names[mcp.ToolPurge] {
+	if !names[mcp.ToolExplain] || !names[mcp.ToolPurge] || !names[mcp.ToolRescuePlan] || !names[mcp.ToolRescue] {
 		t.Fatalf("tools: %v", names)
 	}
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolExplain, Arguments: map[string]any{"namespace": "demo"}})
@@ -82,7 +82,7 @@ func TestMCPServesOverStdio(t *testing.T) {
 	_ = inW.Close()
 	select {
 	case code := <-done:
-		if code != ExitOK || !strings.Contains(errOut.String(), "serving over stdio") || !strings.Contains(errOut.String(), "each purge confirmed by the person") {
+		if code != ExitOK || !strings.Contains(errOut.String(), "serving over stdio") || !strings.Contains(errOut.String(), "each call confirmed by the person") {
 			t.Fatalf("exit %d, stderr %q", code, errOut.String())
 		}
 	case <-ctx.Done():

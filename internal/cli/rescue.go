@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +33,9 @@ type RescueOptions struct {
 
 	context, cluster string
 	factory          Factory
+	// defaultDir: no --backup-dir was given; a rescue that continues an
+	// earlier one saves into the earlier folder instead.
+	defaultDir bool
 }
 
 func newRescueCommand(f Factory, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -112,7 +117,7 @@ func (o *RescueOptions) Complete(f Factory, flags *genericclioptions.ConfigFlags
 		if err != nil {
 			return err
 		}
-		o.BackupDir = dir
+		o.BackupDir, o.defaultDir = dir, true
 	}
 	return nil
 }
@@ -146,6 +151,9 @@ func (o *RescueOptions) Run(ctx context.Context) error {
 	plan, err := rescue.Prepare(ctx, clients, o.Name, o.BackupDir)
 	if err != nil {
 		return rescueError(o.Name, err)
+	}
+	if o.defaultDir && plan.AlreadyHeld {
+		plan.BackupDir = earlierFolder(ctx, clients, o.Name, plan.BackupDir)
 	}
 	text, want := printer.RescueConfirmation{Plan: plan, Context: o.context, Cluster: o.cluster}.Prompt()
 	if err := o.consent(ctx, text, want); err != nil {
@@ -215,6 +223,18 @@ func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) erro
 		return fmt.Errorf("%d saved object(s) could not be re-applied (listed above); fix what the API server says and run --restore again", n)
 	}
 	return nil
+}
+
+// earlierFolder is the folder an earlier rescue of namespace saved to, as
+// its hold records it, when it is on this machine: a second run adds to
+// that copy (objects saved before stay as they were) rather than start a
+// new one --restore would not find. Otherwise dir.
+func earlierFolder(ctx context.Context, clients *kube.Clients, namespace, dir string) string {
+	earlier := rescue.BackupDirOf(ctx, clients, namespace)
+	if st, err := os.Stat(filepath.Join(earlier, "cluster")); earlier == "" || err != nil || !st.IsDir() {
+		return dir
+	}
+	return earlier
 }
 
 // consent asks on the terminal unless --yes, as purge does.

@@ -71,6 +71,9 @@ func (s *server) purgeNamespace(ctx context.Context, req *sdk.CallToolRequest, i
 	}
 	spent := false
 	defer func() { s.plans.release(req.Session, p, spent) }()
+	if p.rescue != nil {
+		return nil, out, errors.New("this plan_id is rescue_plan's, not plan_purge's: nothing was changed; rescue_namespace acts on it")
+	}
 	r, err := s.reader(ctx, p.cluster.Context)
 	if err != nil {
 		return nil, out, err
@@ -142,16 +145,22 @@ func (s *server) question(p *plan) *sdk.ElicitParams {
 // confirmed checks the person's answer: accepted, with the namespace's
 // name typed.
 func (s *server) confirmed(p *plan, answer sdk.InputResponse) error {
+	_, want := s.confirmation(p).Question()
+	return answerOf(answer, "purge", p.target.Namespace, want)
+}
+
+// answerOf checks the person's answer to the confirmation of what (purge,
+// rescue) on namespace: accepted, with want typed.
+func answerOf(answer sdk.InputResponse, what, namespace, want string) error {
 	res, ok := answer.(*sdk.ElicitResult)
 	switch {
 	case !ok || res == nil:
 		return errors.New("no answer to the confirmation came back: nothing was changed")
 	case res.Action == "decline":
-		return fmt.Errorf("the person declined the purge of namespace %q: nothing was changed (do not purge unless they ask again)", p.target.Namespace)
+		return fmt.Errorf("the person declined the %s of namespace %q: nothing was changed (do not %s unless they ask again)", what, namespace, what)
 	case res.Action != "accept":
-		return fmt.Errorf("the person cancelled the confirmation of the purge of namespace %q: nothing was changed", p.target.Namespace)
+		return fmt.Errorf("the person cancelled the confirmation of the %s of namespace %q: nothing was changed", what, namespace)
 	}
-	_, want := s.confirmation(p).Question()
 	if typed, _ := res.Content["namespace"].(string); typed != want {
 		return fmt.Errorf("not confirmed: the name typed is not the namespace's, %q; nothing was changed", want)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
 // injection is what a tenant writes into a holder's status for an agent
@@ -157,7 +158,10 @@ func TestSummariesNeverQuoteTheCluster(t *testing.T) {
 	fill(reflect.ValueOf(&orphans), injection, 3, 3)
 	var results []fleet.Result
 	fill(reflect.ValueOf(&results), injection, 2, 2)
+	var rr rescue.Report
+	fill(reflect.ValueOf(&rr), injection, 3, 3)
 	for name, s := range map[string]string{
+		"rescue plan": printer.AgentRescuePlan(&rr.Plan, "demo"), "rescue": printer.AgentRescue(&rr, "demo", false), "rescue failed": printer.AgentRescue(&rr, "demo", true),
 		"diagnosis": printer.AgentDiagnosis(r, "demo"), "list": printer.AgentDiagnoses([]diagnose.Report{r}, results),
 		"orphans": printer.AgentOrphans(orphans), "plan": printer.AgentPlan(&rep, "demo"), "purge": printer.AgentPurge(&rep, "demo"),
 	} {
@@ -167,5 +171,35 @@ func TestSummariesNeverQuoteTheCluster(t *testing.T) {
 		if s == "" {
 			t.Errorf("%s: no summary", name)
 		}
+	}
+}
+
+// A rescue report whose every string is the injection, as rescue_namespace
+// bounds it: every string escaped and cut, every list cut, within the
+// budget; the report itself is left as it was (each try bounds a copy).
+func TestBoundRescueReport(t *testing.T) {
+	long := injection + strings.Repeat("x", 5000)
+	var r rescue.Report
+	fill(reflect.ValueOf(&r), long, 300, 10)
+	for _, detail := range []Detail{DetailBrief, DetailNormal, DetailFull} {
+		doc, b := bound(func() rescueDoc { return rescueDoc{Rescue: printer.RescueDoc(reportCopy(&r))} }, detail)
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) > detail.budget() || len(b.Cut) == 0 || b.TextCut == 0 {
+			t.Errorf("%s: %d bytes (budget %d), cut %+v, %d texts", detail, len(raw), detail.budget(), b.Cut, b.TextCut)
+		}
+		walkStrings(reflect.ValueOf(doc), func(s string) {
+			if strings.ContainsAny(s, "\x1b\a\n\u202e") || len([]rune(s)) > detail.limits().Text {
+				t.Fatalf("%s: a string unescaped or uncut: %.100q", detail, s)
+			}
+		})
+		if len(doc.Rescue.Volumes) > detail.limits().Items || len(doc.Rescue.Backup.Types) > detail.limits().Items {
+			t.Errorf("%s: lists not cut: %d volumes, %d types", detail, len(doc.Rescue.Volumes), len(doc.Rescue.Backup.Types))
+		}
+	}
+	if len(r.Volumes) != 300 || r.Namespace != long {
+		t.Error("bounding changed the report itself")
 	}
 }

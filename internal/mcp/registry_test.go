@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,6 +127,35 @@ func TestPromptWalksExplainPlanAsk(t *testing.T) {
 			if !strings.Contains(words, step) {
 				t.Errorf("mode %d: the prompt lacks %q:\n%s", mode, step, words)
 			}
+		}
+	}
+}
+
+// Every tool the server can serve has its row in the tools table of
+// docs/integrations.md (the MCP server's page), saying whether it changes
+// the cluster as its hints do.
+func TestEveryToolIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "integrations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if name, rest, ok := strings.Cut(name, "` |"); ok {
+				rows[name] = rest
+			}
+		}
+	}
+	for name, tool := range tools(t, session(t, testConfig(stuck(), PurgeConfirmed), nil, "")) {
+		row, ok := rows[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is not in docs/integrations.md's tools table", name)
+		case tool.Annotations.ReadOnlyHint && !strings.Contains(row, "no (`readOnlyHint`"):
+			t.Errorf("%s is read-only; its row says: %s", name, row)
+		case !tool.Annotations.ReadOnlyHint && !strings.Contains(row, "yes (`destructiveHint`)"):
+			t.Errorf("%s changes the cluster; its row says: %s", name, row)
 		}
 	}
 }

@@ -106,7 +106,7 @@ func TestToolsListedWithSchemasAndHints(t *testing.T) {
 			}
 			tools[tool.Name] = tool
 		}
-		for _, name := range []string{ToolListStuck, ToolExplain, ToolOrphans, ToolPlan} {
+		for _, name := range []string{ToolListStuck, ToolExplain, ToolOrphans, ToolPlan, ToolRescuePlan} {
 			tool := tools[name]
 			if tool == nil || tool.InputSchema == nil || tool.OutputSchema == nil || tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
 				t.Errorf("mode %d: %s: %+v", mode, name, tool)
@@ -118,6 +118,14 @@ func TestToolsListedWithSchemasAndHints(t *testing.T) {
 		}
 		if served && (purgeTool.Annotations.ReadOnlyHint || purgeTool.Annotations.DestructiveHint == nil || !*purgeTool.Annotations.DestructiveHint) {
 			t.Errorf("purge_namespace's hints: %+v", purgeTool.Annotations)
+		}
+		rescueTool, served := tools[ToolRescue]
+		if served != (mode != PurgeOff) {
+			t.Fatalf("mode %d: rescue_namespace served: %v", mode, served)
+		}
+		if served && (rescueTool.Annotations.ReadOnlyHint || rescueTool.Annotations.DestructiveHint == nil || !*rescueTool.Annotations.DestructiveHint ||
+			rescueTool.InputSchema == nil || rescueTool.OutputSchema == nil) {
+			t.Errorf("rescue_namespace's hints: %+v", rescueTool.Annotations)
 		}
 	}
 }

@@ -10,17 +10,24 @@ import (
 	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
 // A plan is what plan_purge planned, as purge_namespace needs it to act on
 // exactly that: the namespace by uid and resourceVersion, the escalations,
-// and the fingerprint of what the plan would change.
+// and the fingerprint of what the plan would change; or what rescue_plan
+// planned, for rescue_namespace.
 type plan struct {
 	id      string
 	cluster Cluster
 	target  Target
 	asked   purge.Asked
-	// fingerprint is what the plan would change (would_change.fingerprint).
+	// rescue is a rescue_plan's plan, with the namespace it is bound to;
+	// nil for plan_purge's.
+	rescue       *rescue.Plan
+	rescueTarget RescueTarget
+	// fingerprint is what the plan would change (would_change.fingerprint,
+	// or a rescue plan's fingerprint).
 	fingerprint string
 	expires     time.Time
 	// asking is the state of the confirmation asked of the human for this
@@ -128,7 +135,7 @@ func (s *store) answered(p *plan, state string) error {
 	asked := p.asking
 	p.asking = ""
 	if asked == "" || state != asked {
-		return fmt.Errorf("this answer does not belong to a confirmation asked about this plan: nothing was changed; call purge_namespace again")
+		return fmt.Errorf("this answer does not belong to a confirmation asked about this plan: nothing was changed; call the tool again with the plan_id")
 	}
 	return nil
 }

@@ -116,11 +116,12 @@ func (s *server) addTools(srv *sdk.Server) error {
 			Description: "What namespaces that no longer exist left in storage (a finalize forced with content left): a new namespace of the same name inherits it. The document explain --orphans -o json prints. Changes nothing."},
 			nil, s.orphans),
 		s.addPlanTool(srv),
+		s.addRescuePlanTool(srv),
 	)
 	if err != nil || s.cfg.Purge == PurgeOff {
 		return err
 	}
-	return s.addPurgeTool(srv)
+	return errors.Join(s.addPurgeTool(srv), s.addRescueTool(srv))
 }
 
 // result is a tool's result: first its summary (ns-doctor's own words and

@@ -8,6 +8,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
+	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
 // The words an agent reads first: the short text of each tool of
@@ -209,6 +210,78 @@ func PurgeCommandLine(namespace, kubeContext string, flags []diagnose.Action) st
 	}
 	for _, a := range flags {
 		cmd += " " + flagArg(a)
+	}
+	return cmd
+}
+
+// AgentRescuePlan is rescue_plan's summary: what rescue would do, in
+// counts, changing nothing. The hold's name is ns-doctor's, made of the
+// namespace's (never read back from the cluster).
+func AgentRescuePlan(p *rescue.Plan, name string) string {
+	var b strings.Builder
+	verb := "create"
+	if p.AlreadyHeld {
+		verb = "re-apply (an earlier rescue applied it)"
+	}
+	retain, already := 0, 0
+	for _, v := range p.Volumes {
+		if v.Before == "Retain" {
+			already++
+		} else {
+			retain++
+		}
+	}
+	fmt.Fprintf(&b, "Rescue plan for namespace %s: nothing was changed. It would %s the hold %s (a ValidatingAdmissionPolicy and its binding that refuse the namespace controller's and the garbage collector's deletes in the namespace), ",
+		name, verb, rescue.HoldName(name))
+	fmt.Fprintf(&b, "set %d PersistentVolume(s) bound to its claims to reclaim policy Retain (%d more are Retain already; plan.volumes), ", retain, already)
+	b.WriteString("and save every object left in it, Secrets included and in clear, to a new folder on the machine running ns-doctor (plan.backupDir). " +
+		"Pods already deleted and objects already being deleted are not brought back. The window is short: once the namespace's pods are gone, the namespace controller deletes everything else. ")
+	b.WriteString(dataNote)
+	return b.String()
+}
+
+// AgentRescue is rescue_namespace's summary of a rescue done (or stopped
+// by an error after its first change: failed).
+func AgentRescue(r *rescue.Report, name string, failed bool) string {
+	var b strings.Builder
+	if failed {
+		fmt.Fprintf(&b, "The rescue of namespace %s stopped with an error (error); what it did is in the result; running rescue_plan then rescue_namespace again continues it (every step can run again). ", name)
+	} else {
+		fmt.Fprintf(&b, "Namespace %s is held: %s refuses the namespace controller's and the garbage collector's deletes in it. ", name, rescue.HoldName(name))
+	}
+	fmt.Fprintf(&b, "%d PersistentVolume(s) are reclaim policy Retain (volumes[].reclaimPolicyBefore is what each had). ", len(r.Volumes))
+	objects, record, going := 0, 0, 0
+	for _, t := range r.Backup.Types {
+		objects += t.Count
+		record += t.Record
+		going += len(t.Going)
+	}
+	switch {
+	case r.Gone:
+		b.WriteString("The namespace was gone before it could be saved: nothing was saved. ")
+	case r.Backup.Dir != "":
+		fmt.Fprintf(&b, "%d object(s) of %d resource type(s) saved to re-apply, %d for the record only, in the backup folder (backup.dir) on the machine running ns-doctor. ", objects, len(r.Backup.Types), record)
+	}
+	if going > 0 {
+		fmt.Fprintf(&b, "%d saved object(s) were already being deleted (backup.types[].going): the hold does not stop them. ", going)
+	}
+	if n := len(r.Backup.Failed); n > 0 {
+		fmt.Fprintf(&b, "%d resource type(s) could not be saved (backup.failed). ", n)
+	}
+	if r.Backup.Secrets > 0 {
+		fmt.Fprintf(&b, "%d Secret(s) are saved in clear (files 0600 in folders 0700): tell the person to keep the folder safe and delete it when done. ", r.Backup.Secrets)
+	}
+	b.WriteString("Next, for the person to choose and run on their terminal: let the deletion finish (release: the volumes stay Retain) or bring the namespace back (restore). ")
+	b.WriteString(dataNote)
+	return b.String()
+}
+
+// RescueCommandLine is rescue on one namespace, in one kubeconfig context,
+// as a person types it in a shell (it asks for their confirmation).
+func RescueCommandLine(namespace, kubeContext string) string {
+	cmd := "kubectl ns-doctor rescue " + namespace
+	if kubeContext != "" {
+		cmd += " --context " + shellQuote(kubeContext)
 	}
 	return cmd
 }

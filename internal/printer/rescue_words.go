@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
@@ -38,10 +39,18 @@ func (c RescueConfirmation) Text() string {
 	return b.String()
 }
 
+// Question is what the person is asked to type, and the answer that goes
+// on: the namespace's name, as purge asks. The terminal's prompt and the
+// MCP server's elicitation ask it alike.
+func (c RescueConfirmation) Question() (question, want string) {
+	return "Type the namespace name to go on", c.Plan.Namespace
+}
+
 // Prompt is the confirmation as a terminal shows it, and the answer that
-// goes on (the namespace's name, as purge asks).
+// goes on.
 func (c RescueConfirmation) Prompt() (text, want string) {
-	return c.Text() + "Type the namespace name to go on: ", c.Plan.Namespace
+	question, want := c.Question()
+	return c.Text() + question + ": ", want
 }
 
 // RescueDocument is rescue's report for -o json|yaml.
@@ -53,11 +62,18 @@ type RescueDocument struct {
 	Restore string `json:"restore"`
 }
 
+// RescueDoc is rescue's report as the document -o json|yaml prints (and
+// the MCP server's rescue_namespace returns): the report, and the two
+// ways on as commands.
+func RescueDoc(r *rescue.Report) RescueDocument {
+	return RescueDocument{APIVersion: APIVersion, Kind: "Rescue", Report: r,
+		Release: releaseCommand(r.Namespace), Restore: restoreCommand(r.Namespace, r.Backup.Dir)}
+}
+
 // Rescue prints rescue's report: -o json|yaml (format), or the human view.
 func Rescue(w io.Writer, format string, r *rescue.Report) error {
 	if format != "" {
-		return Print(w, format, RescueDocument{APIVersion: APIVersion, Kind: "Rescue", Report: r,
-			Release: releaseCommand(r.Namespace), Restore: restoreCommand(r.Namespace, r.Backup.Dir)})
+		return Print(w, format, RescueDoc(r))
 	}
 	_, err := io.WriteString(w, RescueWords(r))
 	return err
@@ -108,9 +124,9 @@ func RescueWords(r *rescue.Report) string {
 // inForceWords says whether the API server was seen enforcing the hold.
 func inForceWords(f rescue.InForce) string {
 	if f.Proven {
-		return fmt.Sprintf("in force after %s: a dry-run DELETE of %s as %s was refused", f.After.Duration, Escape(f.Object), rescue.ProofUser)
+		return fmt.Sprintf("in force after %s: a dry-run DELETE of %s as %s was refused", time.Duration(f.AfterMs)*time.Millisecond, Escape(f.Object), rescue.ProofUser)
 	}
-	return fmt.Sprintf("NOT PROVEN in force (%s): %s", f.After.Duration, Escape(f.Why))
+	return fmt.Sprintf("NOT PROVEN in force (%s): %s", time.Duration(f.AfterMs)*time.Millisecond, Escape(f.Why))
 }
 
 // maxLostLines bounds the human view's list of what was lost; -o json has

@@ -25,9 +25,9 @@ type InForce struct {
 	Proven bool `json:"proven"`
 	// Object is what the dry run asked to delete, as "resource/name".
 	Object string `json:"object,omitempty"`
-	// After is how long from the start of the run it took (or until
-	// rescue gave up).
-	After metav1.Duration `json:"after"`
+	// AfterMs is how long, in milliseconds from the start of the run, it
+	// took (or until rescue gave up).
+	AfterMs int64 `json:"afterMs"`
 	// Why it could not be proven.
 	Why string `json:"why,omitempty"`
 }
@@ -55,7 +55,7 @@ const proveTimeout = 10 * time.Second
 // hold refuses it. It never fails the rescue: what it cannot prove, it
 // says why.
 func proveHold(ctx context.Context, c *kube.Clients, namespace string, start time.Time) (out InForce) {
-	defer func() { out.After = metav1.Duration{Duration: time.Since(start).Round(time.Millisecond)} }()
+	defer func() { out.AfterMs = time.Since(start).Milliseconds() }()
 	gvr, name, ok := anObject(ctx, c, namespace)
 	if !ok {
 		out.Why = "nothing left in the namespace to ask a dry run about"

@@ -36,13 +36,15 @@ func checkInspected(t *testing.T, inspector, name string, server ...string) {
 	for _, tool := range list.Tools {
 		names[tool.Name] = tool.InputSchema != nil && tool.OutputSchema != nil
 	}
-	for _, want := range []string{mcp.ToolListStuck, mcp.ToolExplain, mcp.ToolOrphans, mcp.ToolPlan} {
+	for _, want := range []string{mcp.ToolListStuck, mcp.ToolExplain, mcp.ToolOrphans, mcp.ToolPlan, mcp.ToolRescuePlan} {
 		if !names[want] {
 			t.Errorf("the Inspector lists no %s with its schemas: %v", want, names)
 		}
 	}
-	if _, ok := names[mcp.ToolPurge]; ok {
-		t.Errorf("purge_namespace served without --allow-purge")
+	for _, acts := range []string{mcp.ToolPurge, mcp.ToolRescue} {
+		if _, ok := names[acts]; ok {
+			t.Errorf("%s served without --allow-purge", acts)
+		}
 	}
 	r = inspect(t, inspector, server, "--method", "tools/call", "--tool-name", mcp.ToolExplain, "--tool-arg", "namespace="+name, "grace=0s")
 	var res struct {

@@ -73,7 +73,7 @@ func TestRescueKilledBetweenHoldAndSave(t *testing.T) {
 	}
 	var doc printer.RescueDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
-	if !doc.AlreadyHeld || !doc.InForce.Proven || doc.InForce.After.Duration <= 0 || len(doc.Volumes) != 1 || doc.Volumes[0].Before != "Delete" {
+	if !doc.AlreadyHeld || !doc.InForce.Proven || doc.InForce.AfterMs <= 0 || len(doc.Volumes) != 1 || doc.Volumes[0].Before != "Delete" {
 		t.Errorf("the second run: held before %v, in force %+v, volumes %+v", doc.AlreadyHeld, doc.InForce, doc.Volumes)
 	}
 	checkBackup(t, dir, ns, pv, "pods.core.json/stuck") // gone with the window
