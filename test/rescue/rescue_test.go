@@ -262,8 +262,12 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 	// copy and the old policy.
 	// Without --backup-dir it adds to the folder the hold names.
 	r2 := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "-o", "json")
-	if r2.Code != 0 || !strings.Contains(r2.Stdout, `"backupDir": "`+dir+`"`) || !strings.Contains(r2.Stdout, `"alreadyHeld": true`) || !strings.Contains(r2.Stdout, `"reclaimPolicyBefore": "Delete"`) || !strings.Contains(r2.Stdout, `"proven": true`) {
-		t.Errorf("second rescue: exit %d\n%s\n%s", r2.Code, r2.Stdout, r2.Stderr)
+	var again printer.RescueDocument
+	if err := json.Unmarshal([]byte(r2.Stdout), &again); r2.Code != 0 || err != nil {
+		t.Fatalf("second rescue: exit %d, %v\n%s\n%s", r2.Code, err, r2.Stdout, r2.Stderr)
+	}
+	if again.BackupDir != dir || !again.AlreadyHeld || !again.InForce.Proven || len(again.Volumes) != 1 || again.Volumes[0].Before != "Delete" || len(again.Backup.Lost) != 0 {
+		t.Errorf("second rescue: dir %q (want %q), held before %v, in force %+v, volumes %+v, lost %+v", again.BackupDir, dir, again.AlreadyHeld, again.InForce, again.Volumes, again.Backup.Lost)
 	}
 
 	rel := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--release", "--yes")
