@@ -84,7 +84,9 @@ fuzz:
 # Benchmarks on the local control plane (about 50 min on 2 cores, the 1,000-namespace
 # phases purge-1000 and watch and the guard's included); writes docs/benchmarks.json and renders
 # docs/benchmarks.md from it. BENCH_FLAGS='-sizes small,medium' skips the large fixture;
-# BENCH_FLAGS='-sizes small -scale 0.1 -runs 1' runs every phase once, small (~10 min).
+# BENCH_FLAGS='-sizes small -scale 0.1 -runs 1' runs every phase once, small (~10 min);
+# BENCH_FLAGS='-phases rescue' runs one phase and merges it into docs/benchmarks.json (the
+# other phases' results kept, the new section marked with its own run).
 bench:
 	@bin_dir=$$(bash hack/build-controlplane.sh) && \
 	NSDOCTOR_CONTROLPLANE_BIN=$$bin_dir $(GO) run ./hack/bench -out docs/benchmarks.md $(BENCH_FLAGS)

@@ -46,7 +46,7 @@ func TestRenderGolden(t *testing.T) {
 		}
 	}
 	got, _ := os.ReadFile("testdata/benchmarks.md")
-	for _, want := range []string{"**met**", "**MISSED**", "**info**", "[link (50ms RTT)]", "- API server alone: "} {
+	for _, want := range []string{"**met**", "**MISSED**", "**info**", "[link (50ms RTT)]", "- API server alone: ", "Measured by a run of its own (`-phases`)"} {
 		if !bytes.Contains(got, []byte(want)) {
 			t.Errorf("no %q in testdata/benchmarks.md", want)
 		}
@@ -129,5 +129,67 @@ func TestLink(t *testing.T) {
 	back, err := io.ReadAll(c)
 	if took := time.Since(t0); err != nil || !bytes.Equal(back, up) || took < 2*delay || took > 20*delay {
 		t.Errorf("got %d bytes back of %d (%v) after %v; want them all after a round trip of %v, not chunk after chunk", len(back), len(up), err, took, 2*delay)
+	}
+}
+
+// A -phases subset replaces its phases' sections, marked with its run, keeps
+// the others and the file's run, in the phases' order.
+func TestMerge(t *testing.T) {
+	old := func(phase string) *Section { return &Section{Phase: phase, Scope: "old"} }
+	base := &Result{Run: Run{Command: "all"}, Sections: []*Section{old("explain"), old("explain"), old("purge"), old("rescue")}}
+	r := &Result{Run: Run{Command: "some"}, Sections: []*Section{{Phase: "rescue", Scope: "new"}, {Phase: "explain", Scope: "new"}}}
+	got := merge(base, r)
+	var have []string
+	for _, s := range got.Sections {
+		run := ""
+		if s.Run != nil {
+			run = " by " + s.Run.Command
+		}
+		have = append(have, s.Phase+" "+s.Scope+run)
+	}
+	if want := []string{"explain new by some", "purge old", "rescue new by some"}; got.Run.Command != "all" || !slices.Equal(have, want) {
+		t.Errorf("run %q, sections %q; want all, %q", got.Run.Command, have, want)
+	}
+}
+
+// spawn's marker passes the child's stderr on and times the first line that
+// starts with the mark, whole, however the writes split it.
+func TestMarker(t *testing.T) {
+	var out bytes.Buffer
+	m := &marker{prefix: []byte("rescue: hold in force"), out: &out, start: time.Now().Add(-time.Second), at: -1}
+	in := "rescue: hold applied\nrescue: hold in fo"
+	_, _ = m.Write([]byte(in))
+	if m.at >= 0 {
+		t.Fatalf("timed a line not yet ended: %v", m.at)
+	}
+	rest := "rce after 10ms: refused\nrescue: hold in force again\n"
+	_, _ = m.Write([]byte(rest))
+	if m.at < 1 || out.String() != in+rest {
+		t.Errorf("at %v (want at least 1 s), passed on %q", m.at, out.String())
+	}
+}
+
+// rescue's stderr says its in-force time, every object saved and the volumes
+// retained; the recipe's file holds every object.
+func TestRescueChecks(t *testing.T) {
+	stderr := "rescue: hold applied (ValidatingAdmissionPolicy and binding ns-doctor-rescue-x)\n" +
+		"rescue: hold in force after 1.25s: a dry-run DELETE of configmaps/obj-000000 as system:serviceaccount:kube-system:namespace-controller was refused\n" +
+		"rescue: 1 volume(s) set to Retain\nrescue: 1002 object(s) saved to /tmp/x\n"
+	if after, err := rescueSaid(stderr, 1002, 1); after != 1.25 || err != nil {
+		t.Errorf("got %v, %v; want 1.25 s", after, err)
+	}
+	if _, err := rescueSaid(stderr, 1003, 1); err == nil {
+		t.Error("1002 saved of 1003: no error")
+	}
+	if _, err := rescueSaid(strings.Replace(stderr, "hold in force after 1.25s", "hold NOT PROVEN in force (10s)", 1), 1002, 1); err == nil {
+		t.Error("not proven: no error")
+	}
+	file := filepath.Join(t.TempDir(), "saved.yaml")
+	plugintest.Must(t, os.WriteFile(file, []byte("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n- apiVersion: v1\n  kind: Secret\nkind: List\n"), 0o600))
+	if err := recipeSaved(file, 2); err != nil {
+		t.Error(err)
+	}
+	if err := recipeSaved(file, 3); err == nil {
+		t.Error("2 saved of 3: no error")
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,10 +77,11 @@ func (b *bench) namespaces(ctx context.Context, names []string, labels map[strin
 
 // content is a fixture namespace's: Objects over every kind (each
 // FinalizerEvery-th held), Pods bound to no node, Held of kind Of (ConfigMaps
-// unless set) held by Finalizer, Plain ConfigMaps.
+// unless set) held by Finalizer, Plain ConfigMaps, Claims each bound to a
+// PersistentVolume of its own (reclaim policy Delete).
 type content struct {
-	Objects, FinalizerEvery, Pods, Held, Plain int    `json:",omitempty"`
-	Of, Finalizer                              string `json:",omitempty"`
+	Objects, FinalizerEvery, Pods, Held, Plain, Claims int    `json:",omitempty"`
+	Of, Finalizer                                      string `json:",omitempty"`
 }
 
 func (b *bench) populate(ctx context.Context, ns string, c content, workers int) error {
@@ -106,9 +109,32 @@ func (b *bench) populate(ctx context.Context, ns string, c content, workers int)
 		}
 	}
 	// Grace periods vary so the controller's estimate has something to read.
-	return parallel(ctx, c.Pods, workers, func(i int) error {
+	if err := parallel(ctx, c.Pods, workers, func(i int) error {
 		return b.CreateBoundPod(ctx, ns, fmt.Sprintf("pod-%03d", i), int64(30+30*(i%10)))
-	})
+	}); err != nil {
+		return err
+	}
+	return parallel(ctx, c.Claims, workers, func(i int) error { return b.claim(ctx, ns, fmt.Sprintf("data-%03d", i)) })
+}
+
+// claim creates a claim and a volume bound to each other by name (the PV
+// binder need not run), reclaim policy Delete: what dynamic provisioning makes.
+func (b *bench) claim(ctx context.Context, ns, name string) error {
+	size, rwo := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: size, AccessModes: rwo, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns + "-" + name}},
+		ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name},
+	}}
+	_, err := b.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err == nil {
+		_, err = b.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv.Name, AccessModes: rwo, Resources: corev1.VolumeResourceRequirements{Requests: size}}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("creating claim %s/%s and its volume: %w", ns, name, err)
+	}
+	return nil
 }
 
 func (b *bench) waitGone(ctx context.Context, ns string, timeout time.Duration) error {

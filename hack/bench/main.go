@@ -31,12 +31,10 @@ import (
 	"github.com/ns-doctor/ns-doctor/test/support/scenario"
 )
 
-// phases, in order; those of a plane share a control plane, controller off:
-// the stuck fixtures and the thousands of namespaces meet no other phase.
-var phases = []struct {
-	name, plane string
-	run         func(*bench, context.Context) error
-}{
+// phases, in order; those of a plane share a control plane, controller off
+// (rescue's on: startControlPlane): the stuck fixtures and the thousands of
+// namespaces meet no other phase.
+var phases = []phase{
 	{"explain", "stuck", (*bench).explain},
 	{"explain-link", "stuck", (*bench).explainLink},
 	{"guard", "stuck", (*bench).guard},
@@ -46,6 +44,12 @@ var phases = []struct {
 	{"purge-many", "purge", (*bench).purgeMany},
 	{"purge-1000", "purge-1000", (*bench).purge1000},
 	{"watch", "watch", (*bench).watch},
+	{"rescue", "rescue", (*bench).rescue},
+}
+
+type phase struct {
+	name, plane string
+	run         func(*bench, context.Context) error
 }
 
 type options struct {
@@ -62,10 +66,10 @@ func parseFlags() (o options, err error) {
 	for _, p := range phases {
 		names = append(names, p.name)
 	}
-	phaseList := flag.String("phases", strings.Join(names, ","), "phases to run, of "+strings.Join(names, ","))
-	sizeList := flag.String("sizes", "small,medium,large", "explain's fixtures: small (40 types, 200 objects), medium (150, 10k), large (150, 100k), or a number of objects over 150 types; explain-link, guard and purge take the second (or only), purge-memory the last, purge-1000 the last one's types")
-	flag.Float64Var(&o.scale, "scale", 1, "namespaces of many (50), purge-many (20), purge-1000 (1000) and watch (1000, 20 then 40 stuck), times this")
-	flag.IntVar(&o.runs, "runs", 0, "runs per contender in every phase (0: explain 5, 3 at 100k objects; guard 30 DELETEs each way, 6 content deletions; purge 6; many and purge-many 3; purge-1000 1)")
+	phaseList := flag.String("phases", strings.Join(names, ","), "phases to run, of "+strings.Join(names, ",")+"; fewer than all merge into the JSON beside -out if there is one (the other phases' sections kept, the new ones marked with this run)")
+	sizeList := flag.String("sizes", "small,medium,large", "explain's fixtures: small (40 types, 200 objects), medium (150, 10k), large (150, 100k), or a number of objects over 150 types; explain-link, guard and purge take the second (or only), purge-memory the last, purge-1000 the last one's types, rescue the first one's types")
+	flag.Float64Var(&o.scale, "scale", 1, "namespaces of many (50), purge-many (20), purge-1000 (1000) and watch (1000, 20 then 40 stuck), and rescue's objects (1000), times this")
+	flag.IntVar(&o.runs, "runs", 0, "runs per contender in every phase (0: explain 5, 3 at 100k objects; guard 30 DELETEs each way, 6 content deletions; purge 6; many and purge-many 3; purge-1000 1; rescue 6)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "the markdown to write; the results go beside it, as JSON")
 	flag.StringVar(&o.render, "render", "", "render -out from this JSON file of an earlier run, measuring nothing")
 	flag.StringVar(&o.compare, "purge-compare", "", "purge, purge-1000: a folder with another build of kubectl-ns_doctor, measured in the same runs")
@@ -124,7 +128,7 @@ func main() {
 
 type bench struct {
 	o                  options
-	res                *Result
+	res, base          *Result // base: the result a -phases subset merges into
 	tmp, plugin, floor string
 	cp                 *controlplane.ControlPlane
 	*scenario.Cluster                  // the fixtures' clients
@@ -143,6 +147,14 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	b := &bench{o: o, tmp: tmp, res: &Result{Run: machine()}, plugin: filepath.Join(tmp, "kubectl-ns_doctor"), floor: filepath.Join(tmp, "floor")}
+	if slices.ContainsFunc(phases, func(p phase) bool { return !o.phases[p.name] }) {
+		if _, err := os.Stat(b.jsonPath()); err == nil {
+			if b.base, err = readResult(b.jsonPath()); err != nil {
+				return err
+			}
+			logf("merging the phases run into %s", b.jsonPath())
+		}
+	}
 	// A plain build (no -ldflags -s -w): what `go install` gives users.
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", tmp+"/", "./cmd/kubectl-ns_doctor", "./hack/bench/floor").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
@@ -156,7 +168,7 @@ func run(ctx context.Context, o options) (err error) {
 			continue
 		} else if p.plane != plane {
 			b.stopControlPlane()
-			if err := b.startControlPlane(ctx); err != nil {
+			if err := b.startControlPlane(ctx, p.plane); err != nil {
 				return err
 			}
 			plane = p.plane
@@ -172,16 +184,34 @@ func run(ctx context.Context, o options) (err error) {
 }
 
 func (b *bench) save() error {
-	data, err := json.MarshalIndent(b.res, "", " ")
-	if err == nil {
-		err = os.WriteFile(strings.TrimSuffix(b.o.out, filepath.Ext(b.o.out))+".json", append(data, '\n'), 0o644)
+	r := b.res
+	if b.base != nil {
+		r = merge(b.base, b.res)
 	}
-	return cmp.Or(err, writeMarkdown(b.res, b.o.out))
+	data, err := json.MarshalIndent(r, "", " ")
+	if err == nil {
+		err = os.WriteFile(b.jsonPath(), append(data, '\n'), 0o644)
+	}
+	return cmp.Or(err, writeMarkdown(r, b.o.out))
 }
 
-func (b *bench) startControlPlane(ctx context.Context) (err error) {
-	logf("starting etcd and kube-apiserver (namespace controller off)")
-	if b.cp, err = controlplane.Start(ctx, controlplane.Options{WithoutControllerManager: true}); err != nil {
+// jsonPath is where the results go: beside -out, as JSON.
+func (b *bench) jsonPath() string {
+	return strings.TrimSuffix(b.o.out, filepath.Ext(b.o.out)) + ".json"
+}
+
+func (b *bench) startControlPlane(ctx context.Context, plane string) (err error) {
+	opts, what := controlplane.Options{WithoutControllerManager: true}, "etcd and kube-apiserver (namespace controller off)"
+	if plane == "rescue" {
+		// A cluster's controllers as rescue meets them: the namespace
+		// controller and the garbage collector as their own service accounts,
+		// and the status controller that type-checks a new policy, which
+		// rescue waits for (at most 5 s) before it applies the binding.
+		opts = controlplane.Options{ControllerCredentials: "serviceaccounts", Controllers: []string{"validatingadmissionpolicy-status-controller"}}
+		what = "etcd, kube-apiserver and kube-controller-manager (namespace, garbagecollector, validatingadmissionpolicy-status-controller; service account credentials)"
+	}
+	logf("starting %s", what)
+	if b.cp, err = controlplane.Start(ctx, opts); err != nil {
 		return err
 	}
 	// Fixtures: a rate limit leaving the API server the bottleneck; no warnings.

@@ -103,52 +103,104 @@ func (m *meter) count(ctx context.Context, fn func() error) (Sample, error) {
 
 // run runs the commands one after another, as a script would, measured as one.
 func (m *meter) run(ctx context.Context, ok int, argvs ...[]string) (Sample, error) {
+	s, _, err := m.runMarked(ctx, ok, "", argvs...)
+	return s, err
+}
+
+// runMarked is run, also timing each command's first stderr line that starts
+// with mark (none if empty) from that command's start (the last one's in
+// Marked); it returns their stderr, in order.
+func (m *meter) runMarked(ctx context.Context, ok int, mark string, argvs ...[]string) (Sample, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	defer cancel()
 	var own Sample
+	var stderr strings.Builder
 	s, err := m.count(ctx, func() error {
 		for _, argv := range argvs {
-			one, err := m.spawn(ctx, argv, ok)
+			one, text, err := m.spawn(ctx, argv, ok, mark)
+			stderr.WriteString(text)
 			if err != nil {
 				return err
 			}
-			own.Seconds, own.CPU, own.MaxRSS = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS)
+			own.Seconds, own.CPU, own.MaxRSS, own.Marked = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS), one.Marked
 		}
 		return nil
 	})
-	s.Seconds, s.CPU, s.MaxRSS = own.Seconds, own.CPU, own.MaxRSS
-	return s, err
+	s.Seconds, s.CPU, s.MaxRSS, s.Marked = own.Seconds, own.CPU, own.MaxRSS, own.Marked
+	return s, stderr.String(), err
 }
 
-const spawnEnv = "NSDOCTOR_BENCH_SPAWN" // switches the bench binary into spawn
+const (
+	spawnEnv = "NSDOCTOR_BENCH_SPAWN" // switches the bench binary into spawn
+	markEnv  = "NSDOCTOR_BENCH_MARK"  // the prefix of the stderr line spawn times
+)
 
-func (m *meter) spawn(ctx context.Context, argv []string, ok int) (s Sample, err error) {
+// spawn runs argv through the bench's spawn, which times it and, when mark is
+// not empty, its first stderr line starting with mark; its stderr.
+func (m *meter) spawn(ctx context.Context, argv []string, ok int, mark string) (s Sample, _ string, err error) {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", argv...)
-	cmd.Env, cmd.Stderr = append(m.env, spawnEnv+"=1"), &stderr
+	cmd.Env, cmd.Stderr = append(m.env, spawnEnv+"=1", markEnv+"="+mark), &stderr
 	out, err := cmd.Output()
 	if err != nil && (ok == 0 || cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != ok) {
-		return s, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, plugintest.Tail(stderr.String(), 40))
+		return s, stderr.String(), fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, plugintest.Tail(stderr.String(), 40))
 	}
-	_, err = fmt.Sscan(string(out), &s.Seconds, &s.MaxRSS, &s.CPU)
-	return s, err
+	marked := -1.0
+	if _, err = fmt.Sscan(string(out), &s.Seconds, &s.MaxRSS, &s.CPU, &marked); err == nil && mark != "" {
+		if marked < 0 {
+			return s, stderr.String(), fmt.Errorf("%s: no stderr line starting with %q; its stderr:\n%s", strings.Join(argv, " "), mark, plugintest.Tail(stderr.String(), 40))
+		}
+		s.Marked = marked
+	}
+	return s, stderr.String(), err
 }
 
-// spawn runs a command, output unread, and prints its time, ru_maxrss (KiB) and
-// CPU. Go starts children with vfork, and Linux charges the parent's peak RSS
-// to the child's: from the bench, which holds 100k objects.
+// spawn runs a command, output unread, and prints its time, ru_maxrss (KiB),
+// CPU, and the time from its start to its first stderr line starting with
+// $NSDOCTOR_BENCH_MARK (-1: none, or no mark). Go starts children with vfork,
+// and Linux charges the parent's peak RSS to the child's: from the bench,
+// which holds 100k objects.
 func spawn(argv []string) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	mark := &marker{prefix: []byte(os.Getenv(markEnv)), out: os.Stderr, at: -1}
 	cmd.Stderr = os.Stderr
-	start := time.Now()
+	if len(mark.prefix) > 0 { // else the child writes to stderr itself
+		cmd.Stderr = mark
+	}
+	mark.start = time.Now()
 	err := cmd.Run()
 	if _, exited := err.(*exec.ExitError); err != nil && !exited {
 		fmt.Fprintln(os.Stderr, "spawn:", err)
 		os.Exit(127)
 	}
 	ps := cmd.ProcessState
-	fmt.Printf("%f %d %f\n", time.Since(start).Seconds(), ps.SysUsage().(*syscall.Rusage).Maxrss, (ps.UserTime() + ps.SystemTime()).Seconds())
+	fmt.Printf("%f %d %f %f\n", time.Since(mark.start).Seconds(), ps.SysUsage().(*syscall.Rusage).Maxrss, (ps.UserTime() + ps.SystemTime()).Seconds(), mark.at)
 	os.Exit(ps.ExitCode())
+}
+
+// marker passes a child's stderr on, noting when the first line starting
+// with prefix ended (seconds since start): the moment it was written, as the
+// child writes its stderr unbuffered.
+type marker struct {
+	prefix, line []byte
+	out          io.Writer
+	start        time.Time
+	at           float64
+}
+
+func (m *marker) Write(p []byte) (int, error) {
+	for rest := p; m.at < 0 && len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			m.line = append(m.line, rest...)
+			break
+		}
+		if m.line = append(m.line, rest[:i]...); bytes.HasPrefix(m.line, m.prefix) {
+			m.at = time.Since(m.start).Seconds()
+		}
+		m.line, rest = m.line[:0], rest[i+1:]
+	}
+	return m.out.Write(p)
 }
 
 func (m *meter) serverCPU() (total float64) {

@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -161,7 +163,7 @@ func (b *bench) emptying(s *Series, m *meter, objects int, argv func(ns string) 
 			time.Sleep(10 * time.Second)
 		}
 		t0 := time.Now()
-		del, err := m.spawn(ctx, []string{"kubectl", "delete", "namespace", ns, "--wait=false"}, 0)
+		del, _, err := m.spawn(ctx, []string{"kubectl", "delete", "namespace", ns, "--wait=false"}, 0, "")
 		if err != nil {
 			return x, err
 		} else if argv == nil {
@@ -511,4 +513,93 @@ func (b *bench) apiserverMetrics(ctx context.Context) (fams, error) {
 		return nil, fmt.Errorf("kube-apiserver's /metrics: %w", err)
 	}
 	return parse(bytes.NewReader(raw))
+}
+
+// rescueMark starts the line rescue writes once the API server refuses the
+// namespace controller: the hold proven in force.
+const rescueMark = "rescue: hold in force"
+
+var (
+	rescueInForce = regexp.MustCompile(`(?m)^rescue: hold in force after (\S+):`)
+	rescueSaved   = regexp.MustCompile(`(?m)^rescue: (\d+) object\(s\) saved to `)
+	rescueKept    = regexp.MustCompile(`(?m)^rescue: (\d+) volume\(s\) set to Retain`)
+)
+
+// rescue is issue #41's: per run and contender a fresh terminating namespace
+// (its objects, a pod on a lost node, a claim bound to a Delete volume; the
+// controller stopped), held, retained and saved by `kubectl ns-doctor rescue`
+// (timed to its hold in force and to its exit, then released outside the
+// time), or saved only by the shell recipe users run without ns-doctor.
+func (b *bench) rescue(ctx context.Context) error {
+	c := content{Objects: b.scaled(1000), Pods: 1, Claims: 1}
+	sec := b.section("rescue", "")
+	if err := b.fill(ctx, sec, b.size(0).Types, nil, false, c); err != nil {
+		return err
+	}
+	objects := c.Objects + c.Pods + c.Claims
+	sec.Scope, sec.Content, sec.CRDs = fmt.Sprintf("%d objects, %d types", objects, sec.Types), c, b.crds()
+	argv := func(ns, dir string) []string {
+		return []string{"kubectl", "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir}
+	}
+	recipe := func(ns, file string) string {
+		return "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get -n " + ns + " -o yaml > " + file
+	}
+	release := func(ns string) []string { return []string{"kubectl", "ns-doctor", "rescue", ns, "--release", "--yes"} }
+	sec.Commands = []string{strings.Join(argv("NS", "DIR"), " "), recipe("NS", "FILE"), strings.Join(release("NS"), " ")}
+	if err := os.MkdirAll(filepath.Join(b.tmp, "rescue"), 0o700); err != nil {
+		return err
+	}
+	fresh := func(ctx context.Context, ns string) error { return b.namespaces(ctx, []string{ns}, nil, false, c) }
+	rescued := contender{Series: sec.series("rescue", "`kubectl ns-doctor rescue NS --yes --backup-dir DIR`"), fresh: fresh,
+		measure: func(ctx context.Context, ns string) (Sample, error) {
+			x, stderr, err := b.meter.runMarked(ctx, 0, rescueMark, argv(ns, filepath.Join(b.tmp, "rescue", ns)))
+			if err == nil {
+				x.Told, err = rescueSaid(stderr, objects, c.Claims)
+			}
+			// The hold released, outside the time: the next fixture meets no policy.
+			cmd := exec.CommandContext(ctx, release(ns)[0], release(ns)[1:]...)
+			cmd.Env = b.meter.env
+			if out, err2 := cmd.CombinedOutput(); err2 != nil {
+				err = cmp.Or(err, fmt.Errorf("%s: %v\n%s", strings.Join(release(ns), " "), err2, out))
+			}
+			return x, err
+		}}
+	saved := contender{Series: sec.series("recipe", "shell recipe (`kubectl get -o yaml` per type), saves only"), fresh: fresh,
+		measure: func(ctx context.Context, ns string) (Sample, error) {
+			file := filepath.Join(b.tmp, "rescue", ns+".yaml")
+			// 123: xargs says a kubectl failed; what it saved is counted.
+			x, err := b.meter.run(ctx, 123, []string{"bash", "-c", recipe(ns, file)})
+			if err == nil {
+				err = recipeSaved(file, objects)
+			}
+			return x, err
+		}}
+	return race(ctx, "rescue", b.runs(6), settle, rescued, saved)
+}
+
+// rescueSaid checks rescue's steps on stderr (every object saved, the
+// volumes retained) and returns its own inForce.after, in seconds.
+func rescueSaid(stderr string, objects, volumes int) (float64, error) {
+	after, saved, kept := rescueInForce.FindStringSubmatch(stderr), rescueSaved.FindStringSubmatch(stderr), rescueKept.FindStringSubmatch(stderr)
+	if after == nil || saved == nil || kept == nil {
+		return 0, fmt.Errorf("rescue's stderr lacks a step line (in force, saved or retained):\n%s", plugintest.Tail(stderr, 40))
+	}
+	d, err := time.ParseDuration(after[1])
+	if n, _ := strconv.Atoi(saved[1]); n < objects {
+		err = cmp.Or(err, fmt.Errorf("rescue saved %d objects of %d:\n%s", n, objects, plugintest.Tail(stderr, 40)))
+	}
+	if n, _ := strconv.Atoi(kept[1]); n != volumes {
+		err = cmp.Or(err, fmt.Errorf("rescue set %d volumes to Retain, not %d:\n%s", n, volumes, plugintest.Tail(stderr, 40)))
+	}
+	return d.Seconds(), err
+}
+
+// recipeSaved checks the recipe's file holds every object: each an item of
+// a List, `- apiVersion:` at the start of a line.
+func recipeSaved(file string, objects int) error {
+	data, err := os.ReadFile(file)
+	if n := bytes.Count(data, []byte("\n- apiVersion: ")); err == nil && n < objects {
+		err = fmt.Errorf("the recipe saved %d objects of %d to %s", n, objects, file)
+	}
+	return err
 }

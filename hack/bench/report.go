@@ -43,6 +43,9 @@ func render(w io.Writer, r *Result) error {
 	err := tmpl.Execute(w, r)
 	for _, s := range r.Sections {
 		err = cmp.Or(err, tmpl.ExecuteTemplate(w, s.Phase, s))
+		if s.Run != nil {
+			err = cmp.Or(err, tmpl.ExecuteTemplate(w, "measured", s.Run))
+		}
 	}
 	return err
 }
@@ -53,15 +56,23 @@ func writeMarkdown(r *Result, path string) error {
 }
 
 func renderFile(in, out string) error {
+	r, err := readResult(in)
+	if err != nil {
+		return err
+	}
+	return writeMarkdown(r, out)
+}
+
+func readResult(path string) (*Result, error) {
 	var r Result
-	data, err := os.ReadFile(in)
+	data, err := os.ReadFile(path)
 	if err == nil {
 		err = json.Unmarshal(data, &r)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return writeMarkdown(&r, out)
+	return &r, nil
 }
 
 // Table is s with the metrics of its table (the "table" block).
@@ -82,7 +93,7 @@ func cell(x *Series, c string) string {
 	return med
 }
 
-func spread(metric string) bool { return metric == "s" || metric == "delete" }
+func spread(metric string) bool { return metric == "s" || metric == "delete" || metric == "inforce" }
 
 // breakdown is requests by verb and resource, most first; over 4 of a verb and
 // count are one entry.
@@ -155,6 +166,13 @@ func pairedVs(a, b string) reader {
 		v, detail, ok := vs(a, b, "s")(s)
 		runs := s.Paired(a, b)
 		return v, fmt.Sprintf("%s; run by run %s, median %.2fx", detail, runs.List(2), runs.Median()), ok
+	}
+}
+
+// slowest is the highest of key's metric, with its median and that of also.
+func slowest(key, metric, also string) reader {
+	return func(s *Section) (float64, string, bool) {
+		return s.S(key).Of(metric).Max(), fmt.Sprintf("median %s s of %d runs; %s median %s s", g(s.Med(key, metric)), len(s.S(key).Runs), metrics[also].head, g(s.Med(key, also))), ran(s, key)
 	}
 }
 
@@ -252,6 +270,9 @@ var targets = []target{
 		}
 		return most, detail
 	}), ""},
+	{"rescue", "rescue's hold in force (its `rescue: hold in force` line) from the command's start, the slowest run", "<=", 2, " s", slowest("rescue", "inforce", "told"), ""},
+	{"rescue", "the whole rescue (hold, retain, save) faster than the shell recipe, which only saves: the recipe's time over rescue's", ">", 1, "x", pairedVs("recipe", "rescue"), ""},
+	{"rescue", "rescue's peak memory, the highest of the runs (kubectl's or the plugin's, which kubectl execs)", "<=", 100, " MiB", peak(false, "rescue"), ""},
 }
 
 // watchRead reads a watch section that measured at least one step.

@@ -33,6 +33,29 @@ func machine() Run {
 		Memory: sh("free -h"), Go: sh("go version"), Kubectl: sh("kubectl version --client 2>/dev/null | head -1")}
 }
 
+// merge is r's sections in place of base's of the same phases, the others
+// kept, in the phases' order: a -phases subset's run (r) into an earlier
+// result. r's sections carry r's Run; base's Run stays the file's.
+func merge(base, r *Result) *Result {
+	out := &Result{Run: base.Run}
+	ran := map[string]bool{}
+	for _, s := range r.Sections {
+		ran[s.Phase] = true
+	}
+	for _, s := range base.Sections {
+		if !ran[s.Phase] {
+			out.Sections = append(out.Sections, s)
+		}
+	}
+	for _, s := range r.Sections {
+		s.Run = &r.Run
+		out.Sections = append(out.Sections, s)
+	}
+	index := func(s *Section) int { return slices.IndexFunc(phases, func(p phase) bool { return p.name == s.Phase }) }
+	slices.SortStableFunc(out.Sections, func(a, b *Section) int { return index(a) - index(b) })
+	return out
+}
+
 // Section is what a phase measured at one scope: series, and facts to show.
 type Section struct {
 	Phase, Scope            string
@@ -47,6 +70,7 @@ type Section struct {
 	Steps                   []WatchStep   `json:",omitempty"`
 	Webhook, Predictions    Histogram     `json:",omitzero"`  // the guard's answers as kube-apiserver timed them; its predictions
 	FailedOpen              float64       `json:",omitempty"` // the guard's and kube-apiserver's counts
+	Run                     *Run          `json:",omitempty"` // the run that measured it when not the whole file's: a -phases subset merged in
 	Cols                    []string      `json:"-"`          // the metrics of its table being rendered
 }
 
@@ -83,6 +107,8 @@ type Sample struct {
 	FromDelete                   float64            `json:",omitempty"` // from the `kubectl delete namespace` before it to its exit (the controller's: to gone)
 	Requests, Lists, Discoveries float64            // all it caused, of which LIST, and GET /apis (one per discovery)
 	MaxRSS                       int64              `json:",omitempty"` // KiB, the child's ru_maxrss
+	Marked                       float64            `json:",omitempty"` // from the command's start to its first stderr line starting with the phase's mark (rescue: `rescue: hold in force`)
+	Told                         float64            `json:",omitempty"` // what the command said of the marked step itself (rescue: its inForce.afterMs)
 	CPU, ServerCPU               float64            `json:",omitempty"` // its user + system s, and etcd's and kube-apiserver's meanwhile
 	ByVerb                       map[string]float64 `json:",omitempty"` // by "VERB resource"; a series' first run only
 }
@@ -118,6 +144,8 @@ var metrics = map[string]struct {
 }{
 	"s":           {"s", 3, func(x Sample) float64 { return x.Seconds }},
 	"delete":      {"s from the delete", 2, func(x Sample) float64 { return x.FromDelete }},
+	"inforce":     {"s to `hold in force`", 3, func(x Sample) float64 { return x.Marked }},
+	"told":        {"`inForce.afterMs` s", 3, func(x Sample) float64 { return x.Told }},
 	"requests":    {"requests", 0, func(x Sample) float64 { return x.Requests }},
 	"lists":       {"LIST", 0, func(x Sample) float64 { return x.Lists }},
 	"discoveries": {"discoveries (`GET /apis`)", 0, func(x Sample) float64 { return x.Discoveries }},

@@ -72,6 +72,11 @@ type NamespaceFinalizerFacts struct {
 	// Owners are the states of the finalizers' owners that were read (the
 	// token's, or each metadata finalizer's).
 	Owners map[string]OwnerState
+	// Released are the metadata finalizers whose writer runs but will not
+	// remove them: the object each one's name points to is gone, or no
+	// longer selects the namespace (owners.Pointed.Released). When every
+	// metadata finalizer is, stripping them is the step.
+	Released []string
 }
 
 // PodFacts: pods past their grace period.

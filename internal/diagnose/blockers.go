@@ -84,12 +84,31 @@ func namespaceFinalizerBlockers(obs Observation, ns Namespace) []Blocker {
 	}
 	if len(ns.MetadataFinalizers) > 0 {
 		facts := &NamespaceFinalizerFacts{Metadata: ns.MetadataFinalizers, Owners: ownersOf(obs.Evidence.NamespaceOwners, ns.MetadataFinalizers)}
+		facts.Released = releasedOf(facts.Owners, ns.MetadataFinalizers)
 		actions := []Action{{Kind: ActionPatchNamespaceFinalizers, Namespace: ns.Name, Target: ns.Name},
 			PurgeAction(ns.Name, FlagRemoveNamespaceFinalizers, "")}
-		if w := runningOwner(facts.Owners, ns.MetadataFinalizers); w != nil {
+		switch w := runningOwner(facts.Owners, ns.MetadataFinalizers); {
+		case len(facts.Released) == len(ns.MetadataFinalizers):
+			// Their writers run but will not remove them: waiting, or
+			// their logs, will not help; purge strips them.
+			actions = []Action{actions[1], actions[0]}
+		case w != nil:
 			actions = append([]Action{ownerLogs(ns.Name, *w)}, actions...)
 		}
 		out = append(out, Blocker{Kind: BlockerNamespaceFinalizer, Subject: strings.Join(ns.MetadataFinalizers, ","), Facts: facts, Actions: actions})
+	}
+	return out
+}
+
+// releasedOf are the finalizers whose writer runs, and whose pointed
+// object is gone or no longer selects the namespace: nothing will remove
+// them.
+func releasedOf(states map[string]OwnerState, names []string) []string {
+	var out []string
+	for _, f := range names {
+		if in := states[f].Inferred; in != nil && in.Pointed != nil && in.Pointed.Released() {
+			out = append(out, f)
+		}
 	}
 	return out
 }

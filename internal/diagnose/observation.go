@@ -89,9 +89,15 @@ type Webhook struct {
 
 // CRD is what matters of a CustomResourceDefinition for a stuck namespace.
 type CRD struct {
-	Name              string
-	Group             string
-	Plural            string
+	Name           string
+	Group          string
+	Plural         string
+	Kind, Singular string
+	ShortNames     []string
+	// Cluster: its objects are cluster-scoped; Version is the one it
+	// stores (served).
+	Cluster           bool
+	Version           string
 	Deleting          bool
 	ConversionService *ServiceRef
 }

@@ -545,6 +545,9 @@ const (
 	UncheckedWorkloads UncheckedSubject = "Workloads"
 	// UncheckedOwnerObject: the object a namespace names as its owner.
 	UncheckedOwnerObject UncheckedSubject = "OwnerObject"
+	// UncheckedPointedObject: the object a namespace finalizer's name
+	// points to (Name: <resource>.<group>/<name>).
+	UncheckedPointedObject UncheckedSubject = "PointedObject"
 	// UncheckedNode: a stuck pod's node.
 	UncheckedNode UncheckedSubject = "Node"
 	// UncheckedPods: where the stuck pods run (their node).

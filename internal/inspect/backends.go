@@ -85,6 +85,11 @@ func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 		crd := diagnose.CRD{Name: item.GetName(), Deleting: item.GetDeletionTimestamp() != nil}
 		crd.Group, _, _ = unstructured.NestedString(item.Object, "spec", "group")
 		crd.Plural, _, _ = unstructured.NestedString(item.Object, "spec", "names", "plural")
+		crd.Kind, _, _ = unstructured.NestedString(item.Object, "spec", "names", "kind")
+		crd.Singular, _, _ = unstructured.NestedString(item.Object, "spec", "names", "singular")
+		crd.ShortNames, _, _ = unstructured.NestedStringSlice(item.Object, "spec", "names", "shortNames")
+		scope, _, _ := unstructured.NestedString(item.Object, "spec", "scope")
+		crd.Cluster, crd.Version = scope == "Cluster", storedVersion(item.Object)
 		if strategy, _, _ := unstructured.NestedString(item.Object, "spec", "conversion", "strategy"); strategy == "Webhook" {
 			svc, found, _ := unstructured.NestedMap(item.Object, "spec", "conversion", "webhook", "clientConfig", "service")
 			if found {
@@ -96,6 +101,22 @@ func (i *Inspector) listCRDs(ctx context.Context) []diagnose.CRD {
 		out = append(out, crd)
 	}
 	return out
+}
+
+// storedVersion is the version a CRD stores, if served: the one its
+// objects are read in without conversion.
+func storedVersion(crd map[string]any) string {
+	versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if stored, _ := m["storage"].(bool); stored {
+			if served, _ := m["served"].(bool); served {
+				name, _ := m["name"].(string)
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // serviceState reads a Service and counts its ready endpoints; for one

@@ -34,6 +34,9 @@ type inference struct {
 	workloads  memo[string, workloadsRead] // "ns/<namespace>" or "name/<name>"
 	namespaces memo[string, string]        // its state when not Active
 	objects    memo[string, objectRead]
+	// pointed are the objects namespace finalizers point to, read once
+	// each (pointed.go).
+	pointed memo[string, pointedRead]
 	// nodes are stuck pods' nodes (nodes.go), read once each.
 	nodes memo[string, nodeRead]
 }
@@ -164,6 +167,9 @@ func (i *Inspector) namespaceOwners(ctx context.Context, ns *v1.Namespace, ev *e
 			in := i.infer(ctx, ns.Name, f.name, []owners.Access{f.access}, managers, ev)
 			in.Object = i.ownerObject(ctx, ns, f.name, ev)
 			state = i.withInference(f.name, state, in)
+			if f.field == owners.MetadataFinalizers && writerRuns(state) {
+				state.Inferred.Pointed = i.pointedObject(ctx, ns, f.name, ev)
+			}
 		}
 		out[f.name] = state
 	}
@@ -182,6 +188,12 @@ func (i *Inspector) infer(ctx context.Context, namespace, finalizer string, acce
 		Namespaces: map[string]string{}}
 	for _, a := range accesses {
 		req.Grants = append(req.Grants, rbac.index.Who(a)...)
+		if f, ok := finalizersAccess(a); ok {
+			req.FinalizerGrants = append(req.FinalizerGrants, rbac.index.Who(f)...)
+		}
+		if a.Group != "" && !slices.Contains(req.Groups, a.Group) {
+			req.Groups = append(req.Groups, a.Group)
+		}
 	}
 	for _, a := range i.apiAccesses(finalizer, namespace) {
 		req.APIGrants = append(req.APIGrants, rbac.index.Who(a)...)
@@ -215,6 +227,18 @@ func (i *Inspector) infer(ctx context.Context, namespace, finalizer string, acce
 		}
 	}
 	return owners.Infer(req)
+}
+
+// finalizersAccess asks who may update the holders' finalizers
+// subresource: what a controller that blocks its objects' deletion with
+// owner references is granted beside the resource, and so a mark of the
+// resource's owner. Only for a resource itself, not a subresource.
+func finalizersAccess(a owners.Access) (owners.Access, bool) {
+	if a.Subresource != "" {
+		return owners.Access{}, false
+	}
+	a.Verbs, a.Subresource = []string{"update"}, "finalizers"
+	return a, true
 }
 
 func workloadNamespaces(ws []owners.Workload) []string {
@@ -347,7 +371,14 @@ func (i *Inspector) readRBAC(ctx context.Context) *rbacRead {
 // slim keeps of an RBAC object's metadata what the walk reads: its name,
 // namespace, and labels (aggregation selects roles by them).
 func slim(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: m.Labels}
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: m.Labels}
+	// The Helm release that installed it names its product, for the
+	// affinity of an owner with a finalizer's domain; no other annotation
+	// is kept.
+	if r := m.Annotations[owners.AnnotationRelease]; r != "" {
+		out.Annotations = map[string]string{owners.AnnotationRelease: r}
+	}
+	return out
 }
 
 // pages calls page with each continue token until the last page.

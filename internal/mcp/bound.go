@@ -119,7 +119,7 @@ func shrink(l printer.Limits, ratio float64) printer.Limits {
 }
 
 // minLimits are the least a result keeps of each list and string.
-var minLimits = printer.Limits{Rows: 1, Items: 1, Evidence: 1, Text: 80}
+var minLimits = printer.Limits{Rows: 1, Items: 1, Evidence: 1, Text: 64}
 
 // bounder walks a document, bounding as it goes.
 type bounder struct {

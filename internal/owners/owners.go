@@ -73,8 +73,14 @@ type Request struct {
 	// holders (or on the namespace).
 	Managers []Manager
 	// Grants are who RBAC lets update or patch its holders; APIGrants
-	// who may write the finalizer's own API group (its domain's CRDs).
-	Grants, APIGrants []Grant
+	// who may write the finalizer's own API group (its domain's CRDs);
+	// FinalizerGrants who may update the holders' finalizers subresource
+	// (what a controller that sets owner references with
+	// blockOwnerDeletion needs, and what operator scaffolding grants).
+	Grants, APIGrants, FinalizerGrants []Grant
+	// Groups are the API groups of the held resources: their names, like
+	// the finalizer's domain, say whose they are.
+	Groups []string
 	// Workloads are those read in the candidates' namespaces and those
 	// named as the field managers.
 	Workloads []Workload
@@ -110,12 +116,30 @@ type Inference struct {
 	// not Active (and not the one being deleted).
 	OwnerNamespace string `json:"ownerNamespace,omitempty"`
 	// Candidates are the identities RBAC lets remove it (specific grants
-	// only), the first few; CandidateCount how many in all.
+	// only), the first few, the best ranked first; CandidateCount how many
+	// in all.
 	Candidates     []Subject `json:"candidates,omitempty"`
 	CandidateCount int       `json:"candidateCount,omitempty"`
+	// OneOf are the candidates ranked first together when no field manager
+	// tells them apart and none ranks alone (a few at most): the owner is
+	// likely one of them, and ns-doctor does not guess which.
+	OneOf []Subject `json:"oneOf,omitempty"`
+	// FinalizersGrant, WritesAPI and Affinity say why the identity was
+	// ranked first beside its grant's scope: it may also update the
+	// holders' finalizers subresource; it writes the finalizer's own API;
+	// these of its names and labels (its role's, its binding's, its
+	// account's, its namespace's, its workloads') carry the finalizer's
+	// domain or the held resource's group.
+	FinalizersGrant bool     `json:"finalizersGrant,omitempty"`
+	WritesAPI       bool     `json:"writesAPI,omitempty"`
+	Affinity        []string `json:"affinity,omitempty"`
 	// Object is the object that put a namespace finalizer there (the
 	// namespace's owner reference), when there is one.
 	Object *Object `json:"object,omitempty"`
+	// Pointed is, for a namespace's own metadata finalizer whose writer
+	// runs, the object the finalizer's name points to: whether it is still
+	// there, and still selects the namespace.
+	Pointed *Pointed `json:"pointedTo,omitempty"`
 	// RBACRead and WorkloadsRead say whether those could be read: when
 	// not, the inference rests on less.
 	RBACRead      bool `json:"rbacRead"`
@@ -145,10 +169,12 @@ func (in Inference) Running() bool {
 	return in.Workload != nil && in.Workload.Ready > 0 && !in.InNamespace && !in.Unmatched
 }
 
-// maxCandidates bounds the identities an inference names, and
-// maxNamespaces the namespaces whose workloads are read for them.
+// maxCandidates bounds the identities an inference names, maxOneOf those
+// it says the owner is likely one of, and maxNamespaces the namespaces
+// whose workloads are read for them.
 const (
 	maxCandidates = 5
+	maxOneOf      = 3
 	maxNamespaces = 8
 	maxManagers   = 3
 )
@@ -159,42 +185,53 @@ type candidate struct {
 	grant     Grant
 	workloads []Workload
 	// manager is the field manager it matches, api whether it also
-	// writes the finalizer's API group, domain whether its names carry
-	// the finalizer's domain.
-	manager      *Manager
-	api, domain  bool
-	namespaceAll bool
+	// writes the finalizer's API group, finalizers whether it may update
+	// the holders' finalizers subresource, affinity its names that carry
+	// the finalizer's domain or the held group.
+	manager         *Manager
+	api, finalizers bool
+	affinity        []string
+	namespaceAll    bool
 }
 
-func (c candidate) score() int {
-	s := 0
-	if c.manager != nil {
-		s += 4
+// rank is a candidate's evidence, most telling first: the field manager
+// that set the finalizer names it; its grant names the held resource
+// itself rather than its group; it may update the finalizers
+// subresource; it writes the finalizer's own API; its names carry the
+// finalizer's domain. Candidates compare on the first that differs.
+func (c candidate) rank() [5]int {
+	return [5]int{boolInt(c.manager != nil), c.grant.Scope.rank(), boolInt(c.finalizers), boolInt(c.api), boolInt(len(c.affinity) > 0)}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
 	}
-	if c.api {
-		s += 2
-	}
-	if c.domain {
-		s++
-	}
-	return s
+	return 0
 }
 
 // candidatesOf are the identities of the specific grants that can be
 // workloads: ServiceAccounts, and the groups of a namespace's
-// ServiceAccounts; once each, in the grants' order.
+// ServiceAccounts; once each, in the grants' order, each with its most
+// specific grant.
 func candidatesOf(grants []Grant) []candidate {
 	var out []candidate
-	seen := map[Subject]bool{}
+	at := map[Subject]int{}
 	for _, g := range grants {
-		if !g.Specific() || seen[g.Subject] {
+		if !g.Specific() {
+			continue
+		}
+		if k, seen := at[g.Subject]; seen {
+			if g.Scope.rank() > out[k].grant.Scope.rank() {
+				out[k].grant = g
+			}
 			continue
 		}
 		_, group := NamespaceOfGroup(g.Subject)
 		if g.Subject.Kind != rbacv1.ServiceAccountKind && !group {
 			continue
 		}
-		seen[g.Subject] = true
+		at[g.Subject] = len(out)
 		out = append(out, candidate{identity: g.Subject, grant: g, namespaceAll: group})
 	}
 	return out
@@ -239,37 +276,21 @@ func Infer(req Request) Inference {
 	in := Inference{Confidence: None, RBACRead: req.RBACRead, WorkloadsRead: req.WorkloadsRead}
 	in.SetBy, _ = firstN(req.Managers, maxManagers)
 	controllers := slices.DeleteFunc(slices.Clone(req.Managers), func(m Manager) bool { return m.Applier })
-	cands := candidatesOf(req.Grants)
-	api := map[Subject]bool{}
-	for _, g := range req.APIGrants {
-		if g.Specific() {
-			api[g.Subject] = true
-		}
-	}
-	tokens := domainTokens(req.Finalizer)
-	for k := range cands {
-		c := &cands[k]
-		for _, w := range req.Workloads {
-			if w.Namespace == c.namespace() && (c.namespaceAll || w.ServiceAccount == c.identity.Name) {
-				c.workloads = append(c.workloads, w)
-			}
-		}
-		c.manager = matchingManager(controllers, *c)
-		c.api = api[c.identity]
-		c.domain = carriesDomain(tokens, *c)
-	}
+	cands := evaluated(req, controllers)
 	in.CandidateCount = len(cands)
 	for _, c := range cands {
 		if len(in.Candidates) < maxCandidates {
 			in.Candidates = append(in.Candidates, c.identity)
 		}
 	}
-	if best, sure := choose(cands); best != nil {
+	best, sure, tied := choose(cands)
+	if best != nil {
 		in.Confidence = Likely
 		if sure {
 			in.Confidence = Certain
 		}
 		in.Identity, in.Grant = &best.identity, &best.grant
+		in.FinalizersGrant, in.WritesAPI, in.Affinity = best.finalizers, best.api, best.affinity
 		in.Workload = bestWorkload(best.workloads, best.manager)
 		// A controller set it, and it is not this identity's: what runs
 		// as the identity is no evidence that the setter runs.
@@ -280,6 +301,10 @@ func Infer(req Request) Inference {
 		// named as the controller that set it.
 		in.Confidence, in.Workload = Likely, w
 		in.InNamespace = w.Namespace == req.Namespace
+	} else if len(tied) > 1 && len(tied) <= maxOneOf {
+		// Nothing tells the few ranked first apart: the owner is likely
+		// one of them, and naming one would be a guess.
+		in.OneOf = identities(tied)
 	}
 	if !in.InNamespace {
 		switch {
@@ -295,33 +320,73 @@ func Infer(req Request) Inference {
 	return in
 }
 
-// choose is the best candidate, and whether it is certain: the field
-// manager matches it and no other candidate scores as high. Without a
-// field manager matching, the only candidate, or the only one that
-// writes the finalizer's API or carries its domain, is likely.
-func choose(cands []candidate) (*candidate, bool) {
-	if len(cands) == 0 {
-		return nil, false
+// evaluated are the candidates of the grants, each with its workloads and
+// its evidence, ranked best first.
+func evaluated(req Request, controllers []Manager) []candidate {
+	cands := candidatesOf(req.Grants)
+	api, finalizers := specificSubjects(req.APIGrants), specificSubjects(req.FinalizerGrants)
+	tokens := affinityTokens(req.Finalizer, req.Groups)
+	for k := range cands {
+		c := &cands[k]
+		for _, w := range req.Workloads {
+			if w.Namespace == c.namespace() && (c.namespaceAll || w.ServiceAccount == c.identity.Name) {
+				c.workloads = append(c.workloads, w)
+			}
+		}
+		c.manager = matchingManager(controllers, *c)
+		c.api, c.finalizers = api[c.identity], finalizers[c.identity]
+		c.affinity = carriesDomain(tokens, *c)
 	}
-	best, tied := 0, false
-	for k := 1; k < len(cands); k++ {
-		switch s := cands[k].score(); {
-		case s > cands[best].score():
-			best, tied = k, false
-		case s == cands[best].score():
-			tied = true
+	ranked(cands)
+	return cands
+}
+
+func identities(cands []candidate) []Subject {
+	out := make([]Subject, 0, len(cands))
+	for _, c := range cands {
+		out = append(out, c.identity)
+	}
+	return out
+}
+
+// specificSubjects are the subjects of the specific grants.
+func specificSubjects(grants []Grant) map[Subject]bool {
+	out := map[Subject]bool{}
+	for _, g := range grants {
+		if g.Specific() {
+			out[g.Subject] = true
 		}
 	}
-	b := &cands[best]
-	switch {
-	case tied:
-		return nil, false
-	case b.manager != nil:
-		return b, true
-	case len(cands) == 1 || b.score() > 0:
-		return b, false
+	return out
+}
+
+// ranked sorts candidates best first; equal ones keep the grants' order.
+func ranked(cands []candidate) {
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		ra, rb := a.rank(), b.rank()
+		return slices.Compare(rb[:], ra[:])
+	})
+}
+
+// choose is the best of the ranked candidates, whether it is certain (the
+// field manager that set the finalizer names it), and the candidates
+// ranked first together. One ranked first alone (or the only candidate)
+// is the owner: certain when the field manager names it, else likely.
+// Several ranked first together are no owner: nothing tells them apart,
+// and ns-doctor does not guess.
+func choose(cands []candidate) (best *candidate, sure bool, tied []candidate) {
+	if len(cands) == 0 {
+		return nil, false, nil
 	}
-	return nil, false
+	top := cands[0].rank()
+	k := 1
+	for k < len(cands) && cands[k].rank() == top {
+		k++
+	}
+	if k > 1 {
+		return nil, false, cands[:k]
+	}
+	return &cands[0], cands[0].manager != nil, cands[:1]
 }
 
 // matchingManager is the controller field manager that names a
@@ -394,6 +459,8 @@ var genericTokens = map[string]bool{
 	"cloud": true, "example": true, "finalizer": true, "finalizers": true, "cleanup": true, "protection": true, "operator": true,
 	"operators": true, "controller": true, "controllers": true, "system": true, "apps": true, "app": true, "github": true,
 	"api": true, "apis": true, "resources": true, "resource": true, "delete": true, "deletion": true,
+	// The domains reserved for tests and documentation (RFC 2606, 6761).
+	"test": true, "invalid": true, "local": true, "localhost": true,
 }
 
 // domainTokens are the telling parts of a finalizer's domain (what comes
@@ -411,22 +478,40 @@ func domainTokens(finalizer string) []string {
 
 func splitter(r rune) bool { return r == '.' || r == '-' || r == '_' }
 
-// carriesDomain: the candidate's namespace, account or workloads carry a
-// token of the finalizer's domain.
-func carriesDomain(tokens []string, c candidate) bool {
-	names := []string{c.namespace(), c.identity.Name}
-	for _, w := range c.workloads {
-		names = append(names, w.Name)
-	}
-	for _, n := range names {
-		parts := strings.FieldsFunc(strings.ToLower(n), splitter)
-		for _, t := range tokens {
-			if slices.Contains(parts, t) {
-				return true
+// affinityTokens are the telling parts of the finalizer's domain and of
+// the held resources' API groups (gadgets.acme.test gives gadgets and
+// acme): the names an installation of their owner goes by.
+func affinityTokens(finalizer string, groups []string) []string {
+	out := domainTokens(finalizer)
+	for _, g := range groups {
+		for _, t := range domainTokens(g + "/") {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
 			}
 		}
 	}
-	return false
+	return out
+}
+
+// carriesDomain are the names of the candidate that carry a token of the
+// finalizer's domain or the held group: its namespace, account and
+// workloads, and its grant's role and binding (their names, and the
+// product their labels or Helm release name).
+func carriesDomain(tokens []string, c candidate) []string {
+	names := append([]string{c.namespace(), c.identity.Name}, c.grant.Marks...)
+	for _, w := range c.workloads {
+		names = append(names, w.Name)
+	}
+	var out []string
+	for _, n := range names {
+		parts := strings.FieldsFunc(strings.ToLower(n), splitter)
+		for _, t := range tokens {
+			if slices.Contains(parts, t) && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // DomainGroups are the API groups among groups that the finalizer's

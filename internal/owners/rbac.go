@@ -90,12 +90,47 @@ type Grant struct {
 	// user-facing cluster-admin, admin, edit, view, which operators
 	// aggregate their types into for people).
 	Builtin bool `json:"builtin,omitempty"`
+	// Aggregated: through a ClusterRole labelled to be aggregated into
+	// admin, edit, view or cluster-admin: every admin holds it, so it says
+	// nothing of who owns the resource.
+	Aggregated bool `json:"aggregated,omitempty"`
+	// Scope is how narrowly its rule names the resource: ScopeResource or
+	// ScopeGroup; empty for a wildcard grant.
+	Scope Scope `json:"scope,omitempty"`
+	// Marks are the names its role and binding go by (their names, their
+	// app.kubernetes.io/name and part-of labels, the Helm release that
+	// installed them): what the affinity with a finalizer's domain reads.
+	Marks []string `json:"-"`
+}
+
+// Scope is how narrowly a grant names the resource it allows.
+type Scope string
+
+// Scopes, most specific first.
+const (
+	// ScopeResource: the rule names the resource itself, in its own API
+	// group (with resourceNames or without).
+	ScopeResource Scope = "Resource"
+	// ScopeGroup: the rule names the resource's API group with every
+	// resource in it ("*"), or the resource in every group.
+	ScopeGroup Scope = "Group"
+)
+
+// rank orders scopes: higher is more specific.
+func (s Scope) rank() int {
+	switch s {
+	case ScopeResource:
+		return 2
+	case ScopeGroup:
+		return 1
+	}
+	return 0
 }
 
 // Specific tells whether a grant names the resource itself, in a role of
 // the cluster's own making: what an operator's installation grants its
 // controller.
-func (g Grant) Specific() bool { return !g.Wildcard && !g.Builtin }
+func (g Grant) Specific() bool { return !g.Wildcard && !g.Builtin && !g.Aggregated }
 
 // Index is RBAC walked once: each binding with its role's rules resolved
 // (aggregation included), so that each question asked of it is a scan.
@@ -111,6 +146,8 @@ type bound struct {
 	subjects      []Subject
 	rules         []rbacv1.PolicyRule
 	builtin       bool
+	aggregated    bool
+	marks         []string
 }
 
 // NewIndex resolves every binding's rules. A binding whose role is not
@@ -142,11 +179,14 @@ func NewIndex(r RBAC) *Index {
 		if !ok || b.RoleRef.Kind != "ClusterRole" {
 			continue
 		}
+		role := clusterRoles[b.RoleRef.Name]
 		x.cluster = append(x.cluster, bound{binding: Ref{Kind: "ClusterRoleBinding", Name: b.Name}, role: Ref{Kind: "ClusterRole", Name: b.RoleRef.Name},
-			subjects: subjectsOf(b.Subjects, ""), rules: rules, builtin: builtinRole(b.RoleRef.Name)})
+			subjects: subjectsOf(b.Subjects, ""), rules: rules, builtin: builtinRole(b.RoleRef.Name),
+			aggregated: aggregatedIntoBuiltin(role.Labels), marks: append(marksOf(role.ObjectMeta), marksOf(b.ObjectMeta)...)})
 	}
 	for _, b := range r.RoleBindings {
 		var rules []rbacv1.PolicyRule
+		var meta metav1.ObjectMeta
 		role := Ref{Kind: b.RoleRef.Kind, Name: b.RoleRef.Name}
 		switch b.RoleRef.Kind {
 		case "ClusterRole":
@@ -154,18 +194,20 @@ func NewIndex(r RBAC) *Index {
 			if rules, ok = clusterRules(b.RoleRef.Name); !ok {
 				continue
 			}
+			meta = clusterRoles[b.RoleRef.Name].ObjectMeta
 		case "Role":
 			r := roles[b.Namespace+"/"+b.RoleRef.Name]
 			if r == nil {
 				continue
 			}
-			rules, role.Namespace = r.Rules, b.Namespace
+			rules, role.Namespace, meta = r.Rules, b.Namespace, r.ObjectMeta
 		default:
 			continue
 		}
 		x.local[b.Namespace] = append(x.local[b.Namespace], bound{binding: Ref{Kind: "RoleBinding", Namespace: b.Namespace, Name: b.Name}, role: role,
 			subjects: subjectsOf(b.Subjects, b.Namespace), rules: rules,
-			builtin: role.Kind == "ClusterRole" && builtinRole(role.Name)})
+			builtin:    role.Kind == "ClusterRole" && builtinRole(role.Name),
+			aggregated: role.Kind == "ClusterRole" && aggregatedIntoBuiltin(meta.Labels), marks: append(marksOf(meta), marksOf(b.ObjectMeta)...)})
 	}
 	return x
 }
@@ -208,6 +250,51 @@ func builtinRole(name string) bool {
 	return strings.HasPrefix(name, "system:")
 }
 
+// aggregateToBuiltin is the label prefix that aggregates a ClusterRole
+// into the user-facing roles Kubernetes ships
+// (rbac.authorization.k8s.io/aggregate-to-admin, -edit, -view,
+// -cluster-admin).
+const aggregateToBuiltin = "rbac.authorization.k8s.io/aggregate-to-"
+
+// aggregatedIntoBuiltin tells a role whose rules every admin (or editor,
+// or viewer) holds through aggregation: it is written for people, not for
+// the controller that owns the resource.
+func aggregatedIntoBuiltin(labels map[string]string) bool {
+	for k, v := range labels {
+		if strings.HasPrefix(k, aggregateToBuiltin) && v == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// Labels and annotation that name the product an RBAC object (or a
+// ServiceAccount) was installed for.
+const (
+	LabelName         = "app.kubernetes.io/name"
+	LabelPartOf       = "app.kubernetes.io/part-of"
+	AnnotationRelease = "meta.helm.sh/release-name"
+)
+
+// markKeys are the labels and annotation whose values say what an object
+// was installed for.
+var markKeys = []string{LabelName, LabelPartOf, AnnotationRelease}
+
+// marksOf are the names an object goes by: its name, and the values of
+// the labels and annotation markKeys names.
+func marksOf(m metav1.ObjectMeta) []string {
+	out := []string{m.Name}
+	for _, k := range markKeys {
+		if v := m.Labels[k]; v != "" {
+			out = append(out, v)
+		}
+		if v := m.Annotations[k]; v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // subjectsOf reads a binding's subjects; a ServiceAccount without a
 // namespace is the binding's (a RoleBinding may leave it out).
 func subjectsOf(in []rbacv1.Subject, namespace string) []Subject {
@@ -232,38 +319,52 @@ func (x *Index) Who(a Access) []Grant {
 		bindings = append(slices.Clone(bindings), x.local[a.Namespace]...)
 	}
 	for _, b := range bindings {
-		verb, wildcard, ok := allows(b.rules, a)
+		verb, scope, ok := allows(b.rules, a)
 		if !ok {
 			continue
 		}
 		for _, s := range b.subjects {
-			out = append(out, Grant{Subject: s, Verb: verb, Role: b.role, Binding: b.binding, Wildcard: wildcard, Builtin: b.builtin})
+			out = append(out, Grant{Subject: s, Verb: verb, Role: b.role, Binding: b.binding, Wildcard: scope == "", Builtin: b.builtin,
+				Aggregated: b.aggregated, Scope: scope, Marks: b.marks})
 		}
 	}
 	return out
 }
 
-// allows is whether some rule allows the access, by which verb, and
-// whether only a wildcard rule does. The matching is the API server's
+// allows is whether some rule allows the access, by which verb, and how
+// narrowly the most specific such rule names it (empty: only a wildcard
+// rule does). The matching is the API server's
 // (k8s.io/kubernetes/pkg/apis/rbac/v1/evaluation_helpers.go: VerbMatches,
 // APIGroupMatches, ResourceMatches, ResourceNameMatches).
-func allows(rules []rbacv1.PolicyRule, a Access) (verb string, wildcard, ok bool) {
-	wildcard = true
+func allows(rules []rbacv1.PolicyRule, a Access) (verb string, scope Scope, ok bool) {
 	for _, r := range rules {
 		v, found := verbMatching(r.Verbs, a.Verbs)
 		if !found || !has(r.APIGroups, a.Group) || !resourceMatches(r.Resources, a.Resource, a.Subresource) || !namesMatch(r.ResourceNames, a.Names) {
 			continue
 		}
-		// A rule naming the resource, or every type of the resource's own
-		// group (an operator's rule over its API), is specific; "*" over
-		// every group, or over the core group, is not.
-		specific := slices.Contains(r.Resources, combined(a.Resource, a.Subresource)) ||
-			(a.Group != "" && slices.Contains(r.APIGroups, a.Group))
-		if !ok || (wildcard && specific) {
-			verb, wildcard, ok = v, !specific, true
+		if s := scopeOf(r, a); !ok || s.rank() > scope.rank() {
+			verb, scope, ok = v, s, true
 		}
 	}
-	return verb, wildcard, ok
+	return verb, scope, ok
+}
+
+// scopeOf is how narrowly a rule that allows an access names it. A rule
+// naming the resource in its own group is what an operator grants its
+// controller over its own type; one over every type of the resource's
+// group (an operator's rule over its API), or naming the resource in
+// every group, is less so; "*" over every group, or over the core group,
+// names nothing (empty).
+func scopeOf(r rbacv1.PolicyRule, a Access) Scope {
+	named := slices.Contains(r.Resources, combined(a.Resource, a.Subresource))
+	groupNamed := slices.Contains(r.APIGroups, a.Group)
+	switch {
+	case named && groupNamed:
+		return ScopeResource
+	case named, a.Group != "" && groupNamed:
+		return ScopeGroup
+	}
+	return ""
 }
 
 func verbMatching(ruleVerbs, asked []string) (string, bool) {

@@ -204,6 +204,12 @@ func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerF
 			gone++
 		}
 	}
+	if f.Token == "" && len(f.Released) > 0 && len(f.Released) == len(names) {
+		w.Summary += ", and its writer runs but will not remove it: " + releasedWhy(f)
+		if len(b.Actions) > 1 && b.Actions[0].Kind == diagnose.ActionPurge {
+			w.NextStep = "waiting will not help: " + ActionWords(b.Actions[0]) + "; or: " + ActionWords(b.Actions[1])
+		}
+	}
 	if gone > 0 && gone == len(names) {
 		w.Summary += ", and its owner " + likelyWord(f.Owners, names) + "lived in this namespace and was deleted with it: nothing will remove it"
 		if len(b.Actions) > 0 && b.Actions[0].Kind == diagnose.ActionPatchNamespaceFinalizers {
@@ -211,6 +217,25 @@ func namespaceFinalizerWords(b diagnose.Blocker, f *diagnose.NamespaceFinalizerF
 		}
 	}
 	return w
+}
+
+// releasedWhy says why the writers of a namespace's released metadata
+// finalizers will not remove them: the objects their names point to are
+// gone, or no longer select the namespace.
+func releasedWhy(f *diagnose.NamespaceFinalizerFacts) string {
+	gone := 0
+	for _, name := range f.Released {
+		if in := f.Owners[name].Inferred; in != nil && in.Pointed != nil && in.Pointed.State == owners.ObjectGone {
+			gone++
+		}
+	}
+	switch gone {
+	case len(f.Released):
+		return "the object its name points to is gone"
+	case 0:
+		return "the object its name points to no longer selects this namespace"
+	}
+	return "the objects their names point to are gone, or no longer select this namespace"
 }
 
 // stallWords say why waiting for a running owner will not help, and the
@@ -834,6 +859,7 @@ func UncheckedWords(list []diagnose.Unchecked) []string {
 			diagnose.UncheckedRBAC:               u.Name + " (who may remove a finalizer)",
 			diagnose.UncheckedWorkloads:          "workloads " + u.Name,
 			diagnose.UncheckedOwnerObject:        "the namespace's owner " + u.Name,
+			diagnose.UncheckedPointedObject:      "the object a namespace finalizer points to, " + u.Name,
 			diagnose.UncheckedNode:               "node " + u.Name,
 			diagnose.UncheckedPods:               "the nodes of pods " + u.Name,
 		}[u.Subject]

@@ -24,6 +24,9 @@ func InferredWords(in *owners.Inference) string {
 	}
 	if in.Identity != nil && in.Grant != nil {
 		parts = append(parts, fmt.Sprintf("%s may %s it through %s (%s)", in.Identity, in.Grant.Verb, in.Grant.Role, in.Grant.Binding))
+		if r := rankWords(in); r != "" {
+			parts = append(parts, r)
+		}
 	}
 	switch w := in.Workload; {
 	case in.InNamespace && w == nil:
@@ -48,6 +51,9 @@ func InferredWords(in *owners.Inference) string {
 	if o := in.Object; o != nil {
 		parts = append(parts, objectWords(*o))
 	}
+	if p := in.Pointed; p != nil {
+		parts = append(parts, pointedWords(*p))
+	}
 	if len(parts) == 0 {
 		return strings.ToLower(string(in.Confidence)) + " owner"
 	}
@@ -65,6 +71,9 @@ func lookedWords(in *owners.Inference) []string {
 			out = append(out, fieldManagerWords(m))
 		}
 	}
+	if len(in.OneOf) > 0 {
+		out = append(out, oneOfWords(in.OneOf))
+	}
 	switch {
 	case !in.RBACRead:
 		out = append(out, "RBAC could not be read")
@@ -76,7 +85,7 @@ func lookedWords(in *owners.Inference) []string {
 			names = append(names, c.String())
 		}
 		line := fmt.Sprintf("%d identities may remove it, none set it", in.CandidateCount)
-		if len(names) > 0 {
+		if len(names) > 0 && len(in.OneOf) == 0 {
 			line += ": " + strings.Join(names, ", ")
 			if n := in.CandidateCount - len(in.Candidates); n > 0 {
 				line += fmt.Sprintf(" and %d more", n)
@@ -88,6 +97,65 @@ func lookedWords(in *owners.Inference) []string {
 		out = append(out, objectWords(*o))
 	}
 	return out
+}
+
+// maxAffinityWords bounds the names said to carry a finalizer's domain.
+const maxAffinityWords = 3
+
+// rankWords say why RBAC's identity was ranked first when no field manager
+// names it: how narrowly its grant names the resource, and what else marks
+// it as the owner. Empty when a field manager names it (that says more),
+// or when it was the only one and nothing marks it.
+func rankWords(in *owners.Inference) string {
+	if in.Confidence != owners.Likely || in.Grant == nil {
+		return ""
+	}
+	var why []string
+	switch in.Grant.Scope {
+	case owners.ScopeResource:
+		why = append(why, "its grant names the held resource itself")
+	case owners.ScopeGroup:
+		why = append(why, "its grant names the held resource's API group")
+	}
+	if in.FinalizersGrant {
+		why = append(why, "it may update their finalizers subresource")
+	}
+	if in.WritesAPI {
+		why = append(why, "it writes the finalizer's own API")
+	}
+	if len(in.Affinity) > 0 {
+		names, more := firstN(in.Affinity, maxAffinityWords)
+		line := "its names carry the finalizer's domain: " + strings.Join(names, ", ")
+		if more > 0 {
+			line += fmt.Sprintf(" and %d more", more)
+		}
+		why = append(why, line)
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	head := "the only identity that may remove it"
+	if in.CandidateCount > 1 {
+		head = fmt.Sprintf("ranked first of %d identities that may remove it", in.CandidateCount)
+	}
+	return head + ": " + strings.Join(why, ", ")
+}
+
+// oneOfWords say the identities ranked first together: the owner is
+// likely one of them, and nothing tells which.
+func oneOfWords(s []owners.Subject) string {
+	names := make([]string, 0, len(s))
+	for _, x := range s {
+		names = append(names, x.String())
+	}
+	return "likely one of " + strings.Join(names, ", ") + ": their grants rank alike, and nothing tells them apart"
+}
+
+func firstN(s []string, n int) ([]string, int) {
+	if len(s) > n {
+		return s[:n], len(s) - n
+	}
+	return s, 0
 }
 
 func fieldManagerWords(m owners.Manager) string {
@@ -125,6 +193,31 @@ func objectWords(o owners.Object) string {
 		return what + " could not be read"
 	}
 	return what + " is there"
+}
+
+// pointedWords say what was found of the object a namespace finalizer's
+// name points to, and what follows for its writer, which runs.
+func pointedWords(p owners.Pointed) string {
+	switch p.State {
+	case owners.ObjectGone:
+		return fmt.Sprintf("its name points to an object of %s (%s), and none is there: the object it was put there for is gone, so its writer will not remove it",
+			strings.Join(p.Looked, ", "), strings.Join(p.Names, ", "))
+	case owners.ObjectNotFound:
+		return fmt.Sprintf("no object of %s is named as in its name (%s)", strings.Join(p.Looked, ", "), strings.Join(p.Names, ", "))
+	case owners.ObjectUnknown:
+		return "the object its name points to (" + strings.Join(p.Looked, ", ") + ") could not be read"
+	}
+	what := "its name points to " + p.Object + ", "
+	if p.State == owners.ObjectDeleting {
+		what += "being deleted, "
+	}
+	switch p.Selection {
+	case owners.NoLongerSelects:
+		return what + "which no longer selects this namespace (" + p.Field + "): its controller will not clean up here"
+	case owners.Selects:
+		return what + "which still selects this namespace (" + p.Field + "): its controller should remove it; its log and the object's status conditions say why it does not"
+	}
+	return what + "which is there (its spec names no namespace selector): its controller should remove it; its log and the object's status conditions say why it does not"
 }
 
 // inferredDiffers tells whether the inferred owner's workload is another

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 
@@ -116,6 +115,9 @@ func policyPermissions(verbs ...string) []Permission {
 // ApplyPolicy creates or updates (server-side apply, ns-doctor's field
 // manager, forced: a second run takes the fields back) policy, then its
 // binding: the binding last, so no binding ever names a missing policy.
+// Whether the API server enforces them yet is a question only a request
+// answers (proveHold, waitProtected): the policy's status, which a
+// controller of kube-controller-manager writes, may never come.
 func ApplyPolicy(ctx context.Context, c *kube.Clients, policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.ValidatingAdmissionPolicyBinding) error {
 	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}
 	data, err := json.Marshal(policy)
@@ -124,9 +126,6 @@ func ApplyPolicy(ctx context.Context, c *kube.Clients, policy *admissionv1.Valid
 	}
 	if _, err := c.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Patch(ctx, policy.Name, types.ApplyPatchType, data, opts); err != nil {
 		return fmt.Errorf("applying ValidatingAdmissionPolicy %s: %w", policy.Name, err)
-	}
-	if err := waitObserved(ctx, c, policy.Name); err != nil {
-		return err
 	}
 	if data, err = json.Marshal(binding); err != nil {
 		return err
@@ -187,34 +186,6 @@ func GetNamespace(ctx context.Context, c *kube.Clients, name string) (*corev1.Na
 func sortPermissions(needs []Permission) {
 	slices.SortFunc(needs, func(a, b Permission) int { return strings.Compare(a.String(), b.String()) })
 }
-
-// waitObserved waits (a few seconds at most) until the API server's policy
-// controller has type-checked the policy's current generation: the sign
-// that the API server has loaded it. Only a failed read is an error; a
-// server that is slow to observe is not waited for beyond the bound.
-func waitObserved(ctx context.Context, c *kube.Clients, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
-	defer cancel()
-	for {
-		got, err := c.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading ValidatingAdmissionPolicy %s: %w", name, err)
-		case got.Status.ObservedGeneration >= got.Generation:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// observeTimeout bounds waitObserved.
-const observeTimeout = 5 * time.Second
 
 // whoAmI is the user the API server knows the caller as (a
 // SelfSubjectReview, GA since 1.28); empty when it will not say.
