@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -473,6 +474,9 @@ func workloadOf(kind string, m metav1.ObjectMeta, pod v1.PodSpec, ready, want in
 		Deleting: m.DeletionTimestamp != nil, Selector: sel}
 	for _, c := range pod.Containers {
 		w.Containers = append(w.Containers, c.Name)
+		if len(c.Command) > 0 {
+			w.Binaries = append(w.Binaries, path.Base(c.Command[0]))
+		}
 	}
 	return w
 }

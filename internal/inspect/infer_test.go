@@ -309,3 +309,16 @@ func TestCatalogueWithoutWorkloadsTakesTheInferredState(t *testing.T) {
 		t.Errorf("owner %q from %q, want the catalogue's", f.Owner, f.OwnerSource)
 	}
 }
+
+// A controller's field manager is often its binary's name: the base name
+// of each container's command[0] is read with the workload.
+func TestWorkloadOfReadsBinaries(t *testing.T) {
+	pod := v1.PodSpec{Containers: []v1.Container{
+		{Name: "main", Command: []string{"/usr/local/bin/lockbox-reaper", "--leader-elect"}},
+		{Name: "sidecar", Args: []string{"--proxy"}},
+	}}
+	w := workloadOf("Deployment", metav1.ObjectMeta{Namespace: "ops", Name: "lockbox"}, pod, 1, 1, nil)
+	if !slices.Equal(w.Containers, []string{"main", "sidecar"}) || !slices.Equal(w.Binaries, []string{"lockbox-reaper"}) {
+		t.Errorf("containers %v, binaries %v", w.Containers, w.Binaries)
+	}
+}

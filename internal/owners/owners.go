@@ -45,11 +45,20 @@ type Workload struct {
 	Want           int32  `json:"want"`
 	// Deleting: it has a deletionTimestamp.
 	Deleting bool `json:"deleting,omitempty"`
-	// Containers are its containers' names (a controller's field manager
-	// is often its container's or binary's name).
+	// Containers are its containers' names, Binaries the base names of
+	// their executables (command[0]): a controller's field manager is
+	// often one or the other.
 	Containers []string `json:"-"`
+	Binaries   []string `json:"-"`
 	// Selector chooses its pods (their logs).
 	Selector *metav1.LabelSelector `json:"-"`
+}
+
+// namedBy: the field manager names the workload, one of its containers,
+// or one of their binaries.
+func (w Workload) namedBy(manager string) bool {
+	named := func(n string) bool { return nameMatches(manager, n) }
+	return named(w.Name) || slices.ContainsFunc(w.Containers, named) || slices.ContainsFunc(w.Binaries, named)
 }
 
 // String is kind namespace/name, as kubectl says it.
@@ -390,8 +399,8 @@ func choose(cands []candidate) (best *candidate, sure bool, tied []candidate) {
 }
 
 // matchingManager is the controller field manager that names a
-// candidate: its ServiceAccount, one of its workloads or their
-// containers.
+// candidate: its ServiceAccount, one of its workloads, their containers
+// or binaries.
 func matchingManager(managers []Manager, c candidate) *Manager {
 	for k := range managers {
 		m := &managers[k]
@@ -399,7 +408,7 @@ func matchingManager(managers []Manager, c candidate) *Manager {
 			return m
 		}
 		for _, w := range c.workloads {
-			if nameMatches(m.Name, w.Name) || slices.ContainsFunc(w.Containers, func(n string) bool { return nameMatches(m.Name, n) }) {
+			if w.namedBy(m.Name) {
 				return m
 			}
 		}
@@ -423,7 +432,7 @@ func bestWorkload(ws []Workload, m *Manager) *Workload {
 	}
 	if m != nil {
 		for k := range ws {
-			if nameMatches(m.Name, ws[k].Name) || slices.ContainsFunc(ws[k].Containers, func(n string) bool { return nameMatches(m.Name, n) }) {
+			if ws[k].namedBy(m.Name) {
 				return &ws[k]
 			}
 		}

@@ -179,6 +179,11 @@ func TestWhatInferenceReads(t *testing.T) {
 // Running. Where the names match (the workload, a container, or the
 // account itself), or the finalizer came with a manifest (no controller
 // set it), it still is.
+func withBinary(w Workload, binary string) Workload {
+	w.Binaries = append(w.Binaries, binary)
+	return w
+}
+
 func TestSetterIsNotTakenForTheRunner(t *testing.T) {
 	reaper := Manager{Name: "lockbox-reaper", Operation: "Update"}
 	shared := grant("ops", "shared-ops", "shared-ops")
@@ -193,6 +198,10 @@ func TestSetterIsNotTakenForTheRunner(t *testing.T) {
 			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{deployment("ops", "lockbox-reaper", "shared-ops", 1, "main")}}, false},
 		{"a container is named as the setter",
 			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{deployment("ops", "lockbox", "shared-ops", 1, "lockbox-reaper")}}, false},
+		{"a container's binary is named as the setter",
+			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{withBinary(deployment("ops", "lockbox", "shared-ops", 1, "main"), "lockbox-reaper")}}, false},
+		{"another binary is no match",
+			Request{Managers: []Manager{reaper}, Grants: []Grant{shared}, Workloads: []Workload{withBinary(deployment("ops", "dashboard", "shared-ops", 1, "web"), "dashboard-server")}}, true},
 		{"the account is named as the setter",
 			Request{Managers: []Manager{reaper}, Grants: []Grant{grant("ops", "lockbox-reaper", "r")}, Workloads: []Workload{deployment("ops", "dashboard", "lockbox-reaper", 1)}}, false},
 		{"set with a manifest: no controller to match",

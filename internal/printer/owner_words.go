@@ -34,7 +34,7 @@ func InferredWords(in *owners.Inference) string {
 	case in.InNamespace:
 		parts = append(parts, fmt.Sprintf("%s runs as it, in this namespace, being deleted with it", w))
 	case w != nil && in.Unmatched:
-		parts = append(parts, fmt.Sprintf("%s runs as it (%d/%d ready), but neither its name nor its containers' match the field manager that set it: that is no evidence that whoever removes it runs", w, w.Ready, w.Want))
+		parts = append(parts, fmt.Sprintf("%s runs as it (%d/%d ready), but neither its name nor its containers' names or binaries match the field manager that set it: that is no evidence that whoever removes it runs", w, w.Ready, w.Want))
 	case w != nil && in.Identity != nil:
 		parts = append(parts, fmt.Sprintf("%s runs as it: %d/%d ready", w, w.Ready, w.Want))
 	case w != nil:

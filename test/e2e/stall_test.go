@@ -145,7 +145,7 @@ func TestSetterNotTakenForTheRunner(t *testing.T) {
 		t.Errorf("owner %+v", f.OwnerState)
 	}
 	b := e.blocker(t, diagnose.BlockerFinalizers,
-		"deployment vault-dashboards/dashboard runs as it (1/1 ready), but neither its name nor its containers' match the field manager that set it: that is no evidence that whoever removes it runs",
+		"deployment vault-dashboards/dashboard runs as it (1/1 ready), but neither its name nor its containers' names or binaries match the field manager that set it: that is no evidence that whoever removes it runs",
 		"--remove-finalizers=lockbox.example.org/reap")
 	if hasAction(b, diagnose.Action{Kind: diagnose.ActionOwnerLogs}) || strings.Contains(b.Summary, "runs, but has released none") {
 		t.Errorf("the setter taken for the runner: %+v", b)
