@@ -187,7 +187,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 		return err
 	}
 	in := prefetchDiscovery(ctx, o.clients)
-	o.inspect = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Ordering: ordering}
+	o.inspect = inspect.Options{Grace: o.Grace, IfDeleted: o.IfDeleted, Protection: o.IfDeleted, Ordering: ordering}
 	if o.Orphans {
 		return o.orphans(ctx, in)
 	}

@@ -209,7 +209,9 @@ func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) erro
 	if err := o.consent(ctx, text, o.Name); err != nil {
 		return err
 	}
-	r, err := rescue.Restore(ctx, clients, o.Name, dir, o.Wait)
+	r, err := rescue.RestoreSteps(ctx, clients, o.Name, dir, o.Wait, func(s rescue.RestoreStep, r *rescue.RestoreReport) {
+		_, _ = fmt.Fprintln(o.ErrOut, printer.RestoreStep(s, r))
+	})
 	if errors.Is(err, rescue.ErrStillTerminating) {
 		return &exitError{code: ExitIncomplete, msg: err.Error()}
 	}

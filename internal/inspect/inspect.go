@@ -74,6 +74,11 @@ type Options struct {
 	Grace time.Duration
 	// IfDeleted diagnoses an Active namespace as if it were deleted now.
 	IfDeleted bool
+	// Protection, with IfDeleted, reads whether protect's policy would
+	// refuse the deletion first (one GET): for a person or an agent about
+	// to delete; the guard, called for a DELETE that already passed the
+	// policies, leaves it off.
+	Protection bool
 	// Ordering is the deletion order of the cluster's controller.
 	Ordering compat.Ordering
 }
@@ -195,7 +200,7 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 	obs.Unchecked = slices.Clone(i.unchecked)
 	i.uncheckedMu.Unlock()
 	obs.RescueHold = i.rescueHold(ctx, ns)
-	if opts.IfDeleted && ns.DeletionTimestamp == nil {
+	if opts.IfDeleted && opts.Protection && ns.DeletionTimestamp == nil {
 		obs.Protection = i.protection(ctx, ns)
 	}
 	return obs

@@ -204,7 +204,7 @@ func (s *server) explain(ctx context.Context, _ *sdk.CallToolRequest, in Explain
 	if err != nil {
 		return nil, out, err
 	}
-	report, err := r.in.Explain(ctx, ns, inspect.Options{Grace: grace, IfDeleted: in.IfDeleted, Ordering: ordering})
+	report, err := r.in.Explain(ctx, ns, inspect.Options{Grace: grace, IfDeleted: in.IfDeleted, Protection: in.IfDeleted, Ordering: ordering})
 	if err != nil {
 		return nil, out, s.fail(err, r.Cluster)
 	}

@@ -176,6 +176,22 @@ func RescueStep(s rescue.Step, r *rescue.Report) string {
 	return "rescue: " + Escape(string(s))
 }
 
+// RestoreStep is the progress line for one step of a restore (stderr).
+func RestoreStep(s rescue.RestoreStep, r *rescue.RestoreReport) string {
+	ns := Escape(r.Namespace)
+	switch s {
+	case rescue.StepReleased:
+		return "restore: hold released; waiting for namespace " + ns + " to be gone"
+	case rescue.StepRecreated:
+		return "restore: namespace " + ns + " created again"
+	case rescue.StepReapplied:
+		return fmt.Sprintf("restore: %d saved object(s) gone through (restored or left out), %d failed", len(r.Objects)-r.Failed(), r.Failed())
+	case rescue.StepGivenBack:
+		return fmt.Sprintf("restore: %d volume(s) given their reclaim policy back", len(r.Volumes))
+	}
+	return "restore: " + Escape(string(s))
+}
+
 func releaseCommand(ns string) string { return "kubectl ns-doctor rescue " + Escape(ns) + " --release" }
 
 // restoreCommand brings the namespace back from the backup: --restore

@@ -175,3 +175,18 @@ func TestIfDeletedSaysWhetherProtectRefusesFirst(t *testing.T) {
 		}
 	}
 }
+
+func TestRestoreStepsSayHowFarItGot(t *testing.T) {
+	r := &rescue.RestoreReport{Namespace: "shop\x1b", Objects: []rescue.RestoredObject{{Status: rescue.Restored}, {Status: rescue.LeftOut}, {Status: rescue.Failed}},
+		Volumes: []rescue.Volume{{Name: "pv-1"}}}
+	for s, want := range map[rescue.RestoreStep]string{
+		rescue.StepReleased:  "restore: hold released; waiting for namespace shop^[ to be gone",
+		rescue.StepRecreated: "restore: namespace shop^[ created again",
+		rescue.StepReapplied: "restore: 2 saved object(s) gone through (restored or left out), 1 failed",
+		rescue.StepGivenBack: "restore: 1 volume(s) given their reclaim policy back",
+	} {
+		if got := RestoreStep(s, r); got != want {
+			t.Errorf("%s: %q, want %q", s, got, want)
+		}
+	}
+}

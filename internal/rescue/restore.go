@@ -127,13 +127,36 @@ func restorePermissions(dir, namespace string) ([]Permission, error) {
 	return needs, nil
 }
 
-// Restore releases the hold, waits up to wait for the namespace to be
+// RestoreStep is a stage of a restore, told as it ends: a restore killed
+// half-way has said how far it got, and the next run finishes it.
+type RestoreStep string
+
+// The steps, in order.
+const (
+	// StepReleased: the hold is gone (or was not there).
+	StepReleased RestoreStep = "Released"
+	// StepRecreated: the namespace is there again, with its labels and
+	// annotations.
+	StepRecreated RestoreStep = "Recreated"
+	// StepReapplied: every saved object was applied (Objects says how).
+	StepReapplied RestoreStep = "Reapplied"
+	// StepGivenBack: the volumes have their reclaim policy back.
+	StepGivenBack RestoreStep = "GivenBack"
+)
+
+// RestoreSteps releases the hold, waits up to wait for the namespace to be
 // gone, creates it again and re-applies what rescue saved in dir, in
 // dependency order, then gives the volumes their old reclaim policy back.
 // Every step can run again: a restore killed half-way is finished by the
 // next.
-func Restore(ctx context.Context, c *kube.Clients, namespace, dir string, wait time.Duration) (*RestoreReport, error) {
+// step (when not nil) is called as each step ends, with the report so far.
+func RestoreSteps(ctx context.Context, c *kube.Clients, namespace, dir string, wait time.Duration, step func(RestoreStep, *RestoreReport)) (*RestoreReport, error) {
 	r := &RestoreReport{Namespace: namespace, Dir: dir, Objects: []RestoredObject{}}
+	done := func(s RestoreStep) {
+		if step != nil {
+			step(s, r)
+		}
+	}
 	ns, err := savedNamespace(dir, namespace)
 	if err != nil {
 		return r, err
@@ -141,20 +164,26 @@ func Restore(ctx context.Context, c *kube.Clients, namespace, dir string, wait t
 	if r.WasHeld, err = RemovePolicy(ctx, c, HoldName(namespace)); err != nil {
 		return r, err
 	}
+	done(StepReleased)
 	if err := waitGone(ctx, c, namespace, wait); err != nil {
 		return r, err
 	}
 	if r.Recreated, err = recreateNamespace(ctx, c, ns); err != nil {
 		return r, err
 	}
+	done(StepRecreated)
 	if err := rebindVolumes(ctx, c, namespace); err != nil {
 		return r, err
 	}
 	if r.Objects, err = reapply(ctx, c, namespace, dir); err != nil {
 		return r, err
 	}
-	r.Volumes, err = giveBackPolicies(ctx, c, namespace)
-	return r, err
+	done(StepReapplied)
+	if r.Volumes, err = giveBackPolicies(ctx, c, namespace); err != nil {
+		return r, err
+	}
+	done(StepGivenBack)
+	return r, nil
 }
 
 // savedNamespace reads the namespace rescue saved: its labels and

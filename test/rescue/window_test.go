@@ -198,8 +198,25 @@ func TestRescueAfterUnorderedDeletion(t *testing.T) {
 // restoreReleasingClaims runs --restore while doing the pvc-protection
 // controller's part (not run here): a claim being deleted loses its
 // finalizer.
-func restoreReleasingClaims(t *testing.T, ns string) printer.RestoredDocument {
+func restoreReleasingClaims(t *testing.T, ns string, args ...string) printer.RestoredDocument {
 	t.Helper()
+	stop := releasingClaims(ns)
+	r := plugin.Kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "rescue", ns, "--restore", "--yes", "--wait=3m", "-o", "json"}, args...)...)
+	close(stop)
+	if r.Code != 0 {
+		t.Fatalf("--restore: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	t.Cleanup(func() {
+		_ = cluster.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	var doc printer.RestoredDocument
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
+	return doc
+}
+
+// releasingClaims does the pvc-protection controller's part until the
+// returned channel is closed.
+func releasingClaims(ns string) chan struct{} {
 	stop := make(chan struct{})
 	go func() {
 		for {
@@ -211,17 +228,7 @@ func restoreReleasingClaims(t *testing.T, ns string) printer.RestoredDocument {
 			}
 		}
 	}()
-	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--restore", "--yes", "--wait=3m", "-o", "json")
-	close(stop)
-	if r.Code != 0 {
-		t.Fatalf("--restore: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-	}
-	t.Cleanup(func() {
-		_ = cluster.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
-	var doc printer.RestoredDocument
-	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
-	return doc
+	return stop
 }
 
 // claimBoundTo waits until the restored claim is Bound to its volume
@@ -235,4 +242,51 @@ func claimBoundTo(t *testing.T, ctx context.Context, ns, pv string) {
 		}
 		return pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName == pv, string(pvc.Status.Phase) + " " + pvc.Spec.VolumeName
 	})
+}
+
+// TestRestoreKilledHalfWayIsFinishedByTheNext: a --restore SIGKILLed once
+// the namespace is created again, before the objects are applied, loses
+// nothing: the next --restore (the hold gone, so given the folder)
+// applies them all and gives the volume its policy back.
+func TestRestoreKilledHalfWayIsFinishedByTheNext(t *testing.T) {
+	requireOrdered(t)
+	ctx := context.Background()
+	ns := plugintest.UniqueName(t)
+	k := cluster.Kube
+	pv := fixture(t, ctx, ns)
+	claimBoundTo(t, ctx, ns, pv)
+	// The ReplicaSet is its Deployment's to make again: restore leaves it
+	// out.
+	applied := func() []string {
+		return slices.DeleteFunc(remaining(t, ctx, k, ns), func(s string) bool { return strings.HasPrefix(s, "replicasets/") })
+	}
+	before := applied()
+	deleteAndWaitForPods(t, ctx, ns)
+	dir := filepath.Join(t.TempDir(), "backup")
+	if r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--yes", "--backup-dir", dir); r.Code != 0 {
+		t.Fatalf("rescue: exit %d\n%s", r.Code, r.Stderr)
+	}
+	plugintest.Must(t, k.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+
+	stop := releasingClaims(ns)
+	killAfter(t, "restore: namespace "+ns+" created again", "ns-doctor", "rescue", ns, "--restore", "--yes", "--wait=3m")
+	close(stop)
+	t.Cleanup(func() { _ = k.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	if after := applied(); slices.Equal(after, before) {
+		t.Fatalf("the kill came after every object was applied (%v): the test did not kill it in time", after)
+	}
+
+	doc := restoreReleasingClaims(t, ns, "--backup-dir", dir)
+	if doc.WasHeld || doc.Failed() != 0 {
+		t.Errorf("the second restore: held %v (the first removed the hold), %d failed: %+v", doc.WasHeld, doc.Failed(), doc.Objects)
+	}
+	if after := applied(); !slices.Equal(after, before) {
+		t.Errorf("after the second restore:\nbefore %v\nafter  %v", before, after)
+	}
+	claimBoundTo(t, ctx, ns, pv)
+	vol, err := k.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+	plugintest.Must(t, err)
+	if vol.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		t.Errorf("volume after the second restore: %s, want Delete", vol.Spec.PersistentVolumeReclaimPolicy)
+	}
 }
