@@ -4,7 +4,12 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // Lost is an object of the namespace that what remains names and that is
@@ -77,81 +82,103 @@ func podSpecs(obj *unstructured.Unstructured) []map[string]any {
 	return out
 }
 
-func podSpecReferences(spec map[string]any, add func(kind, name string)) {
-	sa, _, _ := unstructured.NestedString(spec, "serviceAccountName")
-	add("ServiceAccount", sa)
-	for _, s := range items(spec, "imagePullSecrets") {
-		add("Secret", str(s, "name"))
+// podSpecReferences reads the spec as the API's own type: what the
+// kubelet resolves is what it names.
+func podSpecReferences(raw map[string]any, add func(kind, name string)) {
+	var spec corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
+		return // not a pod spec after all: it names nothing we can read
 	}
-	for _, v := range items(spec, "volumes") {
-		volumeReferences(v, add)
+	add("ServiceAccount", spec.ServiceAccountName)
+	for _, s := range spec.ImagePullSecrets {
+		add("Secret", s.Name)
 	}
-	for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-		for _, c := range items(spec, field) {
-			containerReferences(c, add)
+	for _, v := range spec.Volumes {
+		volumeReferences(v.VolumeSource, add)
+	}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		envReferences(c.EnvFrom, c.Env, add)
+	}
+	for _, c := range spec.EphemeralContainers {
+		envReferences(c.EnvFrom, c.Env, add)
+	}
+}
+
+func volumeReferences(v corev1.VolumeSource, add func(kind, name string)) {
+	if cm := v.ConfigMap; cm != nil && !ptr.Deref(cm.Optional, false) {
+		add("ConfigMap", cm.Name)
+	}
+	if s := v.Secret; s != nil && !ptr.Deref(s.Optional, false) {
+		add("Secret", s.SecretName)
+	}
+	if c := v.PersistentVolumeClaim; c != nil {
+		add("PersistentVolumeClaim", c.ClaimName)
+	}
+	if p := v.Projected; p != nil {
+		for _, src := range p.Sources {
+			if cm := src.ConfigMap; cm != nil && !ptr.Deref(cm.Optional, false) {
+				add("ConfigMap", cm.Name)
+			}
+			if s := src.Secret; s != nil && !ptr.Deref(s.Optional, false) {
+				add("Secret", s.Name)
+			}
 		}
 	}
 }
 
-func volumeReferences(v map[string]any, add func(kind, name string)) {
-	if cm, ok := v["configMap"].(map[string]any); ok && !optional(cm) {
-		add("ConfigMap", str(cm, "name"))
-	}
-	if s, ok := v["secret"].(map[string]any); ok && !optional(s) {
-		add("Secret", str(s, "secretName"))
-	}
-	if c, ok := v["persistentVolumeClaim"].(map[string]any); ok {
-		add("PersistentVolumeClaim", str(c, "claimName"))
-	}
-	for _, src := range items(v, "projected", "sources") {
-		if cm, ok := src["configMap"].(map[string]any); ok && !optional(cm) {
-			add("ConfigMap", str(cm, "name"))
+func envReferences(from []corev1.EnvFromSource, vars []corev1.EnvVar, add func(kind, name string)) {
+	for _, f := range from {
+		if cm := f.ConfigMapRef; cm != nil && !ptr.Deref(cm.Optional, false) {
+			add("ConfigMap", cm.Name)
 		}
-		if s, ok := src["secret"].(map[string]any); ok && !optional(s) {
-			add("Secret", str(s, "name"))
+		if s := f.SecretRef; s != nil && !ptr.Deref(s.Optional, false) {
+			add("Secret", s.Name)
 		}
 	}
-}
-
-func containerReferences(c map[string]any, add func(kind, name string)) {
-	for _, from := range items(c, "envFrom") {
-		if cm, ok := from["configMapRef"].(map[string]any); ok && !optional(cm) {
-			add("ConfigMap", str(cm, "name"))
+	for _, e := range vars {
+		if e.ValueFrom == nil {
+			continue
 		}
-		if s, ok := from["secretRef"].(map[string]any); ok && !optional(s) {
-			add("Secret", str(s, "name"))
+		if cm := e.ValueFrom.ConfigMapKeyRef; cm != nil && !ptr.Deref(cm.Optional, false) {
+			add("ConfigMap", cm.Name)
 		}
-	}
-	for _, env := range items(c, "env") {
-		if cm, ok, _ := unstructured.NestedMap(env, "valueFrom", "configMapKeyRef"); ok && !optional(cm) {
-			add("ConfigMap", str(cm, "name"))
-		}
-		if s, ok, _ := unstructured.NestedMap(env, "valueFrom", "secretKeyRef"); ok && !optional(s) {
-			add("Secret", str(s, "name"))
+		if s := e.ValueFrom.SecretKeyRef; s != nil && !ptr.Deref(s.Optional, false) {
+			add("Secret", s.Name)
 		}
 	}
 }
 
 func roleBindingReferences(obj *unstructured.Unstructured, add func(kind, name string)) {
-	if kind, _, _ := unstructured.NestedString(obj.Object, "roleRef", "kind"); kind == "Role" {
-		name, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
-		add("Role", name)
+	var rb rbacv1.RoleBinding
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &rb) != nil {
+		return
 	}
-	for _, s := range items(obj.Object, "subjects") {
-		if str(s, "kind") == "ServiceAccount" && (str(s, "namespace") == "" || str(s, "namespace") == obj.GetNamespace()) {
-			add("ServiceAccount", str(s, "name"))
+	if rb.RoleRef.Kind == "Role" {
+		add("Role", rb.RoleRef.Name)
+	}
+	for _, s := range rb.Subjects {
+		if s.Kind == rbacv1.ServiceAccountKind && (s.Namespace == "" || s.Namespace == obj.GetNamespace()) {
+			add("ServiceAccount", s.Name)
 		}
 	}
 }
 
 func ingressReferences(obj *unstructured.Unstructured, add func(kind, name string)) {
-	for _, tls := range items(obj.Object, "spec", "tls") {
-		add("Secret", str(tls, "secretName"))
+	var in networkingv1.Ingress
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &in) != nil {
+		return
 	}
-	for _, rule := range items(obj.Object, "spec", "rules") {
-		for _, path := range items(rule, "http", "paths") {
-			name, _, _ := unstructured.NestedString(path, "backend", "service", "name")
-			add("Service", name)
+	for _, tls := range in.Spec.TLS {
+		add("Secret", tls.SecretName)
+	}
+	for _, rule := range in.Spec.Rules {
+		if rule.HTTP == nil {
+			continue
+		}
+		for _, path := range rule.HTTP.Paths {
+			if path.Backend.Service != nil {
+				add("Service", path.Backend.Service.Name)
+			}
 		}
 	}
 }
@@ -183,26 +210,4 @@ func lost(refs []ref, saved map[string]bool) []Lost {
 		return strings.Compare(a.Kind+"/"+a.Name, b.Kind+"/"+b.Name)
 	})
 	return out
-}
-
-// items reads a list of objects at path, skipping what is not an object.
-func items(obj map[string]any, path ...string) []map[string]any {
-	list, _, _ := unstructured.NestedSlice(obj, path...)
-	var out []map[string]any
-	for _, item := range list {
-		if m, ok := item.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func str(obj map[string]any, key string) string {
-	s, _ := obj[key].(string)
-	return s
-}
-
-func optional(ref map[string]any) bool {
-	b, _ := ref["optional"].(bool)
-	return b
 }
