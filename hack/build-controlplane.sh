@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver and kube-controller-manager from the pins in
-# hack/controlplane/go.mod (the default, v1.36) or, given a minor such as
-# 1.33, hack/controlplane/1.33/go.mod, into a gitignored cache folder keyed
-# by the pins' hash, so the ~10 minute cold build happens once per pin
-# change. Prints the folder holding the three binaries on stdout.
+# Builds etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+# from the pins in hack/controlplane/go.mod (the default) or, given a minor
+# such as 1.33, hack/controlplane/1.33/go.mod, and kwok (the nodes' fake
+# kubelets) from hack/kwok/go.mod, into a gitignored cache folder keyed by
+# the pins' hash, so the ~20 minute cold build happens once per pin change.
+# It also writes kwok's stages there (kwok-stages.yaml: the pinned kwok's
+# own node and pod stages, with the test bed's pod deletion). Prints the
+# folder on stdout.
 #   bash hack/build-controlplane.sh [MINOR]
 set -euo pipefail
 
@@ -15,10 +18,12 @@ if [ -n "${1:-}" ] && [ "$1" != default ] && [ "$1" != "$default_minor" ]; then
   [ -f "$mod/go.mod" ] || { echo "no control plane pins for $1 (hack/controlplane/$1/go.mod); known: $(cd "$root/hack/controlplane" && ls -d 1.* | tr '\n' ' ')" >&2; exit 2; }
 fi
 cache="${NSDOCTOR_CACHE:-$root/.cache}"
-key=$(cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -c1-16)
+kwok_mod="$root/hack/kwok"
+key=$(cat "$mod/go.mod" "$mod/go.sum" "$kwok_mod/go.mod" "$kwok_mod/go.sum" "$kwok_mod/pod-delete.yaml" "$0" | sha256sum | cut -c1-16)
 out="$cache/controlplane/$key"
 
-if [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ] && [ -x "$out/etcd" ]; then
+if [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ] && [ -x "$out/kube-scheduler" ] &&
+  [ -x "$out/etcd" ] && [ -x "$out/kwok" ] && [ -s "$out/kwok-stages.yaml" ]; then
   echo "$out"
   exit 0
 fi
@@ -45,7 +50,25 @@ toolchain=$(awk '$1 == "toolchain" {print $2}' go.mod)
 [ -z "$toolchain" ] || export GOTOOLCHAIN="$toolchain"
 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+# kwok is one for every Kubernetes version (it speaks the stable core API).
+cd "$kwok_mod"
+unset GOTOOLCHAIN
+go build -trimpath -ldflags "-s -w" -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok
+# The stages: a node that initialises and heartbeats through its lease, and
+# kwok's general pod stages (created, initialised, Running and Ready, a
+# Job's pods complete), except their deletion, which is the bed's own
+# (pod-delete.yaml: gone at the end of the grace period).
+kwok_dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+{
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/general/pod-create.yaml pod/general/pod-init-container-running.yaml \
+    pod/general/pod-init-container-completed.yaml pod/general/pod-ready.yaml pod/general/pod-complete.yaml; do
+    echo "---"; cat "$kwok_dir/kustomize/stage/$f"
+  done
+  echo "---"; cat "$kwok_mod/pod-delete.yaml"
+} > "$tmp/kwok-stages.yaml"
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT

@@ -24,8 +24,7 @@ import (
 // the dependent.
 func TestBlockerForegroundDeletionNamesDependents(t *testing.T) {
 	ctx := context.Background()
-	cp.StopControllerManager()
-	t.Cleanup(func() { plugintest.Must(t, cp.StartControllerManager()) })
+	plugintest.Quiet(t, cp, "namespace-controller", "garbage-collector-controller")
 	name := plugintest.UniqueName(t)
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "owner", nil))

@@ -101,8 +101,7 @@ func TestBlockerNamespaceFinalizer(t *testing.T) {
 
 func TestBlockerControllerNotRunning(t *testing.T) {
 	ctx := context.Background()
-	cp.StopControllerManager()
-	t.Cleanup(func() { plugintest.Must(t, cp.StartControllerManager()) })
+	plugintest.Quiet(t, cp, "namespace-controller")
 	name := plugintest.UniqueName(t)
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
 	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "left", nil))

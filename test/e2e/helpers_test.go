@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,9 +110,5 @@ func waitCondition(t *testing.T, name string, ct v1.NamespaceConditionType, stat
 // starts it again, once, and the test's end does if the test did not.
 func withoutController(t *testing.T) (restart func()) {
 	t.Helper()
-	cp.StopControllerManager()
-	var once sync.Once
-	restart = func() { once.Do(func() { plugintest.Must(t, cp.StartControllerManager()) }) }
-	t.Cleanup(restart)
-	return restart
+	return plugintest.Quiet(t, cp, "namespace-controller")
 }

@@ -1,5 +1,8 @@
-// Package purge_test drives `kubectl ns-doctor purge` against a control
-// plane with NO namespace controller: purge alone must finish deletions.
+// Package purge_test drives `kubectl ns-doctor purge` against the full bed
+// (every default controller, a scheduler, nodes) with its namespace
+// controller quiet: purge alone must finish deletions, while the garbage
+// collector, the protection controllers, the node lifecycle controller
+// and the kubelets do their part as on a real cluster.
 package purge_test
 
 import (
@@ -17,6 +20,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	setup := plugintest.Setup{Name: "purge", Race: true, ControlPlane: controlplane.Options{WithoutControllerManager: true}}
+	// The namespace controller would finish what each test leaves for
+	// purge to do: quiet for the whole package.
+	setup := plugintest.Setup{Name: "purge", Race: true, ControlPlane: controlplane.Options{Quiet: []string{"namespace-controller"}}}
 	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })
 }

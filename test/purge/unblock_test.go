@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
@@ -28,21 +30,42 @@ import (
 
 var validatingWebhooks = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 
-// A pod bound to a node that does not exist never finishes terminating;
-// ordered, it holds back everything else. Without the escalation purge
-// stops at --timeout having deleted nothing else; with it, the namespace
-// goes and the backup holds the pod.
+// A pod on a lost node (its kubelet dead: NotReady, tainted unreachable by
+// the node lifecycle controller) never finishes terminating; ordered, it
+// holds back everything else. Without the escalation purge stops at
+// --timeout having deleted nothing else; with it, the namespace goes and
+// the backup holds the pod.
 func TestForceDeletePodsOnALostNode(t *testing.T) {
+	forceDeletePods(t, cluster.LostNode, purge.NodeNotReady)
+}
+
+// A pod whose node was deleted: the pod garbage collector would
+// force-delete it 40 s after the node went, which is why a deleted node's
+// pods rarely hold a namespace; quiet here so that purge meets it.
+func TestForceDeletePodsOnADeletedNode(t *testing.T) {
+	ctx := context.Background()
+	node := strings.ToLower(plugintest.UniqueName(t))
+	_, err := cp.StartNode(ctx, node)
+	plugintest.Must(t, err)
+	plugintest.Quiet(t, cp, "pod-garbage-collector-controller")
+	plugintest.Must(t, cp.DeleteNode(ctx, node))
+	forceDeletePods(t, node, purge.NodeMissing)
+}
+
+func forceDeletePods(t *testing.T, node string, state purge.NodeState) {
 	ctx := context.Background()
 	name := plugintest.UniqueName(t)
 	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
-	plugintest.Must(t, cluster.CreateBoundPod(ctx, name, "on-lost-node", 1))
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-lost-node", Namespace: name}, Spec: v1.PodSpec{NodeName: node,
+		TerminationGracePeriodSeconds: ptr.To(int64(1)), Containers: []v1.Container{{Name: "main", Image: "registry.invalid/app:v1"}}}}
+	_, err := cluster.CreatePod(ctx, pod)
+	plugintest.Must(t, err)
 	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "plain", nil))
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
 
 	plan, r := purgeJSON(t, name, "--force-delete-pods")
-	if forced := plan.RowsOf(purge.RowForcedPod); r.Code != 0 || len(forced) != 1 || forced[0].Extra.(purge.ForcedPod).Node != "node-gone" || forced[0].Extra.(purge.ForcedPod).NodeState != purge.NodeMissing || !plan.Finalize.Would {
-		t.Fatalf("plan: exit %d, forced pods %+v, finalize %+v", r.Code, forced, plan.Finalize)
+	if forced := plan.RowsOf(purge.RowForcedPod); r.Code != 0 || len(forced) != 1 || forced[0].Extra.(purge.ForcedPod).Node != node || forced[0].Extra.(purge.ForcedPod).NodeState != state || !plan.Finalize.Would {
+		t.Fatalf("plan: exit %d, forced pods %+v (want node %s %s), finalize %+v", r.Code, forced, node, state, plan.Finalize)
 	}
 
 	rep, r := purgeJSON(t, name, "--force", "--yes", "--timeout=10s", "--backup-dir", t.TempDir())
@@ -62,8 +85,12 @@ func TestForceDeletePodsOnALostNode(t *testing.T) {
 	if err != nil || len(pods) != 1 || pods[0].GetName() != "on-lost-node" {
 		t.Fatalf("the pod is not in the backup: %v, %d pods", err, len(pods))
 	}
-	if node, _, _ := unstructured.NestedString(pods[0].Object, "spec", "nodeName"); node != "node-gone" {
-		t.Errorf("the pod's backup lost its spec: nodeName %q", node)
+	// Saved to re-apply: the scheduler places it anew (the restore table's
+	// "pod" row), its spec otherwise whole.
+	containers, _, _ := unstructured.NestedSlice(pods[0].Object, "spec", "containers")
+	if _, bound, _ := unstructured.NestedString(pods[0].Object, "spec", "nodeName"); bound || len(containers) != 1 ||
+		containers[0].(map[string]any)["image"] != "registry.invalid/app:v1" {
+		t.Errorf("the pod's backup: %v", pods[0].Object["spec"])
 	}
 }
 

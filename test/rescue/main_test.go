@@ -33,9 +33,11 @@ func TestMain(m *testing.M) {
 	if c := os.Getenv("NSDOCTOR_KCM_CREDENTIALS"); c != "" {
 		credentials = c
 	}
-	// The PV binder binds the claims, releases their volumes once the
-	// claims go, and binds a restored claim to its retained volume again.
-	opts := controlplane.FromEnv(controlplane.Options{ControllerCredentials: credentials, Controllers: []string{"persistentvolume-binder"}})
+	// The full bed: pods that run and go at the end of their grace
+	// period (the window a rescue works in), the PV binder and the
+	// protection controllers, the ServiceAccount controller a restored
+	// namespace waits for, the workload controllers whose pods come back.
+	opts := controlplane.FromEnv(controlplane.Options{ControllerCredentials: credentials})
 	ordered = !strings.Contains(opts.FeatureGates, "OrderedNamespaceDeletion=false")
 	setup := plugintest.Setup{Name: "rescue", ControlPlane: opts}
 	plugintest.Main(m, setup, func(b plugintest.Bed) { cp, cluster, plugin = b.CP, b.Cluster, b.Plugin })

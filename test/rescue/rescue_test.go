@@ -103,7 +103,7 @@ func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 	// enough for rescue. The pod uses the claim and a ConfigMap, a
 	// Secret and a ServiceAccount, as the workloads' pods would.
 	stuck := uses.DeepCopy()
-	stuck.NodeName, stuck.TerminationGracePeriodSeconds = "node-gone", ptr.To[int64](20)
+	stuck.NodeName, stuck.TerminationGracePeriodSeconds = cluster.LostNode, ptr.To[int64](20)
 	stuck.Volumes = append(stuck.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
 	must(k.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}, Spec: *stuck}, metav1.CreateOptions{}))

@@ -19,7 +19,7 @@ func binDir(ctx context.Context, dir, version string) (string, error) {
 		dir = os.Getenv("NSDOCTOR_CONTROLPLANE_BIN")
 	}
 	if dir != "" {
-		for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml"} {
 			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 				return "", fmt.Errorf("%w in %s: %v", errNoBinaries, dir, err)
 			}

@@ -1,8 +1,11 @@
-// Package controlplane runs a real etcd, kube-apiserver and (optionally)
-// kube-controller-manager on loopback for tests, the demo and `make cluster`.
-// The controller manager runs the namespace and garbage collector
-// controllers: the real namespace controller is the oracle ns-doctor is
-// checked against.
+// Package controlplane runs a real cluster on loopback for tests, the demo
+// and `make cluster`: etcd and kube-apiserver, and by default what a real
+// cluster runs beside them (the full bed): kube-controller-manager with its
+// default controllers as kubeadm runs it, kube-scheduler, and nodes whose
+// kubelets are kwok processes, one of them lost. The real namespace
+// controller is the oracle ns-doctor is checked against.
+// docs/development.md ("The test bed") says what runs, what is simulated
+// and what a test may assume.
 package controlplane
 
 import (
@@ -15,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +36,24 @@ type Options struct {
 	// Dir is where state, certificates and logs go. Empty means a new temp
 	// dir, removed by Stop.
 	Dir string
-	// WithoutControllerManager starts no namespace controller: a cluster
-	// whose terminating namespaces nobody works on.
+	// WithoutControllerManager starts no controller, scheduler or node: a
+	// cluster whose terminating namespaces nobody works on.
 	WithoutControllerManager bool
+	// Minimal is the bed of a package whose tests craft inert objects and
+	// write their status as their controllers would: kube-controller-manager
+	// runs the namespace controller, the garbage collector and Controllers
+	// only, kube-apiserver admits pods without a ServiceAccount, and there
+	// is no scheduler and no node (a pod's node is a name). The package
+	// says why it needs it.
+	Minimal bool
+	// Quiet are default controllers of the full bed that every test of a
+	// package needs stopped (kube-controller-manager's --controllers names),
+	// each with the package's reason beside it; QuietControllers stops
+	// them for one test.
+	Quiet []string
+	// Nodes is how many nodes the full bed starts besides the lost one
+	// (node-0, node-1, ...); 0 means 2.
+	Nodes int
 	// Version is the Kubernetes minor to run, e.g. "1.33", built from the
 	// pins in hack/controlplane/1.33; empty is the default (1.37).
 	Version string
@@ -48,8 +67,8 @@ type Options struct {
 	// configuration file.
 	APIServerArgs []string
 	// ControllerCredentials is the identity kube-controller-manager's
-	// controllers send their requests as: empty runs it as the test's
-	// admin (the default, what most tests need); "user" runs it as
+	// controllers send their requests as: empty is "serviceaccounts" on the
+	// full bed and the test's admin on the minimal one; "user" runs it as
 	// system:kube-controller-manager (in group system:masters: the role the
 	// API server bootstraps for that user does not cover the controllers'
 	// own work); "serviceaccounts" runs it as system:kube-controller-manager
@@ -58,9 +77,9 @@ type Options struct {
 	// service account in kube-system (kubeadm's setup). Tests of what
 	// admission sees of the controllers need one of the last two.
 	ControllerCredentials string
-	// Controllers are kube-controller-manager's controllers to run beside
-	// the namespace controller and the garbage collector (its --controllers
-	// names, e.g. persistentvolume-binder).
+	// Controllers are, on the minimal bed, kube-controller-manager's
+	// controllers to run beside the namespace controller and the garbage
+	// collector (its --controllers names, e.g. persistentvolume-binder).
 	Controllers []string
 	// EncryptionConfig is kube-apiserver's EncryptionConfiguration (YAML),
 	// written to the control plane's dir and passed as
@@ -96,6 +115,19 @@ type ControlPlane struct {
 	etcd         *process
 	apiserver    *process
 	controller   *process
+
+	// The full bed's: where the binaries are, the controllers quieted for
+	// the package and its credentials mode (to start the manager again),
+	// the scheduler, the nodes and their kubelets' files.
+	binDir         string
+	minimal        bool
+	quiet          []string
+	extra          []string
+	credentials    string
+	scheduler      *process
+	nodes          []*Node
+	kwokConfig     string
+	kwokKubeconfig string
 }
 
 // ServerPIDs are the process IDs of etcd and kube-apiserver, for a
@@ -132,13 +164,18 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}()
 	cp.featureGates = opts.FeatureGates
-	if err := cp.prepare(binDir, !opts.WithoutControllerManager); err != nil {
+	cp.binDir, cp.minimal, cp.quiet, cp.extra = binDir, opts.Minimal, opts.Quiet, opts.Controllers
+	full := !opts.Minimal && !opts.WithoutControllerManager
+	cp.credentials = opts.ControllerCredentials
+	if full && cp.credentials == "" {
+		cp.credentials = "serviceaccounts"
+	}
+	if err := cp.prepare(binDir, !opts.WithoutControllerManager, full); err != nil {
 		return nil, err
 	}
-	if err := cp.controllerCredentials(opts.ControllerCredentials); err != nil {
+	if err := cp.controllerCredentials(cp.credentials); err != nil {
 		return nil, err
 	}
-	cp.moreControllers(opts.Controllers)
 	if opts.APIServerFeatureGates != "" {
 		cp.apiserver.args = append(cp.apiserver.args, "--feature-gates="+opts.APIServerFeatureGates)
 	}
@@ -160,11 +197,20 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			return nil, err
 		}
 	}
+	if full {
+		nodes := opts.Nodes
+		if nodes == 0 {
+			nodes = 2
+		}
+		if err := cp.startCluster(ctx, nodes); err != nil {
+			return nil, err
+		}
+	}
 	return cp, nil
 }
 
 // prepare writes certificates and kubeconfigs and lays out the processes.
-func (cp *ControlPlane) prepare(binDir string, withController bool) error {
+func (cp *ControlPlane) prepare(binDir string, withController, full bool) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -185,6 +231,9 @@ func (cp *ControlPlane) prepare(binDir string, withController bool) error {
 		}
 	}
 	if err := writeServiceAccountKey(cp.path("sa.key")); err != nil {
+		return err
+	}
+	if err := cp.writeCAKey(); err != nil {
 		return err
 	}
 	if cp.Config, cp.Kubeconfig, err = cp.MintUser("admin", "system:masters"); err != nil {
@@ -215,40 +264,36 @@ func (cp *ControlPlane) prepare(binDir string, withController bool) error {
 		// Loopback can't be a Service endpoint; nothing here routes to the
 		// kubernetes Service anyway.
 		"--endpoint-reconciler-type=none",
-		// No serviceaccount controller creates "default" service accounts,
-		// so pods could not be created in fresh namespaces.
-		"--disable-admission-plugins=ServiceAccount",
 	}}
-	if withController {
-		cp.controller = cp.controllerManager(binDir)
+	switch {
+	case full:
+		cp.controller = cp.fullControllerManager(binDir, cp.quiet)
+	case withController:
+		cp.controller = cp.controllerManager(binDir, cp.quiet)
+	}
+	if !full {
+		// No ServiceAccount controller makes "default" service accounts,
+		// so pods could not be created in fresh namespaces.
+		cp.apiserver.args = append(cp.apiserver.args, "--disable-admission-plugins=ServiceAccount")
 	}
 	return nil
 }
 
-// controllerManager runs the namespace controller (the oracle) and the
-// garbage collector, nothing else.
-func (cp *ControlPlane) controllerManager(binDir string) *process {
+// controllerManager runs the namespace controller (the oracle), the
+// garbage collector and the extra controllers named, nothing else (the
+// minimal bed), less those quieted.
+func (cp *ControlPlane) controllerManager(binDir string, quiet []string) *process {
+	names := slices.DeleteFunc(append([]string{"namespace-controller", "garbage-collector-controller"}, cp.extra...),
+		func(n string) bool { return slices.Contains(quiet, n) })
 	args := []string{
 		"--kubeconfig=" + cp.Kubeconfig,
-		"--controllers=namespace,garbagecollector",
+		"--controllers=" + strings.Join(names, ","),
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 	}
 	if cp.featureGates != "" {
 		args = append(args, "--feature-gates="+cp.featureGates)
 	}
 	return &process{name: "kube-controller-manager", path: filepath.Join(binDir, "kube-controller-manager"), logPath: cp.path("kube-controller-manager.log"), args: args}
-}
-
-// moreControllers adds controllers to kube-controller-manager's list.
-func (cp *ControlPlane) moreControllers(names []string) {
-	if cp.controller == nil || len(names) == 0 {
-		return
-	}
-	for i, a := range cp.controller.args {
-		if strings.HasPrefix(a, "--controllers=") {
-			cp.controller.args[i] = a + "," + strings.Join(names, ",")
-		}
-	}
 }
 
 // controllerCredentials makes kube-controller-manager authenticate as
@@ -307,7 +352,7 @@ func (cp *ControlPlane) StopAPIServer() { cp.apiserver.stop() }
 // plane started without it.
 func (cp *ControlPlane) StartControllerManager() error {
 	if cp.controller == nil {
-		cp.controller = cp.controllerManager(filepath.Dir(cp.apiserver.path))
+		cp.controller = cp.controllerManager(filepath.Dir(cp.apiserver.path), cp.quiet)
 	}
 	if cp.controller.running() {
 		return nil
@@ -317,12 +362,7 @@ func (cp *ControlPlane) StartControllerManager() error {
 	}
 	// It has no serving port to probe; a controller manager that dies at
 	// once (bad flag, unreachable API) is caught here.
-	select {
-	case <-cp.controller.done:
-		return cp.controller.exitedError()
-	case <-time.After(time.Second):
-		return nil
-	}
+	return cp.controller.stillRunningAfter(time.Second)
 }
 
 // StopControllerManager stops the namespace controller.
@@ -340,7 +380,10 @@ func (cp *ControlPlane) ControllerManagerRunning() bool {
 // Stop stops everything and removes the directory it created. It is safe
 // to call more than once.
 func (cp *ControlPlane) Stop() {
-	for _, p := range []*process{cp.controller, cp.apiserver, cp.etcd} {
+	for _, n := range cp.nodes {
+		n.kubelet.stop()
+	}
+	for _, p := range []*process{cp.scheduler, cp.controller, cp.apiserver, cp.etcd} {
 		if p != nil {
 			p.stop()
 		}

@@ -70,6 +70,15 @@ func (p *process) stop() {
 	}
 }
 
+// kill ends the process at once (SIGKILL), as a machine that loses power:
+// it says goodbye to nobody.
+func (p *process) kill() {
+	if p.running() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
 // exitedError describes a process that died, with the end of its log, so a
 // failed start says why without digging through temp dirs.
 func (p *process) exitedError() error {

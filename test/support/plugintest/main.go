@@ -3,6 +3,7 @@ package plugintest
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/test/support/controlplane"
@@ -63,6 +64,22 @@ func run(m *testing.M, s Setup, use func(Bed)) int {
 		if err != nil {
 			panic(err)
 		}
+		cluster.LostNode = c.LostNode()
+		cluster.Settle = c.Full()
 		use(Bed{CP: c, Cluster: cluster, Plugin: Plugin{Dir: dir}})
 	})
+}
+
+// Quiet stops the named controllers of the bed's kube-controller-manager
+// for one test (e.g. "namespace-controller": the test plays its part) and
+// starts them again when the test ends, or when the returned function is
+// called first.
+func Quiet(t *testing.T, cp *controlplane.ControlPlane, names ...string) (restart func()) {
+	t.Helper()
+	restore, err := cp.QuietControllers(names...)
+	Must(t, err)
+	var once sync.Once
+	restart = func() { once.Do(func() { Must(t, restore()) }) }
+	t.Cleanup(restart)
+	return restart
 }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 )
 
@@ -35,21 +38,38 @@ func (c *Cluster) ReleaseConfigMap(ctx context.Context, namespace, name string) 
 	return nil
 }
 
-// CreateBoundPod creates a pod bound to a node that does not exist: no
-// kubelet will ever confirm its termination, so it stays Terminating.
+// CreateBoundPod creates a pod bound to the lost node (Cluster.LostNode):
+// no kubelet will ever confirm its termination, so it stays Terminating.
 func (c *Cluster) CreateBoundPod(ctx context.Context, namespace, name string, graceSeconds int64) error {
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: v1.PodSpec{
-			NodeName:                      "node-gone",
+			NodeName:                      c.LostNode,
 			TerminationGracePeriodSeconds: ptr.To(graceSeconds),
 			Containers:                    []v1.Container{{Name: "main", Image: "registry.invalid/none"}},
 		},
 	}
-	if _, err := c.Kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating pod %s/%s: %w", namespace, name, err)
+	_, err := c.CreatePod(ctx, pod)
+	return err
+}
+
+// CreatePod creates a pod, waiting first, when admission refuses it for
+// want of its ServiceAccount, until the ServiceAccount controller has made
+// it: every fresh namespace has that race on a real cluster.
+func (c *Cluster) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	var created *v1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		created, err = c.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil && apierrors.IsForbidden(err) && strings.Contains(err.Error(), "error looking up service account") {
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return nil
+	return created, nil
 }
 
 // CreateNamespaceWithLabels creates an Active namespace with labels.
@@ -58,7 +78,7 @@ func (c *Cluster) CreateNamespaceWithLabels(ctx context.Context, name string, la
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
-	return nil
+	return c.settle(ctx, name)
 }
 
 // CreateNamespaceWithFinalizers creates a namespace whose spec.finalizers
@@ -71,7 +91,7 @@ func (c *Cluster) CreateNamespaceWithFinalizers(ctx context.Context, name string
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
-	return nil
+	return c.settle(ctx, name)
 }
 
 // FailClosedWebhook registers a validating webhook (failurePolicy Fail)

@@ -24,7 +24,15 @@ import (
 type Cluster struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
-	config  *rest.Config
+	// LostNode is the node a pod that must never be confirmed gone is
+	// bound to: on the full bed a node whose kubelet died (NotReady),
+	// otherwise a node name that does not exist.
+	LostNode string
+	// Settle: the bed runs the ServiceAccount controller and the root CA
+	// publisher, and CreateNamespace waits for what they make in a new
+	// namespace (a namespace as users find it a moment after creating it).
+	Settle bool
+	config *rest.Config
 }
 
 // NewCluster builds the clients from cfg.
@@ -37,7 +45,7 @@ func NewCluster(cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Kube: k, Dynamic: d, config: cfg}, nil
+	return &Cluster{Kube: k, Dynamic: d, LostNode: "node-gone", config: cfg}, nil
 }
 
 var (
@@ -45,11 +53,29 @@ var (
 	apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 )
 
-// CreateNamespace creates an Active namespace.
+// CreateNamespace creates an Active namespace (settled: Cluster.Settle).
 func (c *Cluster) CreateNamespace(ctx context.Context, name string) error {
 	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return c.settle(ctx, name)
+}
+
+// settle waits, on a bed that runs them, for what the ServiceAccount
+// controller and the root CA publisher make in every new namespace: a
+// fixture deleted before they act would hold less than its twin.
+func (c *Cluster) settle(ctx context.Context, name string) error {
+	if !c.Settle {
+		return nil
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, errSA := c.Kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		_, errCA := c.Kube.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return errSA == nil && errCA == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s: no default ServiceAccount or kube-root-ca.crt from their controllers: %w", name, err)
 	}
 	return nil
 }
