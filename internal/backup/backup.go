@@ -24,11 +24,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Writer writes the objects of each resource type to one file,
-// Dir/objects/<resource>.<group>.json, one JSON object per line (what
-// `kubectl apply -f` and jq both read as a stream), and the namespace
-// itself to Dir/namespace.yaml. Saving the same object twice keeps the
-// first copy: the state before ns-doctor touched it.
+// Writer saves a namespace's objects into a backup folder (folder.go
+// says its layout): each type's objects in one file, one JSON object per
+// line (what `kubectl apply -f` and jq both read as a stream), under
+// objects/ what a restore re-applies, under record/ what it leaves out
+// (Rules decides, and shapes the copy so kubectl accepts it), with a line
+// per object in the index. Saving the same object twice keeps the first
+// copy: the state before ns-doctor touched it.
 //
 // One file per type, not per object: creating 10,000 files costs seconds
 // of CPU on some filesystems, taken from the API server on a small
@@ -36,11 +38,15 @@ import (
 // JSON and are written as they came, minus what the server owns, while
 // encoding YAML cost about 0.1 ms of CPU per object (1 s per 10,000).
 type Writer struct {
-	Dir   string
-	mu    sync.Mutex
-	saved map[string]*saving
-	files map[string]*typeFile
-	count int
+	Dir string
+	// madeBy names the command in the manifest.
+	madeBy string
+	mu     sync.Mutex
+	saved  map[string]*saving
+	files  map[string]*typeFile
+	count  int
+	// indexMu orders the index's appends.
+	indexMu sync.Mutex
 }
 
 // saving is one object's save: later Saves of it wait for the first and
@@ -69,12 +75,15 @@ func DefaultDir(namespace string, now time.Time) (string, error) {
 	return filepath.Join(cache, "ns-doctor", "backups", namespace+"-"+now.UTC().Format("20060102T150405Z")), nil
 }
 
-// New prepares dir.
-func New(dir string) (*Writer, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o700); err != nil {
-		return nil, fmt.Errorf("creating backup folder %s: %w", dir, err)
+// New prepares dir for a backup made by the command madeBy (purge,
+// rescue, watch).
+func New(dir, madeBy string) (*Writer, error) {
+	for _, sub := range []string{ObjectsDir, RecordDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("creating backup folder %s: %w", dir, err)
+		}
 	}
-	return &Writer{Dir: dir, saved: map[string]*saving{}, files: map[string]*typeFile{}}, nil
+	return &Writer{Dir: dir, madeBy: madeBy, saved: map[string]*saving{}, files: map[string]*typeFile{}}, nil
 }
 
 // Count is how many objects were saved.
@@ -84,7 +93,8 @@ func (w *Writer) Count() int {
 	return w.count
 }
 
-// FileName is the file, under Dir/objects, holding the objects of gvr.
+// FileName is the file, under Dir/objects or Dir/record, holding the
+// objects of gvr.
 func FileName(gvr schema.GroupVersionResource) string {
 	return fmt.Sprintf("%s.%s.json", gvr.Resource, groupOrCore(gvr.Group))
 }
@@ -99,28 +109,46 @@ func (w *Writer) Save(gvr schema.GroupVersionResource, obj *unstructured.Unstruc
 	return w.SaveObject(gvr, o)
 }
 
-// SaveObject appends obj (of resource gvr) to its type's file unless an
-// earlier copy exists. Saves run concurrently; only the append is one at a
-// time per type.
+// SaveObject appends obj (of resource gvr) to its type's file, in
+// objects/ or record/ as the restore table says, unless an earlier copy
+// exists. Saves run concurrently; only the append is one at a time per
+// type.
 func (w *Writer) SaveObject(gvr schema.GroupVersionResource, obj *Object) error {
-	file := FileName(gvr)
+	_, err := w.SavePlaced(gvr, obj)
+	return err
+}
+
+// SavePlaced is SaveObject, also telling whether the object went to
+// record/ (a restore leaves it out).
+func (w *Writer) SavePlaced(gvr schema.GroupVersionResource, obj *Object) (record bool, err error) {
+	place, line, err := placeOf(gvr.GroupResource(), obj)
+	if err != nil {
+		return false, fmt.Errorf("saving %s %s: %w", gvr.Resource, obj.Meta.Name, err)
+	}
+	record = place == RecordDir
+	file := place + "/" + FileName(gvr)
 	key := file + "/" + obj.Meta.Name
 	w.mu.Lock()
 	if s, ok := w.saved[key]; ok {
 		w.mu.Unlock()
 		<-s.done
-		return s.err
+		return record, s.err
 	}
 	s := &saving{done: make(chan struct{})}
 	w.saved[key] = s
 	tf := w.files[file]
 	if tf == nil {
-		tf = &typeFile{path: filepath.Join(w.Dir, "objects", file)}
+		tf = &typeFile{path: filepath.Join(w.Dir, filepath.FromSlash(file))}
 		w.files[file] = tf
 	}
 	w.mu.Unlock()
 
-	s.err = tf.append(obj.Meta.Name, obj.line)
+	added, err := tf.append(obj.Meta.Name, line)
+	if err == nil && added {
+		err = w.addToIndex(Entry{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: obj.Kind,
+			Name: obj.Meta.Name, UID: string(obj.Meta.UID), Owners: obj.Meta.OwnerReferences, File: file})
+	}
+	s.err = err
 	w.mu.Lock()
 	if s.err != nil {
 		delete(w.saved, key) // a later Save tries again
@@ -130,7 +158,7 @@ func (w *Writer) SaveObject(gvr schema.GroupVersionResource, obj *Object) error 
 	}
 	w.mu.Unlock()
 	close(s.done)
-	return s.err
+	return record, s.err
 }
 
 // saved marks an object saved: one value for all, so 100,000 saved
@@ -142,8 +170,9 @@ var saved = func() *saving {
 }()
 
 // append writes one object's line with a single write, so an interrupted
-// run leaves whole objects only.
-func (tf *typeFile) append(name string, line []byte) error {
+// run leaves whole objects only; added is false when an earlier run's copy
+// is kept.
+func (tf *typeFile) append(name string, line []byte) (added bool, err error) {
 	tf.mu.Lock()
 	defer tf.mu.Unlock()
 	if !tf.read {
@@ -151,23 +180,80 @@ func (tf *typeFile) append(name string, line []byte) error {
 		tf.read = true
 	}
 	if tf.readErr != nil {
-		return tf.readErr
+		return false, tf.readErr
 	}
 	if tf.earlier[name] {
-		return nil // an earlier run saved it before changing it: keep that
+		return false, nil // an earlier run saved it before changing it: keep that
 	}
-	f, err := os.OpenFile(tf.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	return true, appendLine(tf.path, line)
+}
+
+// appendLine appends with one write.
+func appendLine(path string, line []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("writing backup %s: %w", tf.path, err)
+		return fmt.Errorf("writing backup %s: %w", path, err)
 	}
 	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing backup %s: %w", tf.path, err)
+		return fmt.Errorf("writing backup %s: %w", path, err)
 	}
 	return nil
+}
+
+// addToIndex appends an object's entry to the index, after its copy:
+// an entry always has its object.
+func (w *Writer) addToIndex(e Entry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	w.indexMu.Lock()
+	defer w.indexMu.Unlock()
+	return appendLine(filepath.Join(w.Dir, IndexFile), append(line, '\n'))
+}
+
+// placeOf is where the restore table puts an object (objects/ or
+// record/) and the line saved there: in objects/, as the table shapes it
+// for a re-apply. Only objects a row may decide other than "as saved"
+// are decoded.
+func placeOf(gr schema.GroupResource, obj *Object) (string, []byte, error) {
+	if !mayBeDecided(gr, obj) {
+		return ObjectsDir, obj.line, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(obj.line, &u.Object); err != nil {
+		return "", nil, err
+	}
+	u.SetOwnerReferences(obj.Meta.OwnerReferences)
+	d := Decide(gr, u, Context{})
+	if d.Verdict == LeaveOut {
+		return RecordDir, obj.line, nil
+	}
+	line, err := compact(d.Object.Object)
+	if err != nil {
+		return "", nil, err
+	}
+	return ObjectsDir, append(line, '\n'), nil
+}
+
+// mayBeDecided tells whether a row other than "as saved" may match: a
+// type some row names, or an object with a controller.
+func mayBeDecided(gr schema.GroupResource, obj *Object) bool {
+	for _, r := range obj.Meta.OwnerReferences {
+		if r.Controller != nil && *r.Controller {
+			return true
+		}
+	}
+	for _, r := range Rules() {
+		if slices.Contains(r.Resources, gr) {
+			return true
+		}
+	}
+	return false
 }
 
 // names reads the object names a type's file already holds: none when it
@@ -221,8 +307,8 @@ func decodeAll(r io.Reader) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// Saved lists what the backup in dir holds, as "<file>/<name>" sorted,
-// for instance "configmaps.core.json/held".
+// Saved lists what the backup in dir holds to re-apply (objects/), as
+// "<file>/<name>" sorted, for instance "configmaps.core.json/held".
 func Saved(dir string) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "objects", "*.json"))
 	if err != nil {
@@ -261,10 +347,23 @@ func (w *Writer) SaveCluster(gvr schema.GroupVersionResource, obj *unstructured.
 	return path, writeYAML(path, Reappliable(obj))
 }
 
-// SaveNamespace writes the namespace object as it is, for the record.
+// SaveNamespace writes the namespace object as it is (a restore takes its
+// labels and annotations) and, on a folder's first run, the manifest.
 func (w *Writer) SaveNamespace(obj *unstructured.Unstructured) error {
-	return writeYAML(filepath.Join(w.Dir, "namespace.yaml"), obj.Object)
+	m := Manifest{APIVersion: ManifestAPIVersion, Kind: "Backup", Namespace: obj.GetName(), UID: string(obj.GetUID()),
+		MadeBy: w.madeBy, Created: time.Now().UTC().Truncate(time.Second)}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeOnce(filepath.Join(w.Dir, ManifestFile), append(data, '\n')); err != nil {
+		return err
+	}
+	return writeYAML(filepath.Join(w.Dir, NamespaceFile), obj.Object)
 }
+
+// ManifestAPIVersion is the manifest's version.
+const ManifestAPIVersion = "ns-doctor.io/v1alpha1"
 
 // Reappliable strips what the server owns, so `kubectl apply -n NEW -f`
 // recreates the object anywhere: identity, versions, timestamps, managed
@@ -280,12 +379,17 @@ func Reappliable(obj *unstructured.Unstructured) map[string]any {
 }
 
 func writeYAML(path string, obj map[string]any) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil // an earlier run saved it before changing it: keep that
-	}
 	data, err := Encode(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return writeOnce(path, data)
+}
+
+// writeOnce writes a file unless it exists.
+func writeOnce(path string, data []byte) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil // an earlier run saved it before changing it: keep that
 	}
 	// Write then rename: an interrupted run never leaves half a file.
 	// CreateTemp's file is private (0600), as the backups hold Secrets.

@@ -22,7 +22,7 @@ func TestSaveKeepsTheFirstCopy(t *testing.T) {
 			"metadata": map[string]any{"name": "a", "uid": uid, "finalizers": []any{"x"}}, "data": map[string]any{"v": v}}}
 	}
 	for run, v := range []string{"before", "after"} {
-		w, err := New(dir)
+		w, err := New(dir, "purge")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestSaveKeepsTheFirstCopy(t *testing.T) {
 // concurrent saves of a pass append them in; other types have their own.
 func TestSaveAppendsOneDocumentPerObject(t *testing.T) {
 	dir := t.TempDir()
-	w, err := New(dir)
+	w, err := New(dir, "purge")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,11 @@ var serverOwned = []string{"uid", "resourceVersion", "creationTimestamp", "delet
 // Object is one object ready to be saved: the line its type's file gets,
 // and what callers read of its metadata.
 type Object struct {
+	// APIVersion and Kind are the object's (or its list's).
+	APIVersion, Kind string
 	// Meta holds the name, uid, creation and deletion timestamps,
-	// finalizers, and the managers of managedFields; nothing else.
+	// finalizers, owner references, and the managers of managedFields;
+	// nothing else.
 	Meta metav1.ObjectMeta
 	line []byte
 }
@@ -29,11 +32,12 @@ type Object struct {
 // these fields skips labels, annotations and the managed fields' contents,
 // which make up most of a small object.
 type identity struct {
-	Name              string       `json:"name"`
-	UID               types.UID    `json:"uid"`
-	CreationTimestamp metav1.Time  `json:"creationTimestamp"`
-	DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-	Finalizers        []string     `json:"finalizers"`
+	Name              string                  `json:"name"`
+	UID               types.UID               `json:"uid"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	Finalizers        []string                `json:"finalizers"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 	ManagedFields     []struct {
 		Manager string `json:"manager"`
 	} `json:"managedFields"`
@@ -63,7 +67,7 @@ func FromJSON(raw []byte, apiVersion, kind string) (*Object, error) {
 			return nil, fmt.Errorf("reading metadata: %w", err)
 		}
 		o.Meta = metav1.ObjectMeta{Name: id.Name, UID: id.UID, CreationTimestamp: id.CreationTimestamp,
-			DeletionTimestamp: id.DeletionTimestamp, Finalizers: id.Finalizers}
+			DeletionTimestamp: id.DeletionTimestamp, Finalizers: id.Finalizers, OwnerReferences: id.OwnerReferences}
 		for _, mf := range id.ManagedFields {
 			o.Meta.ManagedFields = append(o.Meta.ManagedFields, metav1.ManagedFieldsEntry{Manager: mf.Manager})
 		}
@@ -77,11 +81,14 @@ func FromJSON(raw []byte, apiVersion, kind string) (*Object, error) {
 		top["metadata"] = kept
 	}
 	delete(top, "status")
-	for field, value := range map[string]string{"apiVersion": apiVersion, "kind": kind} {
-		if _, ok := top[field]; !ok && value != "" {
-			top[field], _ = json.Marshal(value)
+	for field, value := range map[string]*string{"apiVersion": &apiVersion, "kind": &kind} {
+		if own, ok := top[field]; ok {
+			_ = json.Unmarshal(own, value)
+		} else if *value != "" {
+			top[field], _ = json.Marshal(*value)
 		}
 	}
+	o.APIVersion, o.Kind = apiVersion, kind
 	line, err := compact(top)
 	if err != nil {
 		return nil, err

@@ -129,7 +129,7 @@ func (r *run) openBackup(ns *v1.Namespace, s scope) (prepared, error) {
 			return prepared{}, err
 		}
 	}
-	bk, err := backup.New(dir)
+	bk, err := backup.New(dir, "purge")
 	if err != nil {
 		return prepared{}, err
 	}

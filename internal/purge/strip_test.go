@@ -36,7 +36,7 @@ func TestStripRetriesOnConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, patches := fakePurger(t, tc.conflicts)
-			bk, err := backup.New(t.TempDir())
+			bk, err := backup.New(t.TempDir(), "purge")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -27,10 +28,10 @@ const (
 	ConfirmAnnotation = diagnose.ConfirmDeleteAnnotation
 	// ReclaimAnnotation keeps, on a PersistentVolume rescue set to Retain,
 	// the reclaim policy it had before.
-	ReclaimAnnotation = "ns-doctor.io/reclaim-policy-before-rescue"
+	ReclaimAnnotation = backup.ReclaimAnnotation
 	// RescuedAnnotation names, on a retained PersistentVolume, the
 	// namespace whose rescue retained it: release finds them by it.
-	RescuedAnnotation = "ns-doctor.io/rescued-namespace"
+	RescuedAnnotation = backup.RetainedForAnnotation
 	// managedLabel marks every policy and binding ns-doctor creates.
 	managedLabel = "app.kubernetes.io/managed-by"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -54,46 +53,22 @@ type seen struct {
 	namespaced map[string]bool // the kinds of namespaced types
 }
 
-// recordOnly are the types a re-apply must not create: their writers
-// (kubelets, controllers) make them again.
-var recordOnly = map[schema.GroupResource]bool{
-	{Resource: "events"}:                                    true,
-	{Group: "events.k8s.io", Resource: "events"}:            true,
-	{Group: "discovery.k8s.io", Resource: "endpointslices"}: true,
-	{Resource: "endpoints"}:                                 true,
-}
-
 // savedMeta is what Save reads of an object's metadata to sort it.
 type savedMeta struct {
 	Metadata struct {
 		Name              string  `json:"name"`
 		DeletionTimestamp *string `json:"deletionTimestamp"`
-		OwnerReferences   []struct {
-			Controller *bool `json:"controller"`
-		} `json:"ownerReferences"`
 	} `json:"metadata"`
 }
 
-func (m savedMeta) controlled() bool {
-	return slices.ContainsFunc(m.Metadata.OwnerReferences, func(o struct {
-		Controller *bool `json:"controller"`
-	}) bool {
-		return o.Controller != nil && *o.Controller
-	})
-}
-
 // Save copies every object of namespace, of every namespaced type
-// discovery lists, into dir: Dir/objects what `kubectl apply -n NAMESPACE
-// -f` re-creates, Dir/record what must not be re-applied, Dir/cluster the
-// namespace and the volumes. Objects saved by an earlier run into the same
-// dir are kept as they were.
+// discovery lists, into dir, a backup folder (internal/backup: objects/
+// what `kubectl apply --server-side -n NAMESPACE -f` re-creates, record/
+// what a restore leaves out, the namespace and the volumes). Objects saved
+// by an earlier run into the same dir are kept as they were.
 func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []*corev1.PersistentVolume, dir string) (Backup, error) {
 	out := Backup{Dir: dir}
-	main, err := backup.New(dir)
-	if err != nil {
-		return out, err
-	}
-	record, err := backup.New(filepath.Join(dir, "record"))
+	main, err := backup.New(dir, "rescue")
 	if err != nil {
 		return out, err
 	}
@@ -116,7 +91,7 @@ func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []
 		sn.refs = append(sn.refs, ref{kind: "PersistentVolumeClaim", name: pv.Spec.ClaimRef.Name, by: "PersistentVolume/" + pv.Name})
 	}
 	for gvr := range types {
-		saved, err := saveType(ctx, c, gvr, ns.Name, main, record, sn)
+		saved, err := saveType(ctx, c, gvr, ns.Name, main, sn)
 		if err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", resourceName(gvr), err))
 			continue
@@ -134,7 +109,7 @@ func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []
 	return out, nil
 }
 
-func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResource, namespace string, main, record *backup.Writer, sn *seen) (Saved, error) {
+func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResource, namespace string, w *backup.Writer, sn *seen) (Saved, error) {
 	s := Saved{Resource: resourceName(gvr)}
 	err := c.Collections.EachObjectJSON(ctx, gvr, namespace, 500, func(raw []byte, apiVersion, kind string) error {
 		var m savedMeta
@@ -144,13 +119,6 @@ func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResou
 		obj, err := backup.FromJSON(raw, apiVersion, kind)
 		if err != nil {
 			return err
-		}
-		w := main
-		if recordOnly[gvr.GroupResource()] || m.controlled() {
-			w = record
-			s.Record++
-		} else {
-			s.Count++
 		}
 		if m.Metadata.DeletionTimestamp != nil {
 			s.Going = append(s.Going, m.Metadata.Name)
@@ -163,7 +131,13 @@ func saveType(ctx context.Context, c *kube.Clients, gvr schema.GroupVersionResou
 			full.SetKind(kind)
 			sn.refs = append(sn.refs, references(full, sn.namespaced)...)
 		}
-		return w.SaveObject(gvr, obj)
+		record, err := w.SavePlaced(gvr, obj)
+		if record {
+			s.Record++
+		} else {
+			s.Count++
+		}
+		return err
 	})
 	return s, err
 }
@@ -176,7 +150,7 @@ func saveCluster(w *backup.Writer, ns *corev1.Namespace, volumes []*corev1.Persi
 		return err
 	}
 	unstructured.RemoveNestedField(u.Object, "spec")
-	if _, err := w.SaveCluster(corev1.SchemeGroupVersion.WithResource("namespaces"), u); err != nil {
+	if err := w.SaveNamespace(u); err != nil {
 		return err
 	}
 	for _, pv := range volumes {
