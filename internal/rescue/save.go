@@ -82,12 +82,12 @@ func (m savedMeta) controlled() bool {
 	})
 }
 
-// Save copies every object of namespace, of every namespaced type
+// save copies every object of namespace, of every namespaced type
 // discovery lists, into dir: Dir/objects what `kubectl apply -n NAMESPACE
 // -f` re-creates, Dir/record what must not be re-applied, Dir/cluster the
 // namespace and the volumes. Objects saved by an earlier run into the same
 // dir are kept as they were.
-func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []*corev1.PersistentVolume, dir string) (Backup, error) {
+func save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []*corev1.PersistentVolume, dir string) (Backup, error) {
 	out := Backup{Dir: dir}
 	main, err := backup.New(dir)
 	if err != nil {
