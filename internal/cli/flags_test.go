@@ -108,10 +108,10 @@ func TestEveryEscalationEverywhere(t *testing.T) {
 				values = nil
 			}
 			o := &PurgeOptions{Purge: purge.Options{Escalations: purge.Asked{e.Flag: values}}}
-			fleetText, _ := o.fleetConfirmation([]*clusterPurge{{Context: fleet.Context{Name: "ci-1", Cluster: "c1"}, names: []string{"a", "b"}}}, 2)
+			fleetText := o.fleetConfirmation([]*clusterPurge{{Context: fleet.Context{Name: "ci-1", Cluster: "c1"}, names: []string{"a", "b"}}}).Prompt()
 			texts := map[string]string{"fleet": fleetText}
 			for _, names := range [][]string{{"demo"}, {"a", "b"}} {
-				texts[strings.Join(names, ",")], _ = o.confirmation(names)
+				texts[strings.Join(names, ",")] = o.confirmation(names).Prompt()
 			}
 			for which, text := range texts {
 				if e.Leak == "" || !strings.Contains(text, "leaks: "+e.Leak+"\n") {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -84,13 +83,7 @@ func (o *ProtectOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return rescueError(o.Name, err)
 	}
-	what := fmt.Sprintf("  create ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding %s: DELETE of namespace %s is refused unless it is annotated %s\n",
-		p.Policy, o.Name, p.Annotation)
-	if o.Remove {
-		what = fmt.Sprintf("  delete ValidatingAdmissionPolicyBinding and ValidatingAdmissionPolicy %s: namespace %s can be deleted as any other\n", p.Policy, o.Name)
-	}
-	text := fmt.Sprintf("This will change the protection of namespace %q\n  context %q, cluster %q\n%sType the namespace name to go on: ", o.Name, o.context, o.cluster, what)
-	if err := askConsent(ctx, o.IOStreams, o.Yes, text, o.Name); err != nil {
+	if err := askConsent(ctx, o.IOStreams, o.Yes, printer.ProtectConfirmation{Protect: p, Context: o.context, Cluster: o.cluster}.Request()); err != nil {
 		return err
 	}
 	if err := rescue.Protect(ctx, clients, p); err != nil {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -352,8 +354,8 @@ func purgeError(name string, res purge.Result) error {
 		return usageErrorf("namespace %q exists, so its content is not orphaned: purge it without --orphans", name)
 	case errors.Is(err, purge.ErrActive):
 		return usageErrorf("namespace %q is Active: purge finishes deletions; add --delete-namespace to delete it first", name)
-	case errors.Is(err, purge.ErrMissingPermissions):
-		return fmt.Errorf("missing %d permission(s): %s; nothing was changed", len(res.Report.MissingPermissions), firstOf(printer.PermissionsWords(res.Report.MissingPermissions), 3))
+	case errors.Is(err, access.ErrMissing):
+		return fmt.Errorf("missing %d permission(s): %s; nothing was changed", len(res.Report.MissingPermissions), firstOf(access.Words(res.Report.MissingPermissions), 3))
 	case err != nil:
 		return err
 	case res.Report.Outcome == purge.OutcomeRemaining:
@@ -427,21 +429,21 @@ func (o *PurgeOptions) confirm(ctx context.Context, names []string) error {
 	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
-	text, want := o.confirmation(names)
-	_, _ = fmt.Fprint(o.ErrOut, text)
-	return o.expectAnswer(ctx, want)
+	req := o.confirmation(names)
+	_, _ = fmt.Fprint(o.ErrOut, req.Prompt())
+	return o.expectAnswer(ctx, req)
 }
 
-// confirmation is what the confirmation says, and the answer that goes on
-// (printer.Confirmation: the words an agent's elicitation says too).
-func (o *PurgeOptions) confirmation(names []string) (string, string) {
-	return printer.Confirmation{Names: names, Orphans: o.Flags.Orphans, Context: o.Purge.Context, Cluster: o.Purge.Cluster,
-		Consent: o.Purge.Escalations.Consent()}.Prompt()
+// confirmation is what the person is asked (printer.PurgeConfirmation: the
+// words an agent's elicitation says too).
+func (o *PurgeOptions) confirmation(names []string) consent.Request {
+	return printer.PurgeConfirmation{Names: names, Orphans: o.Flags.Orphans, Context: o.Purge.Context, Cluster: o.Purge.Cluster,
+		Consent: o.Purge.Escalations.Consent()}.Request()
 }
 
-// expectAnswer reads the answer to a confirmation: only want goes on, and
-// Ctrl-C at the prompt ends the command at once.
-func (o *PurgeOptions) expectAnswer(ctx context.Context, want string) error {
+// expectAnswer reads the answer to a confirmation: only what req accepts
+// goes on, and Ctrl-C at the prompt ends the command at once.
+func (o *PurgeOptions) expectAnswer(ctx context.Context, req consent.Request) error {
 	answer := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(o.In).ReadString('\n')
@@ -451,7 +453,7 @@ func (o *PurgeOptions) expectAnswer(ctx context.Context, want string) error {
 	case <-ctx.Done():
 		return &exitError{code: ExitError, msg: "interrupted: nothing was changed"}
 	case line := <-answer:
-		if strings.TrimSpace(line) != want {
+		if !req.Accepts(line) {
 			return &exitError{code: ExitError, msg: "not confirmed: nothing was changed"}
 		}
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -49,7 +49,7 @@ func (o *PurgeOptions) runFleet(ctx context.Context) error {
 				return fmt.Errorf("context %q: %w", c.Name, err)
 			}
 		}
-		if err := o.confirmFleet(ctx, clusters, total); err != nil {
+		if err := o.confirmFleet(ctx, clusters); err != nil {
 			return err
 		}
 	}
@@ -119,7 +119,7 @@ func (o *PurgeOptions) purgeCluster(ctx context.Context, c *clusterPurge, now ti
 
 // confirmFleet asks once, naming every cluster and its namespaces; the
 // answer is their total number.
-func (o *PurgeOptions) confirmFleet(ctx context.Context, clusters []*clusterPurge, total int) error {
+func (o *PurgeOptions) confirmFleet(ctx context.Context, clusters []*clusterPurge) error {
 	if o.Flags.Yes {
 		for _, c := range clusters {
 			if len(c.names) > 0 {
@@ -131,24 +131,19 @@ func (o *PurgeOptions) confirmFleet(ctx context.Context, clusters []*clusterPurg
 	if !isTerminal(o.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes (or run the plan first: drop --force)")
 	}
-	text, want := o.fleetConfirmation(clusters, total)
-	_, _ = fmt.Fprint(o.ErrOut, text)
-	return o.expectAnswer(ctx, want)
+	req := o.fleetConfirmation(clusters)
+	_, _ = fmt.Fprint(o.ErrOut, req.Prompt())
+	return o.expectAnswer(ctx, req)
 }
 
-// fleetConfirmation is what the fleet's confirmation says, and the answer
-// that goes on.
-func (o *PurgeOptions) fleetConfirmation(clusters []*clusterPurge, total int) (string, string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "This will run the namespace controller's deletion pass FOR REAL on %d namespaces in %d clusters:\n", total, len(clusters))
-	for _, c := range clusters {
-		if len(c.names) > 0 {
-			fmt.Fprintf(&b, "  context %q, cluster %q: %d: %s\n", c.Name, c.Cluster, len(c.names), strings.Join(c.names, ", "))
-		}
+// fleetConfirmation is what the fleet's confirmation says: every cluster
+// with its namespaces, asked once.
+func (o *PurgeOptions) fleetConfirmation(clusters []*clusterPurge) consent.Request {
+	c := printer.FleetConfirmation{Consent: o.Purge.Escalations.Consent()}
+	for _, cl := range clusters {
+		c.Clusters = append(c.Clusters, printer.FleetTarget{Context: cl.Name, Cluster: cl.Cluster, Names: cl.names})
 	}
-	b.WriteString(printer.ConsentLines(o.Purge.Escalations.Consent()))
-	fmt.Fprintf(&b, "Everything it deletes or changes is saved first. Type the number of namespaces (%d) to go on: ", total)
-	return b.String(), strconv.Itoa(total)
+	return c.Request()
 }
 
 // finishFleet prints every cluster's reports as one list (the human view:

@@ -12,7 +12,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
@@ -155,8 +157,7 @@ func (o *RescueOptions) Run(ctx context.Context) error {
 	if o.defaultDir && plan.AlreadyHeld {
 		plan.BackupDir = earlierFolder(ctx, clients, o.Name, plan.BackupDir)
 	}
-	text, want := printer.RescueConfirmation{Plan: plan, Context: o.context, Cluster: o.cluster}.Prompt()
-	if err := o.consent(ctx, text, want); err != nil {
+	if err := o.consent(ctx, printer.RescueConfirmation{Plan: plan, Context: o.context, Cluster: o.cluster}.Request()); err != nil {
 		return err
 	}
 	report, err := rescue.RunSteps(ctx, clients, plan, func(s rescue.Step, r *rescue.Report) {
@@ -171,17 +172,14 @@ func (o *RescueOptions) Run(ctx context.Context) error {
 }
 
 func (o *RescueOptions) release(ctx context.Context, clients *kube.Clients) error {
-	if err := rescue.PrepareRelease(ctx, clients); err != nil {
+	r, err := rescue.PrepareRelease(ctx, clients, o.Name)
+	if err != nil {
 		return rescueError(o.Name, err)
 	}
-	text := fmt.Sprintf("This will release namespace %q\n  context %q, cluster %q\n  delete ValidatingAdmissionPolicyBinding and ValidatingAdmissionPolicy %s: the namespace controller goes on deleting the namespace\n"+
-		"  PersistentVolumes a rescue set to Retain stay Retain\nType the namespace name to go on: ",
-		o.Name, o.context, o.cluster, rescue.HoldName(o.Name))
-	if err := o.consent(ctx, text, o.Name); err != nil {
+	if err := o.consent(ctx, printer.ReleaseConfirmation{Release: r, Context: o.context, Cluster: o.cluster}.Request()); err != nil {
 		return err
 	}
-	r, err := rescue.Release(ctx, clients, o.Name)
-	if err != nil {
+	if err := rescue.Release(ctx, clients, r); err != nil {
 		return err
 	}
 	return printer.Released(o.Out, o.format(), r)
@@ -197,19 +195,14 @@ func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) erro
 	if dir == "" {
 		return usageErrorf("no hold of namespace %q names its backup: give the folder rescue saved it to with --backup-dir", o.Name)
 	}
-	if err := rescue.PrepareRestore(ctx, clients, o.Name, dir); err != nil {
+	r, err := rescue.PrepareRestore(ctx, clients, o.Name, dir)
+	if err != nil {
 		return rescueError(o.Name, err)
 	}
-	text := fmt.Sprintf("This will restore namespace %q\n  context %q, cluster %q\n  from %s\n"+
-		"  delete the hold (ValidatingAdmissionPolicy and binding %s): the namespace controller finishes the deletion\n"+
-		"  wait up to %s for it to be gone, create it again with its labels and annotations\n"+
-		"  re-apply every saved object (server-side apply, field manager %s), bind the claims to their retained volumes again\n"+
-		"  give the volumes their reclaim policy from before the rescue back\nType the namespace name to go on: ",
-		o.Name, o.context, o.cluster, dir, rescue.HoldName(o.Name), o.Wait, rescue.FieldManager)
-	if err := o.consent(ctx, text, o.Name); err != nil {
+	if err := o.consent(ctx, printer.RestoreConfirmation{Restore: r, Wait: o.Wait, Context: o.context, Cluster: o.cluster}.Request()); err != nil {
 		return err
 	}
-	r, err := rescue.RestoreSteps(ctx, clients, o.Name, dir, o.Wait, func(s rescue.RestoreStep, r *rescue.RestoreReport) {
+	err = rescue.RestoreSteps(ctx, clients, r, o.Wait, func(s rescue.RestoreStep, r *rescue.RestoreReport) {
 		_, _ = fmt.Fprintln(o.ErrOut, printer.RestoreStep(s, r))
 	})
 	if errors.Is(err, rescue.ErrStillTerminating) {
@@ -240,8 +233,8 @@ func earlierFolder(ctx context.Context, clients *kube.Clients, namespace, dir st
 }
 
 // consent asks on the terminal unless --yes, as purge does.
-func (o *RescueOptions) consent(ctx context.Context, text, want string) error {
-	return askConsent(ctx, o.IOStreams, o.Yes, text, want)
+func (o *RescueOptions) consent(ctx context.Context, req consent.Request) error {
+	return askConsent(ctx, o.IOStreams, o.Yes, req)
 }
 
 func (o *RescueOptions) format() string { return machineFormat(o.PrintFlags) }
@@ -255,25 +248,24 @@ func machineFormat(f printFlags) string {
 }
 
 // askConsent prints the confirmation on stderr and reads the answer;
-// --yes skips it; without a terminal and --yes it refuses. text is printed
-// as it is: its lines are ns-doctor's, and what in it came from the
-// cluster was escaped where it was put in (names are DNS labels, the
-// context and cluster quoted).
-func askConsent(ctx context.Context, streams genericiooptions.IOStreams, yes bool, text, want string) error {
+// --yes skips it; without a terminal and --yes it refuses. Its words are
+// the printer's, escaped where what came from the cluster was put in
+// (names are DNS labels, the context and cluster quoted).
+func askConsent(ctx context.Context, streams genericiooptions.IOStreams, yes bool, req consent.Request) error {
 	if yes {
 		return nil
 	}
 	if !isTerminal(streams.In) {
 		return usageErrorf("refusing to act without confirmation and no terminal to ask on: add --yes")
 	}
-	_, _ = fmt.Fprint(streams.ErrOut, text)
-	return (&PurgeOptions{IOStreams: streams}).expectAnswer(ctx, want)
+	_, _ = fmt.Fprint(streams.ErrOut, req.Prompt())
+	return (&PurgeOptions{IOStreams: streams}).expectAnswer(ctx, req)
 }
 
 // rescueError maps rescue's and protect's bad input to one line and its
 // exit code.
 func rescueError(name string, err error) error {
-	var missing *rescue.MissingError
+	var missing *access.MissingError
 	switch {
 	case errors.Is(err, rescue.ErrNotFound):
 		return notFoundErrorf("namespace %q not found (it may already be deleted)", name)

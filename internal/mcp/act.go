@@ -3,13 +3,13 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -34,9 +34,6 @@ type purgeDoc struct {
 	Purge printer.PurgeDocument `json:"purge"`
 }
 
-// confirmKey names the one question purge_namespace asks.
-const confirmKey = "confirm"
-
 func (s *server) addPurgeTool(srv *sdk.Server) error {
 	ask := "after the person confirms it in the client (an MCP elicitation, with the words purge --force asks on a terminal: the namespace, the context and cluster, each escalation and what it costs); a client that cannot ask is refused."
 	if s.cfg.Purge == PurgeWithoutConfirmation {
@@ -48,160 +45,65 @@ func (s *server) addPurgeTool(srv *sdk.Server) error {
 	return addTool(srv, t, nil, s.purgeNamespace)
 }
 
-// moved is a plan that no longer holds: nothing was changed, and the plan
-// is spent.
-type moved struct{ msg string }
-
-func (m *moved) Error() string { return m.msg }
-
-func movedf(format string, args ...any) error { return &moved{msg: fmt.Sprintf(format, args...)} }
+var purgeKind = planKind{plan: ToolPlan, act: ToolPurge, change: "purge"}
 
 func (s *server) purgeNamespace(ctx context.Context, req *sdk.CallToolRequest, in PurgeInput) (*sdk.CallToolResult, PurgeResult, error) {
-	var out PurgeResult
-	detail, err := parseDetail(string(in.Detail), DetailNormal)
-	if err != nil {
-		return nil, out, err
-	}
-	if in.PlanID == "" {
-		return nil, out, errors.New("plan_id is required: plan_purge returns one")
-	}
-	p, err := s.plans.claim(req.Session, in.PlanID)
-	if err != nil {
-		return nil, out, err
-	}
-	spent := false
-	defer func() { s.plans.release(req.Session, p, spent) }()
-	if p.rescue != nil {
-		return nil, out, errors.New("this plan_id is rescue_plan's, not plan_purge's: nothing was changed; rescue_namespace acts on it")
-	}
-	r, err := s.reader(ctx, p.cluster.Context)
-	if err != nil {
-		return nil, out, err
-	}
-	if req.Params.InputResponses == nil {
-		if err := s.stillHolds(ctx, r, p); err != nil {
-			spent = isMoved(err)
-			return nil, out, err
-		}
-		if s.cfg.Purge == PurgeWithoutConfirmation {
-			spent = true
-			return s.act(ctx, r, p, "nobody was asked: the server runs with --allow-purge=without-confirmation", detail)
-		}
-		if !canElicit(req) {
-			return nil, out, errors.New("this client cannot ask the person (it offers no MCP elicitation), and purge acts only with their consent: nothing was changed; give them plan_purge's command to run, or run the server with --allow-purge=without-confirmation")
-		}
-		return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmKey: s.question(p)}, RequestState: s.plans.ask(p)}, out, nil
-	}
-	// The person's answer: whatever it is, the plan is spent.
-	spent = true
-	if err := s.plans.answered(p, req.Params.RequestState); err != nil {
-		spent = false
-		return nil, out, err
-	}
-	if err := s.confirmed(p, req.Params.InputResponses[confirmKey]); err != nil {
-		return nil, out, err
-	}
-	// Time passed while the person read: look again right before acting.
-	if err := s.stillHolds(ctx, r, p); err != nil {
-		return nil, out, err
-	}
-	return s.act(ctx, r, p, "the person confirmed in the client (MCP elicitation), typing the namespace's name", detail)
+	return actOn[PurgeResult](ctx, s, req, purgeKind, in.PlanID, in.Detail)
 }
 
-// canElicit tells whether the client can ask its person a question (a
-// form: the only kind purge_namespace asks).
-func canElicit(req *sdk.CallToolRequest) bool {
-	caps := req.ClientCapabilities()
-	if caps == nil || caps.Elicitation == nil {
-		return false
-	}
-	e := caps.Elicitation
-	return e.Form != nil || e.URL == nil
+// purgePlan is plan_purge's plan: the namespace as it was read (by uid
+// and resourceVersion), the escalations asked, and what a client-side plan
+// of them would change (its fingerprint is the plan's).
+type purgePlan struct {
+	r      reader
+	target Target
+	asked  purge.Asked
+	would  WouldChange
+	report *purge.Report
 }
 
-// confirmation is what the person is asked about p: printer's words, the
-// same purge --force says on a terminal.
-func (s *server) confirmation(p *plan) printer.Confirmation {
-	return printer.Confirmation{Names: []string{p.target.Namespace}, Context: p.cluster.Context, Cluster: p.cluster.Cluster, Consent: p.asked.Consent()}
+func (p *purgePlan) kind() planKind    { return purgeKind }
+func (p *purgePlan) namespace() string { return p.target.Namespace }
+func (p *purgePlan) doc() any          { return planChangesOf(p.report) }
+func (p *purgePlan) now() string       { return p.would.words }
+
+// confirmation is printer's, the words purge --force says on a terminal.
+func (p *purgePlan) confirmation(c Cluster) consent.Request {
+	return printer.PurgeConfirmation{Names: []string{p.target.Namespace}, Context: c.Context, Cluster: c.Cluster, Consent: p.asked.Consent()}.Request()
 }
 
-// question is the elicitation: the confirmation's text, and one field,
-// the namespace's name to type.
-func (s *server) question(p *plan) *sdk.ElicitParams {
-	c := s.confirmation(p)
-	question, _ := c.Question()
-	return &sdk.ElicitParams{
-		Message: c.Text() + " " + question + ".",
-		RequestedSchema: &jsonschema.Schema{
-			Type: "object",
-			Properties: map[string]*jsonschema.Schema{
-				"namespace": {Type: "string", Title: question, Description: "the namespace's name, as a person types it at purge --force's confirmation; anything else, declining or cancelling changes nothing"},
-			},
-			Required: []string{"namespace"},
-		},
-	}
-}
-
-// confirmed checks the person's answer: accepted, with the namespace's
-// name typed.
-func (s *server) confirmed(p *plan, answer sdk.InputResponse) error {
-	_, want := s.confirmation(p).Question()
-	return answerOf(answer, "purge", p.target.Namespace, want)
-}
-
-// answerOf checks the person's answer to the confirmation of what (purge,
-// rescue) on namespace: accepted, with want typed.
-func answerOf(answer sdk.InputResponse, what, namespace, want string) error {
-	res, ok := answer.(*sdk.ElicitResult)
-	switch {
-	case !ok || res == nil:
-		return errors.New("no answer to the confirmation came back: nothing was changed")
-	case res.Action == "decline":
-		return fmt.Errorf("the person declined the %s of namespace %q: nothing was changed (do not %s unless they ask again)", what, namespace, what)
-	case res.Action != "accept":
-		return fmt.Errorf("the person cancelled the confirmation of the %s of namespace %q: nothing was changed", what, namespace)
-	}
-	if typed, _ := res.Content["namespace"].(string); typed != want {
-		return fmt.Errorf("not confirmed: the name typed is not the namespace's, %q; nothing was changed", want)
-	}
-	return nil
-}
-
-func isMoved(err error) bool {
-	var m *moved
-	return errors.As(err, &m)
-}
-
-// stillHolds reads the namespace and plans again, as the plan was made (a
-// client-side plan with its escalations): a namespace deleted and created
-// again, changed, or whose plan would change something else, is refused.
-func (s *server) stillHolds(ctx context.Context, r reader, p *plan) error {
+// again reads the namespace and plans again, as the plan was made (a
+// client-side plan with its escalations): a namespace deleted and
+// created again, or changed, is refused here; one whose plan would change
+// something else, by its fingerprint.
+func (p *purgePlan) again(ctx context.Context, s *server) (planned, error) {
 	name := p.target.Namespace
+	r, err := s.reader(ctx, p.target.Context)
+	if err != nil {
+		return nil, err
+	}
 	ns, err := r.in.Namespace(ctx, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return movedf("namespace %q is gone since the plan: nothing was changed, nothing is left to purge", name)
+		return nil, movedf("namespace %q is gone since the plan: nothing was changed, nothing is left to purge", name)
 	case err != nil:
-		return s.fail(err, r.Cluster)
+		return nil, s.fail(err, r.Cluster)
 	case string(ns.UID) != p.target.UID:
-		return movedf("namespace %q was deleted and created again since the plan (its uid changed): nothing was changed; plan again with plan_purge", name)
+		return nil, movedf("namespace %q was deleted and created again since the plan (its uid changed): nothing was changed; plan again with plan_purge", name)
 	case ns.ResourceVersion != p.target.ResourceVersion:
-		return movedf("namespace %q changed since the plan (resourceVersion %s, now %s): nothing was changed; plan again with plan_purge", name, p.target.ResourceVersion, ns.ResourceVersion)
+		return nil, movedf("namespace %q changed since the plan (resourceVersion %s, now %s): nothing was changed; plan again with plan_purge", name, p.target.ResourceVersion, ns.ResourceVersion)
 	}
 	report, err := s.run(ctx, r, name, p.asked, purge.DryRunClient)
 	if err != nil {
-		return s.purgeError(name, err, r.Cluster)
+		return nil, s.purgeError(name, err, r.Cluster)
 	}
-	if now := wouldChange(report); now.Fingerprint != p.fingerprint {
-		return movedf("what the plan would change in namespace %q has moved since (now %s): nothing was changed; plan again with plan_purge", name, now.words)
-	}
-	return nil
+	return &purgePlan{r: r, target: targetOf(r.Cluster, ns), asked: p.asked, would: wouldChange(report), report: report}, nil
 }
 
 // act purges for real, as purge --force does after its confirmation: the
-// permission check, then the backup, then the passes.
-func (s *server) act(ctx context.Context, r reader, p *plan, consent string, detail Detail) (*sdk.CallToolResult, PurgeResult, error) {
-	name := p.target.Namespace
+// access check, then the backup, then the passes.
+func (p *purgePlan) act(ctx context.Context, s *server, id, who string, detail Detail) (*sdk.CallToolResult, any, error) {
+	name, r := p.target.Namespace, p.r
 	dir := ""
 	if s.cfg.BackupDir != "" {
 		// A folder per run: a long-lived server purges many times.
@@ -209,17 +111,17 @@ func (s *server) act(ctx context.Context, r reader, p *plan, consent string, det
 	}
 	ordering, err := s.cfg.Ordering(r.clients)
 	if err != nil {
-		return nil, PurgeResult{}, err
+		return nil, nil, err
 	}
 	pr := &purge.Purger{Clients: r.clients, Inspector: r.in, Now: s.cfg.Now, Opts: purge.Options{
 		DryRun: purge.DryRunNone, Escalations: p.asked, BackupDir: dir, Timeout: s.cfg.Timeout, Workers: s.cfg.Workers,
 		OrderedDeletion: ordering, Context: r.Context, Cluster: r.Cluster.Cluster,
 	}}
 	report, err := pr.Run(ctx, name)
-	if err != nil && !errors.Is(err, purge.ErrMissingPermissions) && (report == nil || len(report.Changes) == 0) {
-		return nil, PurgeResult{}, s.purgeError(name, err, r.Cluster)
+	if err != nil && !errors.Is(err, access.ErrMissing) && (report == nil || len(report.Changes) == 0) {
+		return nil, nil, s.purgeError(name, err, r.Cluster)
 	}
-	out := PurgeResult{PlanID: p.id, Target: p.target, Consent: consent}
+	out := PurgeResult{PlanID: id, Target: p.target, Consent: who}
 	var doc purgeDoc
 	doc, out.Bounded = bound(func() purgeDoc { return purgeDoc{Purge: printer.Purge(report).Current()} }, detail)
 	out.Purge = doc.Purge

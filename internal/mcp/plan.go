@@ -2,11 +2,8 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -49,7 +47,7 @@ type WouldChange struct {
 	Objects     int           `json:"objects" jsonschema:"objects those requests reach"`
 	Escalations []purge.Count `json:"escalations" jsonschema:"per kind of row the escalations report (the kinds of plan.rows): how many objects it would change (rows), what they touch beyond themselves (units: the finalizers of strips) and that in words"`
 	Finalize    bool          `json:"finalize" jsonschema:"whether the namespace would be finalized (gone)"`
-	Fingerprint string        `json:"fingerprint" jsonschema:"sha256 of all of the above, one line each"`
+	Fingerprint string        `json:"fingerprint" jsonschema:"sha256 of what the plan would change: each request, each row, each change and the finalize call (the plan's document); purge_namespace plans again and refuses if it differs"`
 	// words are the counts in one line, for the error that says a plan
 	// moved.
 	words string
@@ -120,12 +118,15 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in PlanInpu
 	if err != nil {
 		return nil, out, err
 	}
-	target, would, report, err := s.planOnce(ctx, r, in.Namespace, asked, mode)
+	target, would, report, client, err := s.planOnce(ctx, r, in.Namespace, asked, mode)
 	if err != nil {
 		return nil, out, err
 	}
-	p := s.plans.put(req.Session, &plan{cluster: r.Cluster, target: target, asked: asked, fingerprint: would.Fingerprint})
-	out = PlanResult{PlanID: p.id, ExpiresAt: p.expires.UTC(), Target: target, WouldChange: would, Purge: s.howToAct(),
+	p, err := s.keep(req.Session, r.Cluster, &purgePlan{r: r, target: target, asked: asked, would: would, report: client})
+	if err != nil {
+		return nil, out, err
+	}
+	out = PlanResult{PlanID: p.ID, ExpiresAt: p.expires.UTC(), Target: target, WouldChange: would, Purge: s.howToAct(),
 		Command: printer.PurgeCommandLine(in.Namespace, r.Context, asked.Actions(in.Namespace))}
 	var doc planDoc
 	doc, out.Bounded = bound(func() planDoc { return planDoc{Plan: printer.Purge(report).Current()} }, detail)
@@ -135,24 +136,24 @@ func (s *server) plan(ctx context.Context, req *sdk.CallToolRequest, in PlanInpu
 
 // planOnce reads the namespace and plans: the report in mode, and what a
 // client-side plan would change (the same plan purge_namespace plays again
-// before acting: its fingerprint).
-func (s *server) planOnce(ctx context.Context, r reader, name string, asked purge.Asked, mode purge.DryRun) (Target, WouldChange, *purge.Report, error) {
+// before acting: its fingerprint), with that plan's report.
+func (s *server) planOnce(ctx context.Context, r reader, name string, asked purge.Asked, mode purge.DryRun) (Target, WouldChange, *purge.Report, *purge.Report, error) {
 	ns, err := r.in.Namespace(ctx, name)
 	if err != nil {
-		return Target{}, WouldChange{}, nil, s.purgeError(name, err, r.Cluster)
+		return Target{}, WouldChange{}, nil, nil, s.purgeError(name, err, r.Cluster)
 	}
 	target := targetOf(r.Cluster, ns)
 	report, err := s.run(ctx, r, name, asked, mode)
 	if err != nil {
-		return target, WouldChange{}, nil, s.purgeError(name, err, r.Cluster)
+		return target, WouldChange{}, nil, nil, s.purgeError(name, err, r.Cluster)
 	}
 	client := report
 	if mode != purge.DryRunClient {
 		if client, err = s.run(ctx, r, name, asked, purge.DryRunClient); err != nil {
-			return target, WouldChange{}, nil, s.purgeError(name, err, r.Cluster)
+			return target, WouldChange{}, nil, nil, s.purgeError(name, err, r.Cluster)
 		}
 	}
-	return target, wouldChange(client), report, nil
+	return target, wouldChange(client), report, client, nil
 }
 
 func targetOf(c Cluster, ns *v1.Namespace) Target {
@@ -280,33 +281,53 @@ func (w WouldChange) Of(kind purge.RowKind) purge.Count {
 	return purge.Count{Kind: kind}
 }
 
-// wouldChange counts what a plan would change and fingerprints it: a line
-// per request, row (in its shape's words), change and the finalize call,
-// sorted (requests of one pass go out at once, in any order).
+// wouldChange counts what a plan would change, and fingerprints it: the
+// fingerprint of its document (planChanges), as the plan's.
 func wouldChange(r *purge.Report) WouldChange {
 	sum := r.Summary()
 	w := WouldChange{Requests: sum.Requests, Objects: sum.Objects, Escalations: sum.Counts, Finalize: r.Finalize.Would, words: sum.Words()}
-	var lines []string
-	for _, st := range r.Steps {
-		lines = append(lines, fmt.Sprintf("request pass=%d %s %q %q objects=%d", st.Pass, st.Verb, st.Resource, st.Name, st.Objects))
-	}
-	for _, row := range r.Rows {
-		if sh, ok := purge.ShapeOf(row.Kind); ok {
-			lines = append(lines, fmt.Sprintf("row %s %q %q status=%s%s %s", row.Kind, row.Resource, row.Name, row.Status, row.Why, sh.Fingerprint(row)))
-		}
-	}
-	for _, c := range r.Changes {
-		lines = append(lines, fmt.Sprintf("change %s %s %q %q objects=%d %q", c.Kind, c.Verb, c.Resource, c.Name, c.Objects, sorted(c.Finalizers)))
-	}
-	lines = append(lines, fmt.Sprintf("finalize would=%v remove=%q kept=%q", r.Finalize.Would, sorted(r.Finalize.Remove), sorted(r.Finalize.Kept)))
-	sort.Strings(lines)
-	digest := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	w.Fingerprint = "sha256:" + hex.EncodeToString(digest[:])
+	// A report always marshals; were it not to, keep, which fingerprints
+	// the same document, would say so.
+	w.Fingerprint, _ = consent.Fingerprint(planChangesOf(r))
 	return w
 }
 
-func sorted(list []string) []string {
-	out := slices.Clone(list)
-	slices.Sort(out)
-	return out
+// planChanges is what a purge plan would change, the document its
+// fingerprint hashes (consent.Fingerprint: every list as a set, for the
+// requests of one pass go out at once, in any order): each request, each
+// row of every escalation (purge.Shapes), each change, and the finalize
+// call. What moves by itself between a plan and its act has no place in
+// it: a row's Extra is said by its shape's Fingerprint words, which leave
+// out a pod's terminating time, and the finalize call by whether it
+// would, and the tokens it removes and keeps, not the controller's
+// estimate.
+type planChanges struct {
+	Requests []purge.Step   `json:"requests"`
+	Rows     []planRow      `json:"rows"`
+	Changes  []purge.Change `json:"changes"`
+	Finalize struct {
+		Would  bool     `json:"would"`
+		Remove []string `json:"remove"`
+		Kept   []string `json:"kept"`
+	} `json:"finalize"`
+}
+
+// planRow is a row of a plan's document: the row, its Extra as its shape
+// says it in a fingerprint.
+type planRow struct {
+	purge.Row
+	Touches string `json:"touches"`
+}
+
+func planChangesOf(r *purge.Report) planChanges {
+	d := planChanges{Requests: r.Steps, Changes: r.Changes, Rows: []planRow{}}
+	for _, row := range r.Rows {
+		if sh, ok := purge.ShapeOf(row.Kind); ok {
+			touches := sh.Fingerprint(row)
+			row.Extra = nil
+			d.Rows = append(d.Rows, planRow{Row: row, Touches: touches})
+		}
+	}
+	d.Finalize.Would, d.Finalize.Remove, d.Finalize.Kept = r.Finalize.Would, r.Finalize.Remove, r.Finalize.Kept
+	return d
 }

@@ -2,20 +2,18 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/consent"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
@@ -51,7 +49,7 @@ type RescuePlanResult struct {
 	ExpiresAt time.Time    `json:"expires_at"`
 	Target    RescueTarget `json:"target" jsonschema:"the namespace the plan is bound to: rescue_namespace refuses if its uid changed"`
 	// Fingerprint covers the plan's every word the person confirms.
-	Fingerprint string `json:"fingerprint" jsonschema:"sha256 of the plan (the namespace's uid, the hold and whether it is there already, each volume with its claim and reclaim policy, the backup folder): rescue_namespace plans again and refuses if it differs"`
+	Fingerprint string `json:"fingerprint" jsonschema:"sha256 of the plan's document (the target with the namespace's uid, the plan: the hold and whether it is there already, each volume with its claim and reclaim policy, the backup folder; and the permissions checked): rescue_namespace plans again and refuses if it differs"`
 	// Rescue says how to act on the plan with this server.
 	Rescue string `json:"rescue"`
 	// Command is the same rescue for a person to run.
@@ -162,42 +160,100 @@ func (s *server) rescuePlan(ctx context.Context, req *sdk.CallToolRequest, in Re
 	if err != nil {
 		return nil, out, err
 	}
-	target, p, err := prepareRescue(ctx, r, in.Namespace, dir)
+	work, err := prepareRescue(ctx, r, in.Namespace, dir, rescue.Prepare)
 	if err != nil {
 		return nil, out, s.rescueError(in.Namespace, err, r.Cluster)
 	}
-	fp := rescueFingerprint(target, p)
-	kept := s.plans.put(req.Session, &plan{cluster: r.Cluster, rescue: p, rescueTarget: target, fingerprint: fp})
-	out = RescuePlanResult{PlanID: kept.id, ExpiresAt: kept.expires.UTC(), Target: target, Fingerprint: fp, Rescue: s.howToRescue(),
+	kept, err := s.keep(req.Session, r.Cluster, work)
+	if err != nil {
+		return nil, out, err
+	}
+	out = RescuePlanResult{PlanID: kept.ID, ExpiresAt: kept.expires.UTC(), Target: work.target, Fingerprint: kept.Fingerprint, Rescue: s.howToRescue(),
 		Command: printer.RescueCommandLine(in.Namespace, r.Context)}
 	var doc rescuePlanDoc
-	doc, out.Bounded = bound(func() rescuePlanDoc { return rescuePlanDoc{Plan: planCopy(p)} }, detail)
+	doc, out.Bounded = bound(func() rescuePlanDoc { return rescuePlanDoc{Plan: planCopy(work.plan)} }, detail)
 	out.Plan = doc.Plan
-	return result(printer.AgentRescuePlan(p, in.Namespace), out), out, nil
+	return result(printer.AgentRescuePlan(work.plan, in.Namespace), out), out, nil
 }
 
-// prepareRescue reads the namespace (its uid) and plans the rescue, as
-// rescue does before its confirmation: nothing is changed. Its errors are
+// rescuePlan is rescue_plan's plan: the namespace it is bound to (by uid)
+// and what rescue would do, with the permissions it checked.
+type rescuePlan struct {
+	r      reader
+	target RescueTarget
+	plan   *rescue.Plan
+}
+
+// rescuePlanDocument is a rescue plan's document, which its fingerprint
+// hashes: the target, the plan as rescue_plan returns it, and the
+// permissions its check asked about (a plan that needs more has moved).
+type rescuePlanDocument struct {
+	Target RescueTarget        `json:"target"`
+	Plan   rescue.Plan         `json:"plan"`
+	Needs  []access.Permission `json:"needs"`
+}
+
+var rescueKind = planKind{plan: ToolRescuePlan, act: ToolRescue, change: "rescue"}
+
+func (p *rescuePlan) kind() planKind    { return rescueKind }
+func (p *rescuePlan) namespace() string { return p.target.Namespace }
+func (p *rescuePlan) doc() any {
+	return rescuePlanDocument{Target: p.target, Plan: *p.plan, Needs: p.plan.Needs}
+}
+func (p *rescuePlan) now() string {
+	return fmt.Sprintf("hold there already %v, %d volume(s)", p.plan.AlreadyHeld, len(p.plan.Volumes))
+}
+
+// confirmation is printer's, the words rescue says on a terminal.
+func (p *rescuePlan) confirmation(c Cluster) consent.Request {
+	return printer.RescueConfirmation{Plan: p.plan, Context: c.Context, Cluster: c.Cluster}.Request()
+}
+
+// again plans the rescue again as it was made (same folder), without
+// asking for its permissions again (rescue.Replan): inside the window
+// pods leave, every round trip counts. A namespace gone, or deleted and
+// created again, is refused here; a plan that differs (a volume bound or
+// gone, a reclaim policy changed, the hold applied or removed by someone
+// else, a type more to save), by its fingerprint.
+func (p *rescuePlan) again(ctx context.Context, s *server) (planned, error) {
+	name := p.target.Namespace
+	r, err := s.rescueClients(p.target.Context)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := prepareRescue(ctx, r, name, p.plan.BackupDir, rescue.Replan)
+	switch {
+	case errors.Is(err, rescue.ErrNotFound):
+		return nil, movedf("namespace %q is gone since the plan: its deletion finished; nothing was changed, nothing is left to rescue", name)
+	case fresh != nil && fresh.target.UID != "" && fresh.target.UID != p.target.UID:
+		return nil, movedf("namespace %q was deleted and created again since the plan (its uid changed): nothing was changed; plan again with rescue_plan", name)
+	case err != nil:
+		return nil, s.rescueError(name, err, r.Cluster)
+	}
+	return fresh, nil
+}
+
+// prepareRescue reads the namespace (its uid) and plans the rescue with
+// prepare (rescue.Prepare, or Replan): nothing is changed. Its errors are
 // rescue's own; the target is set once the namespace was read.
-func prepareRescue(ctx context.Context, r reader, name, dir string) (RescueTarget, *rescue.Plan, error) {
+func prepareRescue(ctx context.Context, r reader, name, dir string, prepare func(context.Context, *kube.Clients, string, string) (*rescue.Plan, error)) (*rescuePlan, error) {
 	ns, err := rescue.GetNamespace(ctx, r.clients, name)
 	if err != nil {
-		return RescueTarget{}, nil, err
+		return nil, err
 	}
-	target := RescueTarget{Context: r.Context, Cluster: r.Cluster.Cluster, Namespace: name, UID: string(ns.UID)}
-	p, err := rescue.Prepare(ctx, r.clients, name, dir)
-	if err != nil {
-		return target, nil, err
+	work := &rescuePlan{r: r, target: RescueTarget{Context: r.Context, Cluster: r.Cluster.Cluster, Namespace: name, UID: string(ns.UID)}}
+	if work.plan, err = prepare(ctx, r.clients, name, dir); err != nil {
+		return work, err
 	}
-	if p.Volumes == nil {
-		p.Volumes = []rescue.Volume{}
+	if work.plan.Volumes == nil {
+		work.plan.Volumes = []rescue.Volume{}
 	}
-	return target, p, nil
+	return work, nil
 }
 
 // rescueError is the one line of a rescue's bad input, or of an error.
 func (s *server) rescueError(name string, err error, c Cluster) error {
-	var missing *rescue.MissingError
+	var missing *access.MissingError
 	switch {
 	case errors.Is(err, rescue.ErrNotFound):
 		return fmt.Errorf("namespace %q not found: its deletion finished (or it never existed); nothing is left to rescue", name)
@@ -218,139 +274,19 @@ func planCopy(p *rescue.Plan) rescue.Plan {
 	return out
 }
 
-// rescueFingerprint covers every word of the plan the person confirms: the
-// namespace's uid, the hold and whether it is there, each volume with its
-// claim and policy, the folder.
-func rescueFingerprint(t RescueTarget, p *rescue.Plan) string {
-	lines := []string{
-		fmt.Sprintf("namespace %q uid=%s", t.Namespace, t.UID),
-		fmt.Sprintf("hold %q already=%v", p.Hold, p.AlreadyHeld),
-		fmt.Sprintf("backup %q", p.BackupDir),
-	}
-	for _, v := range p.Volumes {
-		lines = append(lines, fmt.Sprintf("volume %q claim=%q before=%q now=%q", v.Name, v.Claim, v.Before, v.Now))
-	}
-	sort.Strings(lines)
-	digest := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return "sha256:" + hex.EncodeToString(digest[:])
-}
-
-// errNotARescuePlan: a plan_id of plan_purge given to rescue_namespace.
-var errNotARescuePlan = errors.New("this plan_id is plan_purge's, not rescue_plan's: nothing was changed; plan the rescue with rescue_plan")
-
 func (s *server) rescueNamespace(ctx context.Context, req *sdk.CallToolRequest, in RescueInput) (*sdk.CallToolResult, RescueResult, error) {
-	var out RescueResult
-	detail, err := parseDetail(string(in.Detail), DetailNormal)
-	if err != nil {
-		return nil, out, err
-	}
-	if in.PlanID == "" {
-		return nil, out, errors.New("plan_id is required: rescue_plan returns one")
-	}
-	p, err := s.plans.claim(req.Session, in.PlanID)
-	switch {
-	case errors.Is(err, errUnknownPlan):
-		return nil, out, errors.New("unknown plan_id on this connection (a plan is good only on the connection that made it, and once): plan again with rescue_plan")
-	case errors.Is(err, errExpiredPlan):
-		return nil, out, errors.New("the plan has expired: plan again with rescue_plan")
-	case err != nil:
-		return nil, out, err
-	}
-	spent := false
-	defer func() { s.plans.release(req.Session, p, spent) }()
-	if p.rescue == nil {
-		return nil, out, errNotARescuePlan
-	}
-	r, err := s.rescueClients(p.cluster.Context)
-	if err != nil {
-		return nil, out, err
-	}
-	if req.Params.InputResponses == nil {
-		fresh, err := s.rescueStillHolds(ctx, r, p)
-		if err != nil {
-			spent = isMoved(err)
-			return nil, out, err
-		}
-		if s.cfg.Purge == PurgeWithoutConfirmation {
-			spent = true
-			return s.rescueAct(ctx, r, p, fresh, "nobody was asked: the server runs with --allow-purge=without-confirmation", detail)
-		}
-		if !canElicit(req) {
-			return nil, out, errors.New("this client cannot ask the person (it offers no MCP elicitation), and rescue acts only with their consent: nothing was changed; give them rescue_plan's command to run at once, or run the server with --allow-purge=without-confirmation")
-		}
-		return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{confirmKey: s.rescueQuestion(p)}, RequestState: s.plans.ask(p)}, out, nil
-	}
-	// The person's answer: whatever it is, the plan is spent.
-	spent = true
-	if err := s.plans.answered(p, req.Params.RequestState); err != nil {
-		spent = false
-		return nil, out, err
-	}
-	_, want := s.rescueConfirmation(p).Question()
-	if err := answerOf(req.Params.InputResponses[confirmKey], "rescue", p.rescueTarget.Namespace, want); err != nil {
-		return nil, out, err
-	}
-	// Time passed while the person read: look again right before acting.
-	fresh, err := s.rescueStillHolds(ctx, r, p)
-	if err != nil {
-		return nil, out, err
-	}
-	return s.rescueAct(ctx, r, p, fresh, "the person confirmed in the client (MCP elicitation), typing the namespace's name", detail)
+	return actOn[RescueResult](ctx, s, req, rescueKind, in.PlanID, in.Detail)
 }
 
-// rescueConfirmation is what the person is asked about p: printer's words,
-// the same rescue says on a terminal.
-func (s *server) rescueConfirmation(p *plan) printer.RescueConfirmation {
-	return printer.RescueConfirmation{Plan: p.rescue, Context: p.cluster.Context, Cluster: p.cluster.Cluster}
-}
-
-// rescueQuestion is the elicitation: the confirmation's text, and one
-// field, the namespace's name to type.
-func (s *server) rescueQuestion(p *plan) *sdk.ElicitParams {
-	c := s.rescueConfirmation(p)
-	question, _ := c.Question()
-	return &sdk.ElicitParams{
-		Message: c.Text() + question + ".",
-		RequestedSchema: &jsonschema.Schema{
-			Type: "object",
-			Properties: map[string]*jsonschema.Schema{
-				"namespace": {Type: "string", Title: question, Description: "the namespace's name, as a person types it at rescue's confirmation; anything else, declining or cancelling changes nothing"},
-			},
-			Required: []string{"namespace"},
-		},
-	}
-}
-
-// rescueStillHolds plans again, as the plan was made (same folder): a
-// namespace gone, deleted and created again, or whose plan differs (a
-// volume bound or gone, a reclaim policy changed, the hold applied or
-// removed by someone else) is refused. It returns the fresh plan, which
-// carries the volumes as they are now, to act on.
-func (s *server) rescueStillHolds(ctx context.Context, r reader, p *plan) (*rescue.Plan, error) {
-	name := p.rescueTarget.Namespace
-	target, fresh, err := prepareRescue(ctx, r, name, p.rescue.BackupDir)
-	switch {
-	case errors.Is(err, rescue.ErrNotFound):
-		return nil, movedf("namespace %q is gone since the plan: its deletion finished; nothing was changed, nothing is left to rescue", name)
-	case target.UID != "" && target.UID != p.rescueTarget.UID:
-		return nil, movedf("namespace %q was deleted and created again since the plan (its uid changed): nothing was changed; plan again with rescue_plan", name)
-	case err != nil:
-		return nil, s.rescueError(name, err, r.Cluster)
-	}
-	if fp := rescueFingerprint(target, fresh); fp != p.fingerprint {
-		return nil, movedf("the rescue plan of namespace %q has moved since (now: hold there already %v, %d volume(s)): nothing was changed; plan again with rescue_plan and show the person the new plan", name, fresh.AlreadyHeld, len(fresh.Volumes))
-	}
-	return fresh, nil
-}
-
-// rescueAct rescues for real, as rescue does after its confirmation.
-func (s *server) rescueAct(ctx context.Context, r reader, p *plan, fresh *rescue.Plan, consent string, detail Detail) (*sdk.CallToolResult, RescueResult, error) {
-	name := p.rescueTarget.Namespace
-	report, err := rescue.Run(ctx, r.clients, fresh)
+// act rescues for real, as rescue does after its confirmation, on the
+// fresh plan (the volumes as they are now).
+func (p *rescuePlan) act(ctx context.Context, s *server, id, who string, detail Detail) (*sdk.CallToolResult, any, error) {
+	name, r := p.target.Namespace, p.r
+	report, err := rescue.Run(ctx, r.clients, p.plan)
 	if err != nil && report == nil {
-		return nil, RescueResult{}, s.rescueError(name, err, r.Cluster)
+		return nil, nil, s.rescueError(name, err, r.Cluster)
 	}
-	out := RescueResult{PlanID: p.id, Target: p.rescueTarget, Consent: consent}
+	out := RescueResult{PlanID: id, Target: p.target, Consent: who}
 	if err != nil {
 		out.Error = s.rescueError(name, err, r.Cluster).Error()
 	}

@@ -1,39 +1,27 @@
 package mcp
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/ns-doctor/ns-doctor/internal/purge"
-	"github.com/ns-doctor/ns-doctor/internal/rescue"
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 )
 
-// A plan is what plan_purge planned, as purge_namespace needs it to act on
-// exactly that: the namespace by uid and resourceVersion, the escalations,
-// and the fingerprint of what the plan would change; or what rescue_plan
-// planned, for rescue_namespace.
+// A plan is what a plan tool planned, kept for the acting tool: its id
+// and the fingerprint of its document (consent.Plan), the cluster, and
+// the command's own plan (work), which only the consent path reads.
 type plan struct {
-	id      string
+	consent.Plan
 	cluster Cluster
-	target  Target
-	asked   purge.Asked
-	// rescue is a rescue_plan's plan, with the namespace it is bound to;
-	// nil for plan_purge's.
-	rescue       *rescue.Plan
-	rescueTarget RescueTarget
-	// fingerprint is what the plan would change (would_change.fingerprint,
-	// or a rescue plan's fingerprint).
-	fingerprint string
-	expires     time.Time
+	work    planned
+	expires time.Time
 	// asking is the state of the confirmation asked of the human for this
 	// plan, echoed by the client with the answer; empty when none is.
 	asking string
-	// acting: a purge_namespace call acts on it now.
+	// acting: an acting tool's call works on it now.
 	acting bool
 }
 
@@ -53,26 +41,20 @@ func newStore(ttl time.Duration, perSession int, now func() time.Time) *store {
 	return &store{ttl: ttl, perSession: perSession, now: now, sessions: map[any][]*plan{}}
 }
 
-// Errors of a plan_id, each a sentence the agent acts on.
+// Errors of a plan_id, each the start of a sentence the agent acts on
+// (the acting tool names its plan tool).
 var (
-	errUnknownPlan = errors.New("unknown plan_id on this connection (a plan is good only on the connection that made it, and once): plan again with plan_purge")
-	errExpiredPlan = errors.New("the plan has expired: plan again with plan_purge")
+	errUnknownPlan = errors.New("unknown plan_id on this connection (a plan is good only on the connection that made it, and once)")
+	errExpiredPlan = errors.New("the plan has expired")
 	errPlanInUse   = errors.New("this plan is already being acted on by another call")
 )
 
-// newID is a plan_id or a confirmation's state: 128 random bits.
-func newID(prefix string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	return prefix + hex.EncodeToString(b)
-}
-
-// put keeps p for session, giving it its id and expiry.
+// put keeps p for session, giving it its expiry.
 func (s *store) put(session any, p *plan) *plan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweep()
-	p.id, p.expires = newID("plan-"), s.now().Add(s.ttl)
+	p.expires = s.now().Add(s.ttl)
 	plans := append(s.sessions[session], p)
 	for len(plans) > s.perSession {
 		i := slices.IndexFunc(plans, func(p *plan) bool { return !p.acting })
@@ -91,7 +73,7 @@ func (s *store) claim(session any, id string) (*plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.sessions[session] {
-		if p.id != id {
+		if p.ID != id {
 			continue
 		}
 		switch {
@@ -114,7 +96,7 @@ func (s *store) release(session any, p *plan, done bool) {
 	defer s.mu.Unlock()
 	p.acting = false
 	if done {
-		s.remove(session, p.id)
+		s.remove(session, p.ID)
 	}
 }
 
@@ -123,7 +105,7 @@ func (s *store) release(session any, p *plan, done bool) {
 func (s *store) ask(p *plan) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p.asking = newID("confirm-")
+	p.asking = consent.NewID("confirm-")
 	return p.asking
 }
 
@@ -150,7 +132,7 @@ func (s *store) count(session any) int {
 
 // remove forgets one plan; the caller holds the lock.
 func (s *store) remove(session any, id string) {
-	plans := slices.DeleteFunc(s.sessions[session], func(p *plan) bool { return p.id == id })
+	plans := slices.DeleteFunc(s.sessions[session], func(p *plan) bool { return p.ID == id })
 	if len(plans) == 0 {
 		delete(s.sessions, session)
 		return

@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 )
+
+// newPlan is a plan with an id, as keep makes one.
+func newPlan() *plan { return &plan{Plan: consent.Plan{ID: consent.NewID("plan-")}} }
 
 // A plan is good on its own connection only, until it expires, and a
 // connection keeps a bounded number.
@@ -16,24 +20,24 @@ func TestPlansAreBoundToTheirConnection(t *testing.T) {
 	now := time.Unix(0, 0)
 	s := newStore(time.Minute, 3, func() time.Time { return now })
 	a, b := new(int), new(int)
-	p := s.put(a, &plan{})
-	if _, err := s.claim(b, p.id); !errors.Is(err, errUnknownPlan) {
+	p := s.put(a, newPlan())
+	if _, err := s.claim(b, p.ID); !errors.Is(err, errUnknownPlan) {
 		t.Fatalf("another connection claimed it: %v", err)
 	}
-	got, err := s.claim(a, p.id)
+	got, err := s.claim(a, p.ID)
 	if err != nil || got != p {
 		t.Fatalf("claim: %v", err)
 	}
-	if _, err := s.claim(a, p.id); !errors.Is(err, errPlanInUse) {
+	if _, err := s.claim(a, p.ID); !errors.Is(err, errPlanInUse) {
 		t.Fatalf("claimed twice at once: %v", err)
 	}
 	s.release(a, p, false)
 	now = now.Add(2 * time.Minute)
-	if _, err := s.claim(a, p.id); !errors.Is(err, errExpiredPlan) && !errors.Is(err, errUnknownPlan) {
+	if _, err := s.claim(a, p.ID); !errors.Is(err, errExpiredPlan) && !errors.Is(err, errUnknownPlan) {
 		t.Fatalf("expired: %v", err)
 	}
 	for range 5 {
-		s.put(a, &plan{})
+		s.put(a, newPlan())
 	}
 	if n := s.count(a); n != 3 {
 		t.Fatalf("a connection keeps %d plans, want 3", n)
@@ -47,7 +51,7 @@ func TestPlansAreBoundToTheirConnection(t *testing.T) {
 // An answer counts only with the state of the question asked, once.
 func TestAnswersBelongToTheirQuestion(t *testing.T) {
 	s := newStore(time.Minute, 3, time.Now)
-	p := s.put("c", &plan{})
+	p := s.put("c", newPlan())
 	if err := s.answered(p, ""); err == nil {
 		t.Fatal("an answer to no question")
 	}
@@ -71,8 +75,8 @@ func TestStoreConcurrently(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			for range 50 {
-				p := s.put(i, &plan{})
-				if got, err := s.claim(i, p.id); err == nil {
+				p := s.put(i, newPlan())
+				if got, err := s.claim(i, p.ID); err == nil {
 					s.ask(got)
 					s.release(i, got, true)
 				}

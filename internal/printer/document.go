@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -503,7 +504,7 @@ func Purge(r *purge.Report) PurgeDocument {
 		Ordering: r.Ordering, Server: serverOf(r.Ordering), Mode: r.Mode, Escalations: nonNil(r.Escalations), Outcome: r.Outcome, Stop: r.Stop, Message: PurgeMessage(r), Passes: r.Passes,
 		Steps: []StepDocument{}, Rows: []RowDocument{}, Leaks: r.Leaks, sections: legacySections(r.Rows),
 		Remaining: nonNil(r.Remaining), Conditions: nonNil(r.Conditions), Finalize: FinalizeDocument{Finalize: r.Finalize, Reason: FinalizeReason(r.Finalize)},
-		MissingPermissions: PermissionsWords(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),
+		MissingPermissions: access.Words(r.MissingPermissions), BackupDir: r.BackupDir, BackedUp: r.BackedUp, Recreated: nonNil(r.Recreated),
 		Changes: changesWords(r), Warnings: warningsWords(r), Errors: failuresWords(r),
 		ChangeDetails: changeDetails(r), WarningDetails: warningDetails(r), ErrorDetails: errorDetails(r),
 	}

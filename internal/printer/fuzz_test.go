@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -140,7 +141,7 @@ func hostilePurge(s string) *purge.Report {
 		Remaining:          []purge.Remaining{{Resource: s, Count: 1, Finalizers: map[string]int{s: 1}}},
 		Conditions:         []purge.Condition{{Type: s, Status: "True", Reason: s, Message: s}},
 		Finalize:           purge.Finalize{Cause: purge.FinalizeOtherTokens, Kept: []string{s}, Remove: []string{s}, Error: s},
-		MissingPermissions: []purge.Permission{{Verb: s, Resource: s, Name: s, Namespace: s}},
+		MissingPermissions: []access.Permission{{Verb: s, Resource: s, Name: s, Namespace: s}},
 		BackupDir:          s,
 		Recreated:          []purge.Recreated{{Resource: s, Name: s, CreatedBy: s}},
 		Changes:            []purge.Change{{Kind: purge.ChangeStrippedFinalizers, Resource: s, Name: s, Finalizers: []string{s}}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -276,7 +277,7 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 		}
 		p.more("  ", left, "lines")
 	}
-	section("Missing permissions (nothing was changed)", PermissionsWords(r.MissingPermissions), color.FgRed, color.Bold)
+	section("Missing permissions (nothing was changed)", access.Words(r.MissingPermissions), color.FgRed, color.Bold)
 	section("Errors from the API server", failuresWords(r), color.FgRed, color.Bold)
 	section("Warnings", warningsWords(r), color.FgYellow, color.Bold)
 	if r.Mode == purge.DryRunNone && r.Outcome != purge.OutcomeRefused {

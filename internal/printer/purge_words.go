@@ -2,7 +2,6 @@ package printer
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -253,34 +252,6 @@ func FailureWords(f purge.Failure, r *purge.Report) string {
 		words += fmt.Sprintf(" (%d times, %s to %s)", f.Count, f.First.Format("15:04:05"), f.Last.Format("15:04:05"))
 	}
 	return words
-}
-
-// PermissionWords says a permission: verb, resource, where.
-func PermissionWords(p purge.Permission) string {
-	res := p.Resource
-	if p.Group != "" {
-		res += "." + p.Group
-	}
-	if p.Subresource != "" {
-		res += "/" + p.Subresource
-	}
-	if p.Name != "" {
-		res += " " + p.Name
-	}
-	if p.Namespace != "" {
-		return fmt.Sprintf("%s %s in namespace %s", p.Verb, res, p.Namespace)
-	}
-	return fmt.Sprintf("%s %s", p.Verb, res)
-}
-
-// PermissionsWords says permissions, sorted.
-func PermissionsWords(perms []purge.Permission) []string {
-	out := make([]string, 0, len(perms))
-	for _, p := range perms {
-		out = append(out, PermissionWords(p))
-	}
-	sort.Strings(out)
-	return out
 }
 
 func changesWords(r *purge.Report) []string {

@@ -9,50 +9,6 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
-// RescueConfirmation is what a person is asked before rescue changes
-// anything: the namespace, where the writes go, and each write.
-type RescueConfirmation struct {
-	Plan             *rescue.Plan
-	Context, Cluster string
-}
-
-// Text is the confirmation up to the question.
-func (c RescueConfirmation) Text() string {
-	p := c.Plan
-	var b strings.Builder
-	fmt.Fprintf(&b, "This will hold the deletion of namespace %q\n  context %q, cluster %q\n", p.Namespace, c.Context, c.Cluster)
-	verb := "create"
-	if p.AlreadyHeld {
-		verb = "re-apply"
-	}
-	fmt.Fprintf(&b, "  %s ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding %s: the namespace controller and the garbage collector may not delete anything in %s\n",
-		verb, Escape(p.Hold), Escape(p.Namespace))
-	for _, v := range p.Volumes {
-		if v.Before == "Retain" {
-			fmt.Fprintf(&b, "  mark PersistentVolume %s (claim %s) as rescued; it is Retain already\n", Escape(v.Name), Escape(v.Claim))
-			continue
-		}
-		fmt.Fprintf(&b, "  set PersistentVolume %s (claim %s) to reclaim policy Retain (was %s, kept in annotation %s)\n",
-			Escape(v.Name), Escape(v.Claim), Escape(v.Before), rescue.ReclaimAnnotation)
-	}
-	fmt.Fprintf(&b, "  save every object left in %s, Secrets included (in clear, files 0600), to %s\n", Escape(p.Namespace), Escape(p.BackupDir))
-	return b.String()
-}
-
-// Question is what the person is asked to type, and the answer that goes
-// on: the namespace's name, as purge asks. The terminal's prompt and the
-// MCP server's elicitation ask it alike.
-func (c RescueConfirmation) Question() (question, want string) {
-	return "Type the namespace name to go on", c.Plan.Namespace
-}
-
-// Prompt is the confirmation as a terminal shows it, and the answer that
-// goes on.
-func (c RescueConfirmation) Prompt() (text, want string) {
-	question, want := c.Question()
-	return c.Text() + question + ": ", want
-}
-
 // RescueDocument is rescue's report for -o json|yaml.
 type RescueDocument struct {
 	APIVersion string `json:"apiVersion"`

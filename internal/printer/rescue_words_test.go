@@ -67,7 +67,8 @@ func TestRescueDocumentIsTyped(t *testing.T) {
 func TestRescueConfirmationListsEachChange(t *testing.T) {
 	plan := &rescue.Plan{Namespace: "shop", Hold: "ns-doctor-rescue-shop", BackupDir: "/b", AlreadyHeld: true,
 		Volumes: []rescue.Volume{{Name: "pv-1", Claim: "data", Before: "Delete"}, {Name: "pv-2", Claim: "logs", Before: "Retain"}}}
-	text, want := RescueConfirmation{Plan: plan, Context: "prod", Cluster: "eu-1"}.Prompt()
+	req := RescueConfirmation{Plan: plan, Context: "prod", Cluster: "eu-1"}.Request()
+	text, want := req.Prompt(), req.Want
 	if want != "shop" {
 		t.Errorf("answer %q, want the namespace's name", want)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -51,7 +52,7 @@ func (WatchWords) Janitor(r *purge.Report, err error) string {
 	case err != nil && r.Outcome == purge.OutcomeRefused || len(r.MissingPermissions) > 0:
 		msg = "janitor: permissions missing, nothing was changed"
 		if len(r.MissingPermissions) > 0 {
-			msg += ": " + strings.Join(PermissionsWords(r.MissingPermissions), "; ")
+			msg += ": " + strings.Join(access.Words(r.MissingPermissions), "; ")
 		}
 	case err != nil:
 		msg = fmt.Sprintf("janitor: purge of namespace %s failed: %v", r.Namespace, err)

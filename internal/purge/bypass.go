@@ -7,14 +7,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 
 	"golang.org/x/sync/errgroup"
 
-	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
-	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -54,9 +52,10 @@ var bypassWebhookEscalation = Escalation{
 	answers: func(names []string, a diagnose.Action) bool {
 		return a.Flag == diagnose.FlagBypassWebhook && slices.Contains(names, a.Value)
 	},
-	complete: webhookValues,
-	start:    func(names []string) action { return &bypasser{names: names} },
-	snapshot: true,
+	complete:  webhookValues,
+	start:     func(names []string) action { return &bypasser{names: names} },
+	snapshot:  true,
+	leftovers: undoBypasses,
 	changes: map[ChangeKind]func(Change, string) string{
 		ChangeExcludedFromWebhook: func(c Change, namespace string) string {
 			return fmt.Sprintf("excluded namespace %s from the webhooks of %s %s for this run (saved first)", namespace, strings.ToLower(c.Resource), c.Name)
@@ -268,42 +267,41 @@ func (b *bypasser) resolve(ctx context.Context, a actor, s scope) error {
 }
 
 // needs: reading each configuration found and patching it.
-func (b *bypasser) needs(scope) []Permission {
-	var out []Permission
+func (b *bypasser) needs(scope) []access.Permission {
+	var out []access.Permission
 	for _, by := range b.found {
 		gvr := gvrOfKind(bypassOf(by).Kind)
-		out = append(out, Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource},
-			Permission{Verb: "get", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name},
-			Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name})
+		out = append(out, access.Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource},
+			access.Permission{Verb: "get", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name},
+			access.Permission{Verb: "patch", Group: gvr.Group, Resource: gvr.Resource, Name: by.Name})
 	}
 	return out
 }
 
-// bypassedNames are the configurations the run bypasses.
-func (r *run) bypassedNames() map[string]bool {
+// spares: the configurations the run bypasses.
+func (b *bypasser) spares() map[string]bool {
 	out := map[string]bool{}
-	for _, b := range r.report.RowsOf(RowBypass) {
-		if b.Status == RowPlanned {
-			out[b.Name] = true
-		}
+	for _, by := range b.found {
+		out[by.Name] = true
 	}
 	return out
 }
 
-// bypassedError tells whether err is a rejection by a webhook of a
-// bypassed configuration: a server dry run cannot bypass (that would
-// change the configuration), so it reports those as bypassed instead.
-func (r *run) bypassedError(err error) bool {
+// spare turns a server dry run's refusal by a webhook of a bypassed
+// configuration into a warning: a dry run cannot bypass (that would change
+// the configuration), and during the run that webhook is not called.
+func (b *bypasser) spare(a actor, err error, what string) error {
 	by := apierror.Classify(err).Webhook // set only for a webhook's failure, denial or dry-run refusal
 	if by == "" {
-		return false
+		return err
 	}
-	for _, b := range r.report.RowsOf(RowBypass) {
-		if b.Status == RowPlanned && slices.Contains(bypassOf(b).Webhooks, by) {
-			return true
-		}
+	var rows []Row
+	a.record(func(r *Report) { rows = r.RowsOf(RowBypass) })
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.Status == RowPlanned && slices.Contains(bypassOf(r).Webhooks, by) }) {
+		return err
 	}
-	return false
+	a.warn(Warning{Kind: WarnBypassedRefusal, Request: what, Text: err.Error()})
+	return nil
 }
 
 // before excludes the namespace from the webhooks of each configuration
@@ -488,75 +486,92 @@ func webhookNames(cfg *unstructured.Unstructured) []string {
 	return out
 }
 
-// unlessBypassed turns a server dry run's refusal by a webhook of a
-// bypassed configuration into a warning: during the run that webhook
-// would not be called.
-func (r *run) unlessBypassed(err error, what string) error {
-	if !r.bypassedError(err) {
-		return err
+// undoBypasses undoes the bypasses of this namespace an earlier run left
+// behind (it was killed before restoring), before anything else; a plan
+// says it would.
+func undoBypasses(ctx context.Context, t tidying) error {
+	lists, errs := webhookConfigurations(ctx, t)
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case t.plan:
+			lists[i] = nil // a plan only notes them
+		case apierrors.IsForbidden(err) && !t.asked:
+			lists[i] = nil // without the escalation, no run of this user could have left one
+		default:
+			return fmt.Errorf("looking for webhook configurations a killed run left bypassed: %w", err)
+		}
 	}
-	r.l.warn(Warning{Kind: WarnBypassedRefusal, Request: what, Text: err.Error()})
+	for i, k := range webhookKinds {
+		if lists[i] == nil {
+			continue
+		}
+		for _, cfg := range lists[i].Items {
+			if _, ok := cfg.GetAnnotations()[bypassAnnotation+t.ns]; ok {
+				if err := undoBypass(ctx, t, k.kind, &cfg); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 
-// bypassFilter passes a server dry run's content requests, answering the
-// refusals of bypassed webhooks as a run with the bypass would be.
-type bypassFilter struct {
-	deletion.Operations
-	filter func(err error, what string) error
-}
-
-func (f *bypassFilter) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, ns string) error {
-	return f.filter(f.Operations.DeleteCollection(ctx, gvr, ns), "deletecollection "+deletion.ResourceName(gvr))
-}
-
-func (f *bypassFilter) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
-	return f.filter(f.Operations.Delete(ctx, gvr, ns, name), "delete "+deletion.ResourceName(gvr)+"/"+name)
-}
-
-// bypassFilterNs does the same for the finalize call.
-type bypassFilterNs struct {
-	deletion.NamespaceClient
-	filter func(err error, what string) error
-}
-
-func (f *bypassFilterNs) Finalize(ctx context.Context, ns *v1.Namespace, opts metav1.UpdateOptions) (*v1.Namespace, error) {
-	out, err := f.NamespaceClient.Finalize(ctx, ns, opts)
-	if err = f.filter(err, "finalize"); err == nil && out == nil {
-		out = ns
+// undoBypass restores one configuration a killed run left bypassed (a
+// plan only says so). It runs before the run has a writer or a backup: it
+// removes only what purge itself added.
+func undoBypass(ctx context.Context, t tidying, kind string, cfg *unstructured.Unstructured) error {
+	if t.plan {
+		t.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: cfg.GetName()})
+		return nil
 	}
-	return out, err
+	by := bypassRow(kind, cfg.GetName(), Bypass{Webhooks: webhookNames(cfg)})
+	by.Status, by.Why = RowDone, BypassLeftover
+	read := func(ctx context.Context, gvr schema.GroupVersionResource, _, name string) (*unstructured.Unstructured, error) {
+		return t.clients.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	}
+	send := func(ctx context.Context, wr Write) (Sent, error) {
+		if err := (sender{clients: t.clients}).send(ctx, wr); err != nil {
+			return Sent{}, err
+		}
+		t.l.changed(*wr.Change)
+		return Sent{ForReal: true}, nil
+	}
+	_, err := patchConfig(ctx, read, send, gvrOfKind(kind), by.Name, func(c *unstructured.Unstructured) error { return includeNamespace(c, t.ns) },
+		&Change{Kind: ChangeRestoredWebhook, Resource: kind, Name: by.Name})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.l.fail(Failure{Verb: "restore", Resource: kind, Name: by.Name, Error: err.Error()})
+		return fmt.Errorf("restoring %s %s, left bypassed by an earlier run: %s", strings.ToLower(kind), by.Name, err)
+	}
+	t.l.warn(Warning{Kind: WarnBypassLeftover, Resource: kind, Name: by.Name, Restored: true})
+	t.l.update(func(rep *Report) { rep.Rows = append(rep.Rows, by) })
+	return nil
+}
+
+// configurationLists are both kinds of webhook configurations, as read.
+type configurationLists struct {
+	lists []*unstructured.UnstructuredList
+	errs  []error
 }
 
 // webhookConfigurations lists both kinds of webhook configurations, at
 // once (over a slow link each round trip counts). The namespaces purged
 // together share one read: what a killed earlier run left is there
 // before any of them starts, and each of them looks only for its own.
-func (r *run) webhookConfigurations(ctx context.Context) ([]*unstructured.UnstructuredList, []error) {
-	read := func() ([]*unstructured.UnstructuredList, []error) {
+func webhookConfigurations(ctx context.Context, t tidying) ([]*unstructured.UnstructuredList, []error) {
+	read := func() any {
 		lists := make([]*unstructured.UnstructuredList, len(webhookKinds))
 		errs := make([]error, len(webhookKinds))
 		var g errgroup.Group
 		for i, k := range webhookKinds {
 			g.Go(func() error {
-				lists[i], errs[i] = r.Clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
+				lists[i], errs[i] = t.clients.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
 				return nil
 			})
 		}
 		_ = g.Wait()
-		return lists, errs
+		return configurationLists{lists, errs}
 	}
-	if r.webhooks == nil {
-		return read()
-	}
-	r.webhooks.once.Do(func() { r.webhooks.lists, r.webhooks.errs = read() })
-	return slices.Clone(r.webhooks.lists), slices.Clone(r.webhooks.errs)
-}
-
-// sharedWebhooks is the one read of webhook configurations the runs of
-// RunMany share.
-type sharedWebhooks struct {
-	once  sync.Once
-	lists []*unstructured.UnstructuredList
-	errs  []error
+	got := t.shared.get("webhook configurations", read).(configurationLists)
+	return slices.Clone(got.lists), slices.Clone(got.errs)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -100,11 +101,11 @@ func (d *apiServiceDeleter) precheck(ctx context.Context, a actor) error {
 	return nil
 }
 
-func (d *apiServiceDeleter) needs(scope) []Permission {
-	var out []Permission
+func (d *apiServiceDeleter) needs(scope) []access.Permission {
+	var out []access.Permission
 	for _, name := range d.names {
-		out = append(out, Permission{Verb: "get", Group: apiServicesGVR.Group, Resource: apiServicesGVR.Resource, Name: name},
-			Permission{Verb: "delete", Group: apiServicesGVR.Group, Resource: apiServicesGVR.Resource, Name: name})
+		out = append(out, access.Permission{Verb: "get", Group: apiServicesGVR.Group, Resource: apiServicesGVR.Resource, Name: name},
+			access.Permission{Verb: "delete", Group: apiServicesGVR.Group, Resource: apiServicesGVR.Resource, Name: name})
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
 
@@ -28,11 +29,11 @@ const ChangeDeletedActiveNamespace ChangeKind = "DeletedActiveNamespace"
 
 type namespaceDeleter struct{}
 
-func (namespaceDeleter) needs(s scope) []Permission {
+func (namespaceDeleter) needs(s scope) []access.Permission {
 	if s.ns.DeletionTimestamp != nil {
 		return nil
 	}
-	return []Permission{{Verb: "delete", Resource: "namespaces"}}
+	return []access.Permission{{Verb: "delete", Resource: "namespaces"}}
 }
 
 // before deletes the namespace when it is Active; it is in the backup

@@ -1,6 +1,7 @@
 package purge
 
 import (
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -21,8 +22,8 @@ var finalizeDespiteDiscoveryEscalation = Escalation{
 type discoveryFailureFinalizer struct{}
 
 // needs: the finalize call, which every run has.
-func (discoveryFailureFinalizer) needs(scope) []Permission {
-	return []Permission{{Verb: "update", Resource: "namespaces", Subresource: "finalize"}}
+func (discoveryFailureFinalizer) needs(scope) []access.Permission {
+	return []access.Permission{{Verb: "update", Resource: "namespaces", Subresource: "finalize"}}
 }
 
 func (discoveryFailureFinalizer) configure(d *deletion.NamespacedResourcesDeleter) {

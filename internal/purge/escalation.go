@@ -3,11 +3,13 @@ package purge
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -56,6 +58,10 @@ type Escalation struct {
 	changes map[ChangeKind]func(c Change, namespace string) string
 	// warnings words the warnings only it raises (its WarningKinds).
 	warnings map[WarningKind]func(w Warning) string
+	// leftovers, when set, undoes what a run killed while it acted left in
+	// the cluster (a plan only warns): every run calls it first, before
+	// any other read, whether it asks for the escalation or not.
+	leftovers func(ctx context.Context, t tidying) error
 }
 
 // escalations is the list, in the order the escalations act and are told.
@@ -264,7 +270,7 @@ type Used struct {
 // run plans, asks the server for dry runs, or acts.
 type action interface {
 	// needs are the permissions it adds to a force run's check.
-	needs(s scope) []Permission
+	needs(s scope) []access.Permission
 }
 
 // resolver reads the cluster before anything is changed: bad input that
@@ -302,6 +308,55 @@ type afterPass interface {
 // hold; it returns how many changes it made (or would).
 type namespaceHeld interface {
 	namespaceHeld(ctx context.Context, a actor, ns *v1.Namespace) (int, error)
+}
+
+// sparer is an action that spares the run some refusals while it acts (a
+// webhook it bypasses): a plan, which cannot act first, forgives them.
+type sparer interface {
+	// spares are the webhook configurations whose refusals a client plan
+	// does not predict.
+	spares() map[string]bool
+	// spare answers a server dry run's refusal as the run, the escalation
+	// at work, would meet it: nil when it is spared (it says so through
+	// a).
+	spare(a actor, err error, what string) error
+}
+
+// spares are the webhook configurations the actions spare the run.
+func spares(actions []action) map[string]bool {
+	out := map[string]bool{}
+	for _, act := range actions {
+		if s, ok := act.(sparer); ok {
+			maps.Copy(out, s.spares())
+		}
+	}
+	return out
+}
+
+// spared is the actions' answer to a server dry run's refusal, through a.
+func spared(actions []action, a actor) func(err error, what string) error {
+	return func(err error, what string) error {
+		for _, act := range actions {
+			if s, ok := act.(sparer); ok && err != nil {
+				err = s.spare(a, err, what)
+			}
+		}
+		return err
+	}
+}
+
+// tidying is what undoing a killed run's leftovers may use, before the
+// run has a writer: the cluster itself, the run's ledger, the mode,
+// whether this run asks for the escalation, and the reads the runs of
+// several namespaces share.
+type tidying struct {
+	clients *kube.Clients
+	ns      string
+	l       *ledger
+	// plan: only warn of what was left.
+	plan   bool
+	asked  bool
+	shared *sharedReads
 }
 
 // scope is what a run knows before its first change: the namespace, the

@@ -18,17 +18,17 @@ func (r *passLoop) holding(ctx context.Context) {
 	if r.rec == nil || !r.report.stays() {
 		return
 	}
-	diag := r.inspector().Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx), r.disc, r.inspectOptions())
+	diag := r.insp.Diagnose(ctx, r.namespaceSeen(), r.lastSeen(ctx), r.disc, r.opts.inspectOptions())
 	var holding []Hold
 	for _, b := range diag.Blocking() {
 		if b.Kind == diagnose.BlockerControllerNotRunning {
 			continue // purge ran the controller's pass itself
 		}
-		holding = append(holding, r.hold(b))
+		holding = append(holding, hold(b, r.opts.Escalations))
 	}
-	for _, b := range r.denials() {
+	for _, b := range denials(r.report.Failures, r.ns) {
 		if !alreadyHeld(holding, b) {
-			holding = append(holding, r.hold(b))
+			holding = append(holding, hold(b, r.opts.Escalations))
 		}
 	}
 	// What a purge flag gets past comes first: it is the step to take.
@@ -46,7 +46,7 @@ func (r *passLoop) lastSeen(ctx context.Context) *deletion.Snapshot {
 			if _, ok := snap.Lists[gvr]; ok {
 				continue
 			}
-			if list, err := r.pre.w.list(ctx, gvr, r.ns()); err == nil {
+			if list, err := r.pre.w.list(ctx, gvr, r.ns); err == nil {
 				snap.Lists[gvr] = list
 			} else {
 				snap.ListErrs[gvr] = err
@@ -70,21 +70,22 @@ func (r *Report) stays() bool {
 	return true
 }
 
-// hold is a blocker with the purge flag this run lacks to get past it.
-func (r *run) hold(b diagnose.Blocker) Hold {
+// hold is a blocker with the purge flag a run asked for these lacks to
+// get past it.
+func hold(b diagnose.Blocker, asked Asked) Hold {
 	h := Hold{Blocker: b}
-	if a, ok := b.PurgeStep(); ok && !r.Opts.Escalations.Gives(a) {
+	if a, ok := b.PurgeStep(); ok && !asked.Gives(a) {
 		h.Step = &a
 	}
 	return h
 }
 
-// denials are the webhooks that answered this run's requests with a
-// denial: no diagnosis sees those, only a request does.
-func (r *run) denials() []diagnose.Blocker {
+// denials are the webhooks that answered a run's requests (its failures)
+// in namespace with a denial: no diagnosis sees those, only a request does.
+func denials(failures []Failure, namespace string) []diagnose.Blocker {
 	var out []diagnose.Blocker
 	seen := map[string]bool{}
-	for _, f := range r.report.Failures {
+	for _, f := range failures {
 		ref := f.Refusal
 		if ref == nil || !ref.Denied || ref.By != diagnose.RefusedByWebhook && ref.By != diagnose.RefusedByPolicy {
 			continue
@@ -98,7 +99,7 @@ func (r *run) denials() []diagnose.Blocker {
 				d.Message = ps[0].Denial
 			}
 		}
-		if b := d.Blocker(r.ns()); !seen[b.Subject] {
+		if b := d.Blocker(namespace); !seen[b.Subject] {
 			seen[b.Subject] = true
 			out = append(out, b)
 		}

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -33,10 +34,10 @@ type namespaceFinalizerRemover struct{}
 
 // needs: the finalize call (every run has it) drops the tokens; the
 // namespace's own finalizers go with a patch.
-func (namespaceFinalizerRemover) needs(s scope) []Permission {
-	out := []Permission{{Verb: "update", Resource: "namespaces", Subresource: "finalize"}}
+func (namespaceFinalizerRemover) needs(s scope) []access.Permission {
+	out := []access.Permission{{Verb: "update", Resource: "namespaces", Subresource: "finalize"}}
 	if len(s.ns.Finalizers) > 0 {
-		out = append(out, Permission{Verb: "patch", Resource: "namespaces"})
+		out = append(out, access.Permission{Verb: "patch", Resource: "namespaces"})
 	}
 	return out
 }

@@ -49,8 +49,8 @@ const revivedLabel = "ns-doctor.dev/revived-for-orphans"
 // from 1.37 it admits UPDATE and PATCH (kubernetes PR 140661), so
 // finalizers are removed in place. An unknown version gets the older path,
 // which works on both.
-func (r *run) mustRevive() bool {
-	return r.Opts.Orphans && (!r.Opts.OrderedDeletion.Server.Has(compat.UpdateWithoutNamespace) || r.selectorMetGone())
+func mustRevive(o *Options, rep *Report) bool {
+	return o.Orphans && (!o.OrderedDeletion.Server.Has(compat.UpdateWithoutNamespace) || selectorMetGone(rep))
 }
 
 // selectorMetGone tells whether a strip in place met a webhook that selects
@@ -58,9 +58,9 @@ func (r *run) mustRevive() bool {
 // labels and answers 404 for it, so only a namespace of that name lets the
 // strip through, as up to 1.36. Its create was not asked in the
 // permission check (1.37 needs none without such a webhook).
-func (r *run) selectorMetGone() bool {
-	return slices.ContainsFunc(r.report.RowsOf(RowStrip), func(s Row) bool { return s.Refusal != nil && s.Refusal.NamespaceGone }) ||
-		slices.ContainsFunc(r.report.Failures, func(f Failure) bool { return f.Refusal != nil && f.Refusal.NamespaceGone })
+func selectorMetGone(rep *Report) bool {
+	return slices.ContainsFunc(rep.RowsOf(RowStrip), func(s Row) bool { return s.Refusal != nil && s.Refusal.NamespaceGone }) ||
+		slices.ContainsFunc(rep.Failures, func(f Failure) bool { return f.Refusal != nil && f.Refusal.NamespaceGone })
 }
 
 // revive re-creates the former namespace and deletes it again at once, so
@@ -69,9 +69,9 @@ func (r *run) selectorMetGone() bool {
 // go on with the real namespace. A plan plays it, and says so.
 func (r *passLoop) revive(ctx context.Context) error {
 	r.revived = true
-	r.l.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns()})
+	r.l.warn(Warning{Kind: WarnRevivalNeeded, Name: r.ns})
 	a := r.actor()
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns(), Labels: map[string]string{revivedLabel: "true"}}}
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns, Labels: map[string]string{revivedLabel: "true"}}}
 	_, err := a.send(ctx, Write{Verb: "create", Resource: namespacesGVR, Name: ns.Name, Object: ns,
 		Change: &Change{Kind: ChangeCreatedNamespace, Resource: "namespaces", Name: ns.Name}})
 	if apierrors.IsAlreadyExists(err) {
@@ -91,10 +91,10 @@ func (r *passLoop) revive(ctx context.Context) error {
 // needsRevival tells whether a pass over a former namespace left objects
 // whose finalizers the escalations strip.
 func (r *passLoop) needsRevival(content *deletion.ContentResult) bool {
-	if !r.mustRevive() || r.revived {
+	if !mustRevive(r.opts, r.report) || r.revived {
 		return false
 	}
-	if r.selectorMetGone() {
+	if selectorMetGone(r.report) {
 		// Deletions too were refused for the namespace's absence: only a
 		// namespace of that name lets anything through.
 		return true
@@ -134,5 +134,5 @@ func (r *passLoop) namespaceFinalizers(ctx context.Context, ns *v1.Namespace) (i
 		}
 	}
 	r.l.update(func(rep *Report) { rep.Finalize.Cause, rep.Finalize.Kept = FinalizeNamespaceHeld, ns.Finalizers })
-	return 0, stopIfPlan(r, r.blocked())
+	return 0, stopIfPlan(r, blocked(r.started))
 }

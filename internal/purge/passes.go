@@ -17,6 +17,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
@@ -31,9 +32,22 @@ const maxPlanPasses = 8
 // first, then the controller's Delete and the escalations that act on what
 // it left, until the namespace goes or the run stops. It receives what
 // preflight prepared (the writer among it) and owns what one pass hands
-// the next; the rest is the run's (the ledger, the escalations at work).
+// the next; what it needs of the run is named here.
 type passLoop struct {
-	*run
+	ns   string
+	opts *Options
+	// clients read a pod's node for the escalations and prove unreadable
+	// objects; every other request goes through the writer.
+	clients *kube.Clients
+	l       *ledger
+	// report is the ledger's; read it only where no escalation writes.
+	report  *Report
+	actions []action
+	rc      *recreations
+	insp    *inspect.Inspector
+	now     func() time.Time
+	started time.Time
+	emit    func(Event)
 	// pre is preflight's result: the scope, the writer, its tally, the
 	// mode, the backup.
 	pre prepared
@@ -58,12 +72,6 @@ type passLoop struct {
 	// content pass found.
 	lastState   string
 	lastContent *deletion.ContentResult
-}
-
-// newPassLoop is the passes over what preflight prepared; the deleter is
-// built once the escalations that act before the first pass have.
-func newPassLoop(r *run, pre prepared) *passLoop {
-	return &passLoop{run: r, pre: pre, disc: pre.disc, reported: map[string]bool{}}
 }
 
 // passes repeats Delete until the namespace is gone, the escalations
@@ -132,8 +140,8 @@ type stopError struct{ stop *Stop }
 
 // blocked ends a run held by what only an outside action (or an
 // escalation it lacks) clears: waiting would not help.
-func (r *run) blocked() error {
-	return &stopError{stop: &Stop{Reason: StopBlocked, After: time.Since(r.started).Round(time.Second).String()}}
+func blocked(started time.Time) error {
+	return &stopError{stop: &Stop{Reason: StopBlocked, After: time.Since(started).Round(time.Second).String()}}
 }
 
 func (e *stopError) Error() string { return string(e.stop.Reason) }
@@ -172,7 +180,7 @@ func (r *passLoop) onePass(ctx context.Context, pass int) (time.Duration, int, e
 	r.rec.startPass(pass)
 	r.l.startPass()
 	r.emit(Event{Kind: EventPass, Pass: pass, Types: len(r.disc.DeletableResources())})
-	res, err := r.deleter.Delete(ctx, r.ns())
+	res, err := r.deleter.Delete(ctx, r.ns)
 	if res.Stage == deletion.StageGone && err == nil {
 		return 0, 0, errGone
 	}
@@ -236,10 +244,10 @@ func (r *passLoop) recordPass(ctx context.Context, res deletion.Result, pass int
 		}
 	}
 	if pass == 1 {
-		r.proveUnreadable(ctx, c)
+		prover{clients: r.clients, ns: r.ns, opts: r.opts, l: r.l}.prove(ctx, c)
 	}
 	if c.Err != nil && r.disc != nil && len(r.disc.Failed) > 0 {
-		obs := r.inspector().ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{}, r.disc, r.inspectOptions())
+		obs := r.insp.ObservationOf(ctx, r.namespaceSeen(), &deletion.Snapshot{}, r.disc, r.opts.inspectOptions())
 		for gv, err := range r.disc.Failed {
 			r.l.fail(Failure{Verb: "discover", Resource: gv.String(), Error: err.Error(), Refusal: diagnose.DiscoveryRefusal(obs, gv, err)})
 		}
@@ -321,18 +329,18 @@ func (r *passLoop) afterPass(ctx context.Context, res deletion.Result, err error
 		acted, err := r.namespaceFinalizers(ctx, res.Namespace)
 		return time.Second, acted, err
 	case deletion.StageNotDeleting:
-		return 0, 0, stopIfPlan(r, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns()))
+		return 0, 0, stopIfPlan(r, fmt.Errorf("namespace %s is not being deleted (it was re-created?)", r.ns))
 	case deletion.StageFinalized:
 		if err != nil {
 			r.l.update(func(rep *Report) { rep.Finalize = Finalize{Cause: FinalizeRejected, Error: err.Error()} })
-			r.l.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns(), Error: err.Error()})
-			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns(), err))
+			r.l.fail(Failure{Verb: "finalize", Resource: "namespaces", Name: r.ns, Error: err.Error()})
+			return 0, 0, stopIfPlan(r, fmt.Errorf("finalizing namespace %s: %w", r.ns, err))
 		}
 		if kept := r.finalized(res).Kept; len(kept) > 0 {
 			// Only their owners remove the tokens other systems set.
 			r.l.update(func(rep *Report) { rep.Finalize.Cause = FinalizeOtherTokens })
 			r.l.warn(Warning{Kind: WarnTokensKept, Finalizers: kept})
-			return 0, 0, stopIfPlan(r, r.blocked())
+			return 0, 0, stopIfPlan(r, blocked(r.started))
 		}
 		// The finalize call changed the namespace: the next pass sees what
 		// still holds it (its own metadata.finalizers).
@@ -371,7 +379,7 @@ func (r *passLoop) goneAfterFinalize(ctx context.Context, res deletion.Result) e
 	if ns == nil || len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
 		return nil
 	}
-	if _, err := r.deleter.NsClient.Get(ctx, r.ns(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := r.deleter.NsClient.Get(ctx, r.ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return errGone
 	}
 	return nil
@@ -379,7 +387,7 @@ func (r *passLoop) goneAfterFinalize(ctx context.Context, res deletion.Result) e
 
 // noteRecreated reports what came back in this pass and returns the types
 // purge stops chasing.
-func (r *run) noteRecreated() []string {
+func (r *passLoop) noteRecreated() []string {
 	chased := r.rc.endPass()
 	recreated := r.rc.list()
 	r.l.update(func(rep *Report) { rep.Recreated = recreated })
@@ -390,13 +398,13 @@ func (r *run) noteRecreated() []string {
 }
 
 // stopped ends a force run early, keeping the report of what was done.
-func (r *run) stopped(ctx context.Context, err error) error {
+func (r *passLoop) stopped(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		r.l.end(OutcomeRemaining, &Stop{Reason: StopInterrupted})
 		return nil
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		r.l.end(OutcomeRemaining, &Stop{Reason: StopTimeout, Timeout: r.Opts.Timeout.String()})
+		r.l.end(OutcomeRemaining, &Stop{Reason: StopTimeout, Timeout: r.opts.Timeout.String()})
 		return nil
 	}
 	r.l.end(OutcomeRemaining, &Stop{Reason: StopError, Error: err.Error()})

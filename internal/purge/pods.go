@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -104,8 +105,8 @@ type podForcer struct {
 	nodes map[string]NodeState
 }
 
-func (f *podForcer) needs(s scope) []Permission {
-	return []Permission{{Verb: "delete", Resource: "pods", Namespace: s.ns.Name}}
+func (f *podForcer) needs(s scope) []access.Permission {
+	return []access.Permission{{Verb: "delete", Resource: "pods", Namespace: s.ns.Name}}
 }
 
 // afterPass deletes the pods whose grace period is over, each saved first;

@@ -25,11 +25,11 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// Errors the command layer maps to exit codes.
+// Errors the command layer maps to exit codes; missing permissions are a
+// *access.MissingError (access.ErrMissing), and the report lists them.
 var (
-	ErrNotFound           = errors.New("namespace not found")
-	ErrActive             = errors.New("namespace is Active")
-	ErrMissingPermissions = errors.New("missing permissions")
+	ErrNotFound = errors.New("namespace not found")
+	ErrActive   = errors.New("namespace is Active")
 	// ErrNamespaceExists: --orphans names a namespace that exists; its
 	// content is not orphaned, and purging it is an ordinary purge.
 	ErrNamespaceExists = errors.New("the namespace exists")
@@ -52,9 +52,9 @@ type Purger struct {
 	// discoveries shares the later passes' discovery between the runs of
 	// several namespaces; nil: each pass discovers afresh.
 	discoveries *discoveryCache
-	// webhooks shares the check for a killed run's leftover bypasses
-	// between the runs of several namespaces.
-	webhooks *sharedWebhooks
+	// shared are reads the runs of several namespaces share (the
+	// escalations' leftovers of killed runs).
+	shared *sharedReads
 }
 
 // Precheck reads what the escalations' values name across the cluster
@@ -98,6 +98,49 @@ func (c *discoveryCache) get(clients *kube.Clients) (*kube.Discovery, error) {
 	return disc, nil
 }
 
+// rediscoverer is a later pass's discovery: afresh, as the controller
+// does, or shared with the other namespaces purged together (c not nil).
+func (c *discoveryCache) rediscoverer(clients *kube.Clients) func() (*kube.Discovery, error) {
+	return func() (*kube.Discovery, error) {
+		if c != nil {
+			return c.get(clients)
+		}
+		return kube.Discover(clients.Discovery)
+	}
+}
+
+// sharedReads are reads the runs of RunMany share, each made once for
+// all: what a killed earlier run left is there before any of them starts.
+// A nil one shares nothing.
+type sharedReads struct {
+	mu    sync.Mutex
+	reads map[string]*sharedRead
+}
+
+type sharedRead struct {
+	once sync.Once
+	v    any
+}
+
+// get is key's read, made by read the first time.
+func (s *sharedReads) get(key string, read func() any) any {
+	if s == nil {
+		return read()
+	}
+	s.mu.Lock()
+	if s.reads == nil {
+		s.reads = map[string]*sharedRead{}
+	}
+	one, ok := s.reads[key]
+	if !ok {
+		one = &sharedRead{}
+		s.reads[key] = one
+	}
+	s.mu.Unlock()
+	one.once.Do(func() { one.v = read() })
+	return one.v
+}
+
 // seed makes the first passes' discovery the cache's, when it has none:
 // the later passes reuse it while it is fresh.
 func (c *discoveryCache) seed(disc *kube.Discovery) {
@@ -129,8 +172,8 @@ func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 	if p.discoveries == nil && len(names) > 1 {
 		p.discoveries = &discoveryCache{}
 	}
-	if p.webhooks == nil && len(names) > 1 {
-		p.webhooks = &sharedWebhooks{}
+	if p.shared == nil && len(names) > 1 {
+		p.shared = &sharedReads{}
 	}
 	if len(names) >= inspect.CensusMin && p.Inspector.Census() == nil {
 		p.takeCensus(ctx, names)

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -245,7 +246,7 @@ func TestForceRefusesWithoutPermissions(t *testing.T) {
 		return a.Verb != "deletecollection" || a.Resource != "secrets"
 	}
 	r, err := purger(c, Options{DryRun: DryRunNone, BackupDir: t.TempDir()}).Run(context.Background())
-	if !errors.Is(err, ErrMissingPermissions) || r.Outcome != OutcomeRefused || !reflect.DeepEqual(r.MissingPermissions, []Permission{{Verb: "deletecollection", Resource: "secrets", Namespace: "ns"}}) {
+	if !errors.Is(err, access.ErrMissing) || r.Outcome != OutcomeRefused || !reflect.DeepEqual(r.MissingPermissions, []access.Permission{{Verb: "deletecollection", Resource: "secrets", Namespace: "ns"}}) {
 		t.Fatalf("err %v, outcome %s, missing %v", err, r.Outcome, r.MissingPermissions)
 	}
 	if w := writes(c); len(w) != 0 {

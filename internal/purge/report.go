@@ -3,6 +3,7 @@ package purge
 import (
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 )
@@ -36,8 +37,9 @@ type Report struct {
 	Remaining  []Remaining
 	Conditions []Condition
 	Finalize   Finalize
-	// MissingPermissions is every permission the run needs and lacks.
-	MissingPermissions []Permission
+	// MissingPermissions is every permission the run needs and lacks
+	// (access.Check's answer).
+	MissingPermissions []access.Permission
 	BackupDir          string
 	BackedUp           int
 	// Recreated is content that came back while purge deleted it.
@@ -213,16 +215,6 @@ type Finalize struct {
 	PodsFirst bool `json:"podsFirst,omitempty"`
 	// Error is the pass's or the finalize call's error.
 	Error string `json:"error,omitempty"`
-}
-
-// Permission is one verb on one resource a run needs.
-type Permission struct {
-	Verb        string `json:"verb"`
-	Group       string `json:"group,omitempty"`
-	Resource    string `json:"resource"`
-	Subresource string `json:"subresource,omitempty"`
-	Namespace   string `json:"namespace,omitempty"`
-	Name        string `json:"name,omitempty"`
 }
 
 // ChangeKind is a kind of change made to the cluster.

@@ -19,13 +19,15 @@ import (
 
 type schemaGVR = schema.GroupVersionResource
 
-// A run is one namespace's purge, a pipeline: preflight (preflight.go:
-// the snapshot, the escalations' reads, the writer, the permission check
-// and the backup) returns what the rest receives (prepared); then the
-// passes (passes.go, a passLoop: the escalations that act before the
-// first pass, the controller's Delete, then the escalations that act on
-// what each left), and what holds the namespace when it stays
-// (holding.go). Everything the run reports goes through its ledger.
+// A run is one namespace's purge, a pipeline of stages, each a type of
+// its own that names what it needs of the run: the preflight
+// (preflight.go: the snapshot, the escalations' reads, the writer, the
+// access check and the backup) returns what the rest receives (prepared);
+// then the passes (passes.go, a passLoop: the escalations that act before
+// the first pass, the controller's Delete, then the escalations that act
+// on what each left), and what holds the namespace when it stays
+// (holding.go). The run keeps only what every stage shares; everything it
+// reports goes through its ledger.
 type run struct {
 	*Purger
 	// insp is the Purger's Inspector, or the run's own.
@@ -60,7 +62,7 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		now := metav1.NewTime(r.now())
 		deleted.DeletionTimestamp = &now
 	}
-	pre, err := r.preflight(ctx, ns, deleted)
+	pre, err := r.preflight().prepare(ctx, ns, deleted)
 	if err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 		// Counted once the run is over, the bypasses' undoing included.
 		defer r.l.update(func(rep *Report) { rep.BackedUp = pre.backup.Count() })
 	}
-	loop := newPassLoop(r, pre)
+	loop := r.passLoop(pre)
 	undo, err := loop.beforePasses(ctx)
 	defer undo()
 	if err != nil {
@@ -84,6 +86,20 @@ func (r *run) do(ctx context.Context, ns *v1.Namespace) error {
 	err = loop.passes(ctx)
 	loop.holding(context.WithoutCancel(ctx))
 	return err
+}
+
+// preflight is the run's first stage, with what it needs.
+func (r *run) preflight() *preflight {
+	return &preflight{ns: r.ns(), opts: &r.Opts, clients: r.Clients, l: r.l, actions: r.actions, insp: r.insp, rc: r.rc,
+		discoveries: r.discoveries, shared: r.shared, now: r.now, emit: r.emit}
+}
+
+// passLoop is the run's passes over what preflight prepared, with what
+// they need.
+func (r *run) passLoop(pre prepared) *passLoop {
+	return &passLoop{ns: r.ns(), opts: &r.Opts, clients: r.Clients, l: r.l, report: r.report, actions: r.actions, rc: r.rc,
+		insp: r.insp, now: r.now, started: r.started, emit: r.emit,
+		pre: pre, disc: pre.disc, reported: map[string]bool{}}
 }
 
 // beforePasses runs the escalations that act once, before the first pass;
@@ -110,44 +126,42 @@ func (r *passLoop) beforePasses(ctx context.Context) (func(), error) {
 }
 
 // actor is what the escalations act through: the run's writer.
-func (r *passLoop) actor() actor { return r.actorOver(r.pre.w, r.pre.real, r.whoRefused) }
+func (r *passLoop) actor() actor {
+	return newActor(r.ns, r.pre.w, r.l, r.pre.real, r.whoRefused, r.clients)
+}
 
-// actorOver is an actor whose reads and writes go through w; real is the
+// newActor is an actor whose reads and writes go through w; real is the
 // mode, which only its until answers by (a plan plays what purge would do
 // once a wait is over).
-func (r *run) actorOver(w channel, real bool, refused func(context.Context, schemaGVR, error) *diagnose.Refusal) *runActor {
-	return &runActor{ns: r.ns(), w: w, l: r.l, real: real, refused: refused,
+func newActor(ns string, w channel, l *ledger, real bool, refused func(context.Context, schemaGVR, error) *diagnose.Refusal, clients *kube.Clients) *runActor {
+	return &runActor{ns: ns, w: w, l: l, real: real, refused: refused,
 		nodeOf: func(ctx context.Context, name string) (*v1.Node, error) {
-			return r.Clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			return clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		}}
 }
 
-// inspector is the run's reader, shared with the other namespaces' runs
-// (Run gives each run one). Plain objects are counted, not kept: a pass
-// deletes them at once, and a 100k-object namespace fits in tens of MiB.
-func (r *run) inspector() *inspect.Inspector { return r.insp }
-
-// inspectOptions are what the run asks of each diagnosis: the cluster's
+// inspectOptions are what a run asks of each diagnosis: the cluster's
 // deletion order.
-func (r *run) inspectOptions() inspect.Options {
-	return inspect.Options{Ordering: r.Opts.OrderedDeletion}
+func (o *Options) inspectOptions() inspect.Options {
+	return inspect.Options{Ordering: o.OrderedDeletion}
 }
 
 // newDeleter is upstream's NewNamespacedResourcesDeleter with this run's
 // writer, discovery and escalations.
 func (r *passLoop) newDeleter() *deletion.NamespacedResourcesDeleter {
-	r.rec = newRecorder(r.pre.w, r.pre.tally, r.pre.real, r.requestDone, r.whoRefused)
+	requestDone := func(s Step) { r.emit(Event{Kind: EventRequest, Step: &s}) }
+	r.rec = newRecorder(r.pre.w, r.pre.tally, r.pre.real, requestDone, r.whoRefused)
 	var ops deletion.Operations = r.rec
 	pods := r.pre.w.pods()
-	if census := r.inspector().Census(); census != nil && r.Opts.DryRun != DryRunClient {
-		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns()}
+	if census := r.insp.Census(); census != nil && r.opts.DryRun != DryRunClient {
+		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns}
 		ops, pods = c, c
 	}
 	d := &deletion.NamespacedResourcesDeleter{
 		NsClient: r.pre.w.namespaces(), Ops: ops, Pods: pods,
 		DiscoverResourcesFn: func() ([]*metav1.APIResourceList, error) { return r.disc.Resources, r.disc.Err },
-		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.Opts.OrderedDeletion.Ordered,
-		Workers: r.Opts.Workers, Now: r.now,
+		FinalizerToken:      deletion.FinalizerToken, OrderedDeletion: r.opts.OrderedDeletion.Ordered,
+		Workers: r.opts.Workers, Now: r.now,
 	}
 	for _, a := range r.actions {
 		if o, ok := a.(deleterOption); ok {
@@ -155,15 +169,6 @@ func (r *passLoop) newDeleter() *deletion.NamespacedResourcesDeleter {
 		}
 	}
 	return d
-}
-
-// rediscover is a later pass's discovery: afresh, as the controller does,
-// or shared with the other namespaces purged together.
-func (r *run) rediscover() (*kube.Discovery, error) {
-	if r.discoveries != nil {
-		return r.discoveries.get(r.Clients)
-	}
-	return kube.Discover(r.Clients.Discovery)
 }
 
 // recordContent fills the report's remaining content and conditions from
@@ -240,10 +245,10 @@ func (r *passLoop) finalized(res deletion.Result) Finalize {
 		return f // a plan changes nothing
 	}
 	switch {
-	case r.Opts.Orphans:
-		r.l.changed(Change{Kind: ChangeNoLeftovers, Name: r.ns()})
+	case r.opts.Orphans:
+		r.l.changed(Change{Kind: ChangeNoLeftovers, Name: r.ns})
 	case len(f.Remove) > 0:
-		r.l.changed(Change{Kind: ChangeFinalized, Name: r.ns(), Finalizers: f.Remove})
+		r.l.changed(Change{Kind: ChangeFinalized, Name: r.ns, Finalizers: f.Remove})
 	}
 	return f
 }
@@ -277,16 +282,16 @@ func (r *run) serverWarning(text string) {
 // whoRefused says who refused a request, from what the passes know of the
 // cluster's webhooks, CRDs and APIServices and their backends.
 func (r *passLoop) whoRefused(ctx context.Context, gvr schemaGVR, err error) *diagnose.Refusal {
-	return r.refusedBy(ctx, r.namespaceSeen(), r.disc, gvr, err)
+	return refusedBy(ctx, r.insp, r.opts.inspectOptions(), r.namespaceSeen(), r.disc, gvr, err)
 }
 
 // refusedBy says who refused a request, from the namespace and the
 // discovery as the run last read them.
-func (r *run) refusedBy(ctx context.Context, ns *v1.Namespace, disc *kube.Discovery, gvr schemaGVR, err error) *diagnose.Refusal {
+func refusedBy(ctx context.Context, in *inspect.Inspector, opts inspect.Options, ns *v1.Namespace, disc *kube.Discovery, gvr schemaGVR, err error) *diagnose.Refusal {
 	if err == nil {
 		return nil
 	}
-	obs := r.inspector().ObservationOf(ctx, ns, &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, disc, r.inspectOptions())
+	obs := in.ObservationOf(ctx, ns, &deletion.Snapshot{ListErrs: map[schemaGVR]error{gvr: err}}, disc, opts)
 	return diagnose.WhoRefused(obs, gvr, err)
 }
 
@@ -295,7 +300,7 @@ func (r *passLoop) namespaceSeen() *v1.Namespace {
 	if r.lastNS != nil {
 		return r.lastNS
 	}
-	return formerNamespace(r.ns(), r.now())
+	return formerNamespace(r.ns, r.now())
 }
 
 // emit sends a progress event, if anyone listens.
@@ -305,11 +310,6 @@ func (r *run) emit(e Event) {
 	}
 	e.Namespace, e.Context, e.At = r.ns(), r.Opts.Context, time.Now()
 	r.Opts.Events <- e
-}
-
-// requestDone tells the listener of a pass's request.
-func (r *run) requestDone(s Step) {
-	r.emit(Event{Kind: EventRequest, Step: &s})
 }
 
 // errGone ends the passes: the namespace is gone.

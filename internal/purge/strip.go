@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
@@ -223,15 +224,15 @@ func (s *stripper) match(fins []string) []string { return matchFinalizers(s.patt
 // needs: get and patch of every type that holds finalizers; over a former
 // namespace of a server up to 1.36, the namespace re-created to reach them
 // (revive).
-func (s *stripper) needs(sc scope) []Permission {
-	var out []Permission
+func (s *stripper) needs(sc scope) []access.Permission {
+	var out []access.Permission
 	if sc.revive {
-		out = append(out, Permission{Verb: "create", Resource: "namespaces"}, Permission{Verb: "delete", Resource: "namespaces"},
-			Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
+		out = append(out, access.Permission{Verb: "create", Resource: "namespaces"}, access.Permission{Verb: "delete", Resource: "namespaces"},
+			access.Permission{Verb: "update", Resource: "namespaces", Subresource: "finalize"})
 	}
 	for gvr := range sc.disc.DeletableResources() {
 		if hasFinalizers(sc.snap, gvr) {
-			base := Permission{Group: gvr.Group, Resource: gvr.Resource, Namespace: sc.ns.Name}
+			base := access.Permission{Group: gvr.Group, Resource: gvr.Resource, Namespace: sc.ns.Name}
 			out = append(out, with(base, "get"), with(base, "patch"))
 		}
 	}

@@ -42,7 +42,7 @@ func TestStripRetriesOnConflict(t *testing.T) {
 			}
 			run := newRun(p, &Report{Namespace: "ns", Mode: DryRunNone})
 			w := newRealWriter(p.Clients, bk, run.rc, nil)
-			loop := newPassLoop(run, prepared{w: w, tally: realTally{content: w.content}, real: true, backup: bk})
+			loop := run.passLoop(prepared{w: w, tally: realTally{content: w.content}, real: true, backup: bk})
 			r := run.report
 			s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), loop.actor(), widgets, "w1")
 			if s.Status != tc.status || len(r.Changes) != tc.changes {

@@ -328,10 +328,11 @@ type planWriter struct {
 	// exists is false for a namespace that no longer exists: the API
 	// server has nothing to answer a write in it with.
 	exists bool
-	// bypassed turns a server dry run's refusal by a webhook the run
-	// bypasses into a warning (a dry run cannot bypass it).
-	bypassed func(err error, what string) error
-	clients  *kube.Clients
+	// spared answers a server dry run's refusal as the run would meet it
+	// with its escalations at work: nil for one they spare it (a webhook
+	// it bypasses: a dry run cannot bypass it first).
+	spared  func(err error, what string) error
+	clients *kube.Clients
 }
 
 func (w *planWriter) pods() deletion.PodLister { return w.ops }
@@ -340,7 +341,7 @@ func (w *planWriter) operations() deletion.Operations {
 	if w.server == nil {
 		return w.ops
 	}
-	return &deletion.ServerDryRunOps{Server: &bypassFilter{Operations: kube.NewMetadataOps(w.server, true), filter: w.bypassed}, Plan: w.ops}
+	return &deletion.ServerDryRunOps{Server: &sparingOps{Operations: kube.NewMetadataOps(w.server, true), spared: w.spared}, Plan: w.ops}
 }
 
 func (w *planWriter) discovery(int) (*kube.Discovery, error) { return w.disc, nil }
@@ -349,7 +350,7 @@ func (w *planWriter) namespaces() deletion.NamespaceClient {
 	if w.server == nil || !w.exists {
 		return w.ns
 	}
-	return &deletion.ServerDryRunNamespaces{Server: &bypassFilterNs{NamespaceClient: w.server.Kube.CoreV1().Namespaces(), filter: w.bypassed}, Plan: w.ns}
+	return &deletion.ServerDryRunNamespaces{Server: &sparingNamespaces{NamespaceClient: w.server.Kube.CoreV1().Namespaces(), spared: w.spared}, Plan: w.ns}
 }
 
 // read reads namespaced content as the plan holds it (metadata), and
@@ -384,7 +385,7 @@ func (w *planWriter) send(ctx context.Context, wr Write) (Sent, error) {
 		// No namespace to send to yet: purge --force re-creates it first.
 		err = w.predicted(wr)
 	default:
-		err = w.bypassed(sender{clients: w.server, dryRun: true}.send(ctx, wr), wr.Verb+" "+deletion.ResourceName(wr.Resource)+"/"+wr.Name)
+		err = w.spared(sender{clients: w.server, dryRun: true}.send(ctx, wr), wr.Verb+" "+deletion.ResourceName(wr.Resource)+"/"+wr.Name)
 	}
 	if err == nil && wr.Play != nil {
 		wr.Play(&w.planState)
@@ -400,4 +401,33 @@ func (w *planWriter) predicted(wr Write) error {
 		return w.rejections.Update[wr.Resource]
 	}
 	return nil
+}
+
+// sparingOps passes a server dry run's content requests, answering the
+// refusals the run's escalations spare it as the run would meet them.
+type sparingOps struct {
+	deletion.Operations
+	spared func(err error, what string) error
+}
+
+func (f *sparingOps) DeleteCollection(ctx context.Context, gvr schema.GroupVersionResource, ns string) error {
+	return f.spared(f.Operations.DeleteCollection(ctx, gvr, ns), "deletecollection "+deletion.ResourceName(gvr))
+}
+
+func (f *sparingOps) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) error {
+	return f.spared(f.Operations.Delete(ctx, gvr, ns, name), "delete "+deletion.ResourceName(gvr)+"/"+name)
+}
+
+// sparingNamespaces does the same for the finalize call.
+type sparingNamespaces struct {
+	deletion.NamespaceClient
+	spared func(err error, what string) error
+}
+
+func (f *sparingNamespaces) Finalize(ctx context.Context, ns *v1.Namespace, opts metav1.UpdateOptions) (*v1.Namespace, error) {
+	out, err := f.NamespaceClient.Finalize(ctx, ns, opts)
+	if err = f.spared(err, "finalize"); err == nil && out == nil {
+		out = ns
+	}
+	return out, err
 }

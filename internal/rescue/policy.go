@@ -1,9 +1,3 @@
-// Package rescue stops an accidental namespace deletion inside the window
-// ordered deletion leaves (the namespace controller deletes pods first and
-// touches nothing else while any pod remains): a ValidatingAdmissionPolicy
-// refusing the controllers' DELETEs of the namespace's content, its
-// PersistentVolumes set to Retain, and a re-appliable copy of what remains.
-// It also builds the policy that protects an Active namespace (protect).
 package rescue
 
 import (
@@ -36,13 +30,13 @@ const (
 	managedLabel = "app.kubernetes.io/managed-by"
 )
 
-// ControllerUsers are the identities the namespace controller and the
+// controllerUsers are the identities the namespace controller and the
 // garbage collector send their requests as: their own service accounts
 // with kube-controller-manager's --use-service-account-credentials (what
 // kubeadm, kops and the managed offerings run), kube-controller-manager's
 // own user without it. Only these are refused: a person (or purge) can
 // still delete what they choose inside a held namespace.
-var ControllerUsers = []string{
+var controllerUsers = []string{
 	"system:serviceaccount:kube-system:namespace-controller",
 	"system:serviceaccount:kube-system:generic-garbage-collector",
 	"system:kube-controller-manager",
@@ -52,18 +46,18 @@ var ControllerUsers = []string{
 // knows a hold by it (diagnose.RescueHoldPolicy).
 func HoldName(namespace string) string { return diagnose.RescueHoldPolicy(namespace) }
 
-// ProtectName is the name of protect's policy and of its binding.
-func ProtectName(namespace string) string { return diagnose.ProtectPolicy(namespace) }
+// protectName is the name of protect's policy and of its binding.
+func protectName(namespace string) string { return diagnose.ProtectPolicy(namespace) }
 
-// HoldMessage is what a refused DELETE says: who holds the namespace and
+// holdMessage is what a refused DELETE says: who holds the namespace and
 // the two ways on.
-func HoldMessage(namespace string) string {
+func holdMessage(namespace string) string {
 	return fmt.Sprintf("ns-doctor rescue holds namespace %s: its content is not deleted while the hold stands; "+
 		"'kubectl ns-doctor rescue %s --release' lets the deletion finish, 'kubectl ns-doctor rescue %s --restore' puts the namespace back from the backup rescue saved", namespace, namespace, namespace)
 }
 
-// ProtectMessage is what a refused namespace DELETE says.
-func ProtectMessage(namespace string) string {
+// protectMessage is what a refused namespace DELETE says.
+func protectMessage(namespace string) string {
 	return fmt.Sprintf("ns-doctor protects namespace %s from deletion: to delete it, first run "+
 		"'kubectl annotate namespace %s %s=%s'; to drop the protection, 'kubectl ns-doctor protect %s --remove'",
 		namespace, namespace, ConfirmAnnotation, namespace, namespace)
@@ -85,8 +79,8 @@ func holdNamespaceCondition(namespace string) string {
 // DELETECOLLECTION (the namespace controller's way) as a DELETE of that
 // item, so one rule covers both verbs.
 func holdExpression() string {
-	quoted := make([]string, len(ControllerUsers))
-	for i, u := range ControllerUsers {
+	quoted := make([]string, len(controllerUsers))
+	for i, u := range controllerUsers {
 		quoted[i] = celString(u)
 	}
 	return "!(request.userInfo.username in [" + strings.Join(quoted, ", ") + "])"
@@ -101,9 +95,9 @@ func protectExpression(namespace string) string {
 		key, key, celString(namespace))
 }
 
-// HoldPolicy refuses the DELETEs of the namespace controller and the
+// holdPolicy refuses the DELETEs of the namespace controller and the
 // garbage collector inside namespace, for every resource.
-func HoldPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
+func holdPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: objectMeta(HoldName(namespace), namespace),
@@ -119,19 +113,19 @@ func HoldPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
 			MatchConditions: []admissionv1.MatchCondition{{Name: "in-held-namespace", Expression: holdNamespaceCondition(namespace)}},
 			Validations: []admissionv1.Validation{{
 				Expression: holdExpression(),
-				Message:    HoldMessage(namespace),
+				Message:    holdMessage(namespace),
 				Reason:     ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
 }
 
-// ProtectPolicy refuses the DELETE of the Namespace namespace unless it
+// protectPolicy refuses the DELETE of the Namespace namespace unless it
 // carries ConfirmAnnotation with its own name.
-func ProtectPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
+func protectPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: objectMeta(ProtectName(namespace), namespace),
+		ObjectMeta: objectMeta(protectName(namespace), namespace),
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			MatchConstraints: &admissionv1.MatchResources{
@@ -146,16 +140,16 @@ func ProtectPolicy(namespace string) *admissionv1.ValidatingAdmissionPolicy {
 			},
 			Validations: []admissionv1.Validation{{
 				Expression: protectExpression(namespace),
-				Message:    ProtectMessage(namespace),
+				Message:    protectMessage(namespace),
 				Reason:     ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
 }
 
-// Binding enforces the policy named name (Deny: the request is refused,
+// bindingOf enforces the policy named name (Deny: the request is refused,
 // not only audited or warned about).
-func Binding(name, namespace string) *admissionv1.ValidatingAdmissionPolicyBinding {
+func bindingOf(name, namespace string) *admissionv1.ValidatingAdmissionPolicyBinding {
 	return &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: objectMeta(name, namespace),

@@ -40,7 +40,7 @@ func request(namespace, user string) map[string]any {
 }
 
 func TestHoldRefusesOnlyTheControllersInTheNamespace(t *testing.T) {
-	p := HoldPolicy("shop")
+	p := holdPolicy("shop")
 	if len(p.Spec.MatchConditions) != 1 || len(p.Spec.Validations) != 1 {
 		t.Fatalf("want one match condition and one validation, got %+v", p.Spec)
 	}
@@ -72,7 +72,7 @@ func TestHoldRefusesOnlyTheControllersInTheNamespace(t *testing.T) {
 }
 
 func TestHoldMatchesEveryNamespacedDelete(t *testing.T) {
-	p := HoldPolicy("shop")
+	p := holdPolicy("shop")
 	rules := p.Spec.MatchConstraints.ResourceRules
 	if len(rules) != 1 {
 		t.Fatalf("rules: %+v", rules)
@@ -95,7 +95,7 @@ func TestHoldMatchesEveryNamespacedDelete(t *testing.T) {
 }
 
 func TestProtectAllowsOnlyTheConfirmationNamingTheNamespace(t *testing.T) {
-	p := ProtectPolicy("shop")
+	p := protectPolicy("shop")
 	r := p.Spec.MatchConstraints.ResourceRules[0]
 	if len(r.ResourceNames) != 1 || r.ResourceNames[0] != "shop" || r.Resources[0] != "namespaces" || r.APIGroups[0] != "" {
 		t.Errorf("rule %+v, want the namespace shop only", r)
@@ -123,7 +123,7 @@ func TestProtectAllowsOnlyTheConfirmationNamingTheNamespace(t *testing.T) {
 }
 
 func TestBindingDenies(t *testing.T) {
-	b := Binding(HoldName("shop"), "shop")
+	b := bindingOf(HoldName("shop"), "shop")
 	if b.Spec.PolicyName != "ns-doctor-rescue-shop" || len(b.Spec.ValidationActions) != 1 || b.Spec.ValidationActions[0] != admissionv1.Deny {
 		t.Errorf("binding %+v", b.Spec)
 	}

@@ -1,3 +1,24 @@
+// Package rescue is ns-doctor's policies over namespaces: four verbs, each
+// a Prepare that reads, plans and checks every permission it will need
+// (internal/access) before anything changes, then the act.
+//
+//   - hold (rescue): stops an accidental namespace deletion inside the
+//     window ordered deletion leaves (the namespace controller deletes pods
+//     first and touches nothing else while any pod remains): a
+//     ValidatingAdmissionPolicy refusing the controllers' DELETEs of the
+//     namespace's content, its PersistentVolumes set to Retain, and a
+//     re-appliable copy of what remains (Prepare, Run).
+//   - release (rescue --release): removes the hold, so the deletion
+//     finishes; the volumes stay Retain (PrepareRelease, Release).
+//   - restore (rescue --restore): releases, waits for the namespace to go,
+//     creates it again and re-applies the copy, then gives the volumes
+//     their reclaim policy back (PrepareRestore, RestoreSteps).
+//   - protect: a policy refusing an Active namespace's DELETE unless it is
+//     annotated first (PrepareProtect, Protect).
+//
+// It returns data (a Plan, a Report, a Released, a RestoreReport, a
+// Protected); internal/printer words it, and the confirmation before each
+// act (consent.Request).
 package rescue
 
 import (
@@ -6,22 +27,22 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	authnv1 "k8s.io/api/authentication/v1"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
 
-// Errors the command layer maps to exit codes.
+// Errors the command layer maps to exit codes; missing permissions are
+// access.ErrMissing (a *access.MissingError names them).
 var (
 	ErrNotFound = errors.New("namespace not found")
 	// ErrActive: rescue acts on a namespace being deleted; protect is
@@ -30,43 +51,17 @@ var (
 	// ErrNoPolicyAPI: the cluster serves no admissionregistration.k8s.io/v1
 	// ValidatingAdmissionPolicy (GA in 1.30).
 	ErrNoPolicyAPI = errors.New("no ValidatingAdmissionPolicy API")
-	// ErrMissingPermissions: the SelfSubjectAccessReviews refused some of
-	// what a run needs; nothing was changed.
-	ErrMissingPermissions = errors.New("missing permissions")
 )
 
-// Permission is one verb on one resource a run needs.
-type Permission struct {
-	Verb, Group, Resource, Namespace string
+// check asks the API server whether the caller may do all of needs: a
+// *access.MissingError names what it may not.
+func check(ctx context.Context, c *kube.Clients, needs []access.Permission) error {
+	return access.Check(ctx, c.Kube.AuthorizationV1(), needs)
 }
 
-func (p Permission) String() string {
-	r := p.Resource
-	if p.Group != "" {
-		r += "." + p.Group
-	}
-	if p.Namespace != "" {
-		return fmt.Sprintf("%s %s in %s", p.Verb, r, p.Namespace)
-	}
-	return p.Verb + " " + r
-}
-
-// MissingError lists the permissions a run lacks.
-type MissingError struct{ Missing []Permission }
-
-func (e *MissingError) Error() string {
-	names := make([]string, len(e.Missing))
-	for i, p := range e.Missing {
-		names[i] = p.String()
-	}
-	return fmt.Sprintf("missing %d permission(s): %s", len(names), strings.Join(names, ", "))
-}
-
-func (e *MissingError) Unwrap() error { return ErrMissingPermissions }
-
-// CheckPolicyAPI refuses a cluster without the policy API: nothing can
+// checkPolicyAPI refuses a cluster without the policy API: nothing can
 // hold a namespace there.
-func CheckPolicyAPI(c *kube.Clients) error {
+func checkPolicyAPI(c *kube.Clients) error {
 	list, err := c.Discovery.ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("discovering %s: %w", admissionv1.SchemeGroupVersion, err)
@@ -78,47 +73,25 @@ func CheckPolicyAPI(c *kube.Clients) error {
 	return ErrNoPolicyAPI
 }
 
-// CheckPermissions asks the API server (SelfSubjectAccessReview) for each
-// of needs and returns a *MissingError naming those refused.
-func CheckPermissions(ctx context.Context, c *kube.Clients, needs []Permission) error {
-	missing, err := checkAll(ctx, func(ctx context.Context, p Permission) (bool, error) {
-		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-			Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace,
-		}}}
-		got, err := c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return false, fmt.Errorf("checking permission to %s: %w", p, err)
-		}
-		return got.Status.Allowed, nil
-	}, needs)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return &MissingError{Missing: missing}
-	}
-	return nil
-}
-
 // policyPermissions are what applying (or removing) a policy and its
 // binding needs.
-func policyPermissions(verbs ...string) []Permission {
-	var out []Permission
+func policyPermissions(verbs ...string) []access.Permission {
+	var out []access.Permission
 	for _, r := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
 		for _, v := range verbs {
-			out = append(out, Permission{Verb: v, Group: admissionv1.GroupName, Resource: r})
+			out = append(out, access.Permission{Verb: v, Group: admissionv1.GroupName, Resource: r})
 		}
 	}
 	return out
 }
 
-// ApplyPolicy creates or updates (server-side apply, ns-doctor's field
+// applyPolicy creates or updates (server-side apply, ns-doctor's field
 // manager, forced: a second run takes the fields back) policy, then its
 // binding: the binding last, so no binding ever names a missing policy.
 // Whether the API server enforces them yet is a question only a request
 // answers (proveHold, waitProtected): the policy's status, which a
 // controller of kube-controller-manager writes, may never come.
-func ApplyPolicy(ctx context.Context, c *kube.Clients, policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.ValidatingAdmissionPolicyBinding) error {
+func applyPolicy(ctx context.Context, c *kube.Clients, policy *admissionv1.ValidatingAdmissionPolicy, binding *admissionv1.ValidatingAdmissionPolicyBinding) error {
 	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}
 	data, err := json.Marshal(policy)
 	if err != nil {
@@ -136,9 +109,9 @@ func ApplyPolicy(ctx context.Context, c *kube.Clients, policy *admissionv1.Valid
 	return nil
 }
 
-// RemovePolicy deletes the binding named name, then its policy; what is
+// removePolicy deletes the binding named name, then its policy; what is
 // gone already is not an error. It tells whether anything was there.
-func RemovePolicy(ctx context.Context, c *kube.Clients, name string) (bool, error) {
+func removePolicy(ctx context.Context, c *kube.Clients, name string) (bool, error) {
 	found := false
 	err := c.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
 	switch {
@@ -157,8 +130,8 @@ func RemovePolicy(ctx context.Context, c *kube.Clients, name string) (bool, erro
 	return found, nil
 }
 
-// PolicyExists tells whether the policy named name is there.
-func PolicyExists(ctx context.Context, c *kube.Clients, name string) (bool, error) {
+// policyExists tells whether the policy named name is there.
+func policyExists(ctx context.Context, c *kube.Clients, name string) (bool, error) {
 	_, err := c.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
@@ -180,11 +153,6 @@ func GetNamespace(ctx context.Context, c *kube.Clients, name string) (*corev1.Na
 		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	return ns, nil
-}
-
-// sortPermissions orders needs as the error line lists them.
-func sortPermissions(needs []Permission) {
-	slices.SortFunc(needs, func(a, b Permission) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // whoAmI is the user the API server knows the caller as (a

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -92,27 +93,31 @@ func BackupDirOf(ctx context.Context, c *kube.Clients, namespace string) string 
 
 // PrepareRestore checks what restore needs before anything changes: the
 // backup is a rescue's of namespace, and the caller may do every write
-// restore sends (a *MissingError names what it may not).
-func PrepareRestore(ctx context.Context, c *kube.Clients, namespace, dir string) error {
+// restore sends (a *access.MissingError names what it may not). It returns
+// the report RestoreSteps fills.
+func PrepareRestore(ctx context.Context, c *kube.Clients, namespace, dir string) (*RestoreReport, error) {
 	if _, err := savedNamespace(dir, namespace); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotABackup, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotABackup, err)
 	}
-	needs, err := restorePermissions(dir, namespace)
+	needs, err := restoreNeeds(dir, namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return CheckPermissions(ctx, c, needs)
+	if err := check(ctx, c, needs); err != nil {
+		return nil, err
+	}
+	return &RestoreReport{Namespace: namespace, Dir: dir, Objects: []RestoredObject{}}, nil
 }
 
-// restorePermissions are restore's writes: the hold's removal, the
-// namespace, the volumes, and a server-side apply (create and patch) of
-// every type the backup holds, in the namespace.
-func restorePermissions(dir, namespace string) ([]Permission, error) {
+// restoreNeeds are restore's writes: the hold's removal, the namespace,
+// the volumes, and a server-side apply (create and patch) of every type
+// the backup holds, in the namespace.
+func restoreNeeds(dir, namespace string) ([]access.Permission, error) {
 	needs := policyPermissions("delete")
 	for _, v := range []string{"get", "create", "patch"} {
-		needs = append(needs, Permission{Verb: v, Resource: "namespaces"})
+		needs = append(needs, access.Permission{Verb: v, Resource: "namespaces"})
 	}
-	needs = append(needs, Permission{Verb: "list", Resource: "persistentvolumes"}, Permission{Verb: "patch", Resource: "persistentvolumes"})
+	needs = append(needs, access.Permission{Verb: "list", Resource: "persistentvolumes"}, access.Permission{Verb: "patch", Resource: "persistentvolumes"})
 	files, err := filepath.Glob(filepath.Join(dir, "objects", "*.json"))
 	if err != nil {
 		return nil, err
@@ -120,10 +125,9 @@ func restorePermissions(dir, namespace string) ([]Permission, error) {
 	for _, f := range files {
 		resource, group := typeOf(f)
 		for _, v := range []string{"create", "patch"} {
-			needs = append(needs, Permission{Verb: v, Group: group, Resource: resource, Namespace: namespace})
+			needs = append(needs, access.Permission{Verb: v, Group: group, Resource: resource, Namespace: namespace})
 		}
 	}
-	sortPermissions(needs)
 	return needs, nil
 }
 
@@ -149,9 +153,10 @@ const (
 // dependency order, then gives the volumes their old reclaim policy back.
 // Every step can run again: a restore killed half-way is finished by the
 // next.
-// step (when not nil) is called as each step ends, with the report so far.
-func RestoreSteps(ctx context.Context, c *kube.Clients, namespace, dir string, wait time.Duration, step func(RestoreStep, *RestoreReport)) (*RestoreReport, error) {
-	r := &RestoreReport{Namespace: namespace, Dir: dir, Objects: []RestoredObject{}}
+// It fills r, PrepareRestore's; step (when not nil) is called as each step
+// ends, with the report so far.
+func RestoreSteps(ctx context.Context, c *kube.Clients, r *RestoreReport, wait time.Duration, step func(RestoreStep, *RestoreReport)) error {
+	namespace, dir := r.Namespace, r.Dir
 	done := func(s RestoreStep) {
 		if step != nil {
 			step(s, r)
@@ -159,31 +164,31 @@ func RestoreSteps(ctx context.Context, c *kube.Clients, namespace, dir string, w
 	}
 	ns, err := savedNamespace(dir, namespace)
 	if err != nil {
-		return r, err
+		return err
 	}
-	if r.WasHeld, err = RemovePolicy(ctx, c, HoldName(namespace)); err != nil {
-		return r, err
+	if r.WasHeld, err = removePolicy(ctx, c, HoldName(namespace)); err != nil {
+		return err
 	}
 	done(StepReleased)
 	if err := waitGone(ctx, c, namespace, wait); err != nil {
-		return r, err
+		return err
 	}
 	if r.Recreated, err = recreateNamespace(ctx, c, ns); err != nil {
-		return r, err
+		return err
 	}
 	done(StepRecreated)
 	if err := rebindVolumes(ctx, c, namespace); err != nil {
-		return r, err
+		return err
 	}
 	if r.Objects, err = reapply(ctx, c, namespace, dir); err != nil {
-		return r, err
+		return err
 	}
 	done(StepReapplied)
 	if r.Volumes, err = giveBackPolicies(ctx, c, namespace); err != nil {
-		return r, err
+		return err
 	}
 	done(StepGivenBack)
-	return r, nil
+	return nil
 }
 
 // savedNamespace reads the namespace rescue saved: its labels and
@@ -263,7 +268,7 @@ func rebindVolumes(ctx context.Context, c *kube.Clients, namespace string) error
 // giveBackPolicies gives each retained volume its old reclaim policy back
 // and drops rescue's marks.
 func giveBackPolicies(ctx context.Context, c *kube.Clients, namespace string) ([]Volume, error) {
-	vols, err := RetainedVolumes(ctx, c, namespace)
+	vols, err := retainedVolumes(ctx, c, namespace)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
@@ -29,6 +29,8 @@ type Plan struct {
 	// Volumes are the PersistentVolumes bound to the namespace's claims.
 	Volumes   []Volume `json:"volumes"`
 	BackupDir string   `json:"backupDir"`
+	// Needs are the permissions the rescue needs, checked by Prepare.
+	Needs []access.Permission `json:"-"`
 
 	volumes []corev1.PersistentVolume
 }
@@ -43,10 +45,23 @@ type Report struct {
 	Backup  Backup  `json:"backup"`
 }
 
-// Prepare reads the namespace, checks the cluster and the permissions,
-// and plans; it changes nothing. Bad input comes back as ErrNotFound,
-// ErrActive, ErrNoPolicyAPI or a *MissingError.
+// Prepare reads the namespace, checks the cluster and every permission
+// the rescue needs, and plans; it changes nothing. Bad input comes back as
+// ErrNotFound, ErrActive, ErrNoPolicyAPI or a *access.MissingError.
 func Prepare(ctx context.Context, c *kube.Clients, namespace, backupDir string) (*Plan, error) {
+	return prepare(ctx, c, namespace, backupDir, true)
+}
+
+// Replan plans the rescue again as Prepare did, without asking for the
+// permissions again: the check of the first plan stands for a plan that
+// has not moved, and a plan's Needs are part of it (an agent's consent
+// compares them). Every review spared is a round trip inside the window.
+func Replan(ctx context.Context, c *kube.Clients, namespace, backupDir string) (*Plan, error) {
+	return prepare(ctx, c, namespace, backupDir, false)
+}
+
+// prepare is Prepare, the permission check only when asked.
+func prepare(ctx context.Context, c *kube.Clients, namespace, backupDir string, checkAccess bool) (*Plan, error) {
 	ns, err := GetNamespace(ctx, c, namespace)
 	if err != nil {
 		return nil, err
@@ -54,46 +69,46 @@ func Prepare(ctx context.Context, c *kube.Clients, namespace, backupDir string) 
 	if ns.DeletionTimestamp == nil {
 		return nil, ErrActive
 	}
-	if err := CheckPolicyAPI(c); err != nil {
-		return nil, err
-	}
-	needs, err := rescuePermissions(c, namespace)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckPermissions(ctx, c, needs); err != nil {
+	if err := checkPolicyAPI(c); err != nil {
 		return nil, err
 	}
 	p := &Plan{Namespace: namespace, Hold: HoldName(namespace), BackupDir: backupDir}
-	if p.AlreadyHeld, err = PolicyExists(ctx, c, p.Hold); err != nil {
+	if p.Needs, err = holdNeeds(c, namespace); err != nil {
 		return nil, err
 	}
-	if p.volumes, err = BoundVolumes(ctx, c, namespace); err != nil {
+	if checkAccess {
+		if err := check(ctx, c, p.Needs); err != nil {
+			return nil, err
+		}
+	}
+	if p.AlreadyHeld, err = policyExists(ctx, c, p.Hold); err != nil {
+		return nil, err
+	}
+	if p.volumes, err = boundVolumes(ctx, c, namespace); err != nil {
 		return nil, err
 	}
 	for _, pv := range p.volumes {
-		p.Volumes = append(p.Volumes, VolumeOf(pv))
+		p.Volumes = append(p.Volumes, volumeOf(pv))
 	}
 	return p, nil
 }
 
-// rescuePermissions are what a rescue needs: the hold, the volumes, the
+// holdNeeds are what a rescue needs: the hold, the volumes, the
 // namespace, and the list of every namespaced type it saves (Secrets
 // among them).
-func rescuePermissions(c *kube.Clients, namespace string) ([]Permission, error) {
+func holdNeeds(c *kube.Clients, namespace string) ([]access.Permission, error) {
 	needs := policyPermissions("get", "create", "patch")
 	needs = append(needs,
-		Permission{Verb: "get", Resource: "namespaces"},
-		Permission{Verb: "list", Resource: "persistentvolumes"},
-		Permission{Verb: "patch", Resource: "persistentvolumes"})
+		access.Permission{Verb: "get", Resource: "namespaces"},
+		access.Permission{Verb: "list", Resource: "persistentvolumes"},
+		access.Permission{Verb: "patch", Resource: "persistentvolumes"})
 	d, err := kube.Discover(c.Discovery)
 	if err != nil {
 		return nil, err
 	}
 	for gvr := range d.DeletableResources() {
-		needs = append(needs, Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource, Namespace: namespace})
+		needs = append(needs, access.Permission{Verb: "list", Group: gvr.Group, Resource: gvr.Resource, Namespace: namespace})
 	}
-	sortPermissions(needs)
 	return needs, nil
 }
 
@@ -146,7 +161,7 @@ func RunSteps(ctx context.Context, c *kube.Clients, p *Plan, step func(Step, *Re
 		r.Gone = true
 		return r, err
 	}
-	if r.Backup, err = Save(ctx, c, ns, retained, p.BackupDir); err != nil {
+	if r.Backup, err = save(ctx, c, ns, retained, p.BackupDir); err != nil {
 		return r, fmt.Errorf("saving namespace %s to %s: %w", p.Namespace, p.BackupDir, err)
 	}
 	done(StepSaved)
@@ -156,7 +171,7 @@ func RunSteps(ctx context.Context, c *kube.Clients, p *Plan, step func(Step, *Re
 // applyHold applies the hold's policy, marked with who set it and where
 // the copy goes, and its binding.
 func applyHold(ctx context.Context, c *kube.Clients, p *Plan) error {
-	policy := HoldPolicy(p.Namespace)
+	policy := holdPolicy(p.Namespace)
 	if user := whoAmI(ctx, c); user != "" {
 		// Who set the hold: explain says it beside the denial.
 		policy.Annotations[diagnose.HeldByAnnotation] = user
@@ -165,7 +180,7 @@ func applyHold(ctx context.Context, c *kube.Clients, p *Plan) error {
 		// Where the copy is: --restore finds it while the hold stands.
 		policy.Annotations[BackupAnnotation] = dir
 	}
-	return ApplyPolicy(ctx, c, policy, Binding(p.Hold, p.Namespace))
+	return applyPolicy(ctx, c, policy, bindingOf(p.Hold, p.Namespace))
 }
 
 // retainAll sets every planned volume to Retain, recording each in r.
@@ -173,7 +188,7 @@ func retainAll(ctx context.Context, c *kube.Clients, p *Plan, r *Report) ([]*cor
 	var retained []*corev1.PersistentVolume
 	r.Volumes = nil
 	for _, pv := range p.volumes {
-		v, got, err := Retain(ctx, c, pv, p.Namespace)
+		v, got, err := retainVolume(ctx, c, pv, p.Namespace)
 		if err != nil {
 			return retained, err
 		}
@@ -193,23 +208,31 @@ type Released struct {
 	Volumes []Volume `json:"volumes"`
 }
 
-// PrepareRelease checks what release needs; it changes nothing.
-func PrepareRelease(ctx context.Context, c *kube.Clients) error {
-	if err := CheckPolicyAPI(c); err != nil {
-		return err
+// PrepareRelease checks what release needs, and says what it will do; it
+// changes nothing.
+func PrepareRelease(ctx context.Context, c *kube.Clients, namespace string) (*Released, error) {
+	if err := checkPolicyAPI(c); err != nil {
+		return nil, err
 	}
-	return CheckPermissions(ctx, c, append(policyPermissions("delete"), Permission{Verb: "list", Resource: "persistentvolumes"}))
+	if err := check(ctx, c, releaseNeeds()); err != nil {
+		return nil, err
+	}
+	return &Released{Namespace: namespace, Hold: HoldName(namespace)}, nil
 }
 
-// Release removes the hold; the volumes stay retained.
-func Release(ctx context.Context, c *kube.Clients, namespace string) (*Released, error) {
-	r := &Released{Namespace: namespace, Hold: HoldName(namespace)}
+// releaseNeeds are release's: the hold's removal, the volumes it names.
+func releaseNeeds() []access.Permission {
+	return append(policyPermissions("delete"), access.Permission{Verb: "list", Resource: "persistentvolumes"})
+}
+
+// Release removes the hold r names; the volumes stay retained.
+func Release(ctx context.Context, c *kube.Clients, r *Released) error {
 	var err error
-	if r.WasHeld, err = RemovePolicy(ctx, c, r.Hold); err != nil {
-		return r, err
+	if r.WasHeld, err = removePolicy(ctx, c, r.Hold); err != nil {
+		return err
 	}
-	r.Volumes, err = RetainedVolumes(ctx, c, namespace)
-	return r, err
+	r.Volumes, err = retainedVolumes(ctx, c, r.Namespace)
+	return err
 }
 
 // Protected is what protect did.
@@ -229,14 +252,11 @@ type Protected struct {
 // PrepareProtect checks protect's input and permissions; it changes
 // nothing. A namespace being deleted already needs rescue, not protect.
 func PrepareProtect(ctx context.Context, c *kube.Clients, namespace string, remove bool) (*Protected, error) {
-	p := &Protected{Namespace: namespace, Policy: ProtectName(namespace), Removed: remove, Annotation: ConfirmAnnotation + "=" + namespace}
-	if err := CheckPolicyAPI(c); err != nil {
+	p := &Protected{Namespace: namespace, Policy: protectName(namespace), Removed: remove, Annotation: ConfirmAnnotation + "=" + namespace}
+	if err := checkPolicyAPI(c); err != nil {
 		return nil, err
 	}
-	verbs := []string{"get", "create", "patch"}
-	if remove {
-		verbs = []string{"get", "delete"}
-	} else {
+	if !remove {
 		ns, err := GetNamespace(ctx, c, namespace)
 		if err != nil {
 			return nil, err
@@ -245,12 +265,20 @@ func PrepareProtect(ctx context.Context, c *kube.Clients, namespace string, remo
 			return nil, ErrTerminating
 		}
 	}
-	if err := CheckPermissions(ctx, c, policyPermissions(verbs...)); err != nil {
+	if err := check(ctx, c, protectNeeds(remove)); err != nil {
 		return nil, err
 	}
 	var err error
-	p.WasThere, err = PolicyExists(ctx, c, p.Policy)
+	p.WasThere, err = policyExists(ctx, c, p.Policy)
 	return p, err
+}
+
+// protectNeeds are protect's: its policy and binding, applied or removed.
+func protectNeeds(remove bool) []access.Permission {
+	if remove {
+		return policyPermissions("get", "delete")
+	}
+	return policyPermissions("get", "create", "patch")
 }
 
 // ErrTerminating: protect on a namespace already being deleted.
@@ -259,10 +287,10 @@ var ErrTerminating = fmt.Errorf("namespace is being deleted")
 // Protect applies (or, with p.Removed, removes) the protection.
 func Protect(ctx context.Context, c *kube.Clients, p *Protected) error {
 	if p.Removed {
-		_, err := RemovePolicy(ctx, c, p.Policy)
+		_, err := removePolicy(ctx, c, p.Policy)
 		return err
 	}
-	if err := ApplyPolicy(ctx, c, ProtectPolicy(p.Namespace), Binding(p.Policy, p.Namespace)); err != nil {
+	if err := applyPolicy(ctx, c, protectPolicy(p.Namespace), bindingOf(p.Policy, p.Namespace)); err != nil {
 		return err
 	}
 	return waitProtected(ctx, c, p)
@@ -300,28 +328,3 @@ func waitProtected(ctx context.Context, c *kube.Clients, p *Protected) error {
 
 // enforceTimeout bounds waitProtected.
 const enforceTimeout = 10 * time.Second
-
-// checkAll runs the reviews with a bound, as each is a round trip.
-func checkAll(ctx context.Context, review func(context.Context, Permission) (bool, error), needs []Permission) ([]Permission, error) {
-	allowed := make([]bool, len(needs))
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i, p := range needs {
-		g.Go(func() error {
-			// Each goroutine writes its own element: no lock.
-			var err error
-			allowed[i], err = review(ctx, p)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var missing []Permission
-	for i, ok := range allowed {
-		if !ok {
-			missing = append(missing, needs[i])
-		}
-	}
-	return missing, nil
-}

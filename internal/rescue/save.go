@@ -61,12 +61,12 @@ type savedMeta struct {
 	} `json:"metadata"`
 }
 
-// Save copies every object of namespace, of every namespaced type
+// save copies every object of namespace, of every namespaced type
 // discovery lists, into dir, a backup folder (internal/backup: objects/
 // what `kubectl apply --server-side -n NAMESPACE -f` re-creates, record/
 // what a restore leaves out, the namespace and the volumes). Objects saved
 // by an earlier run into the same dir are kept as they were.
-func Save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []*corev1.PersistentVolume, dir string) (Backup, error) {
+func save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []*corev1.PersistentVolume, dir string) (Backup, error) {
 	out := Backup{Dir: dir}
 	main, err := backup.New(dir, "rescue")
 	if err != nil {

@@ -31,9 +31,9 @@ func (v Volume) RestoreCommand() string {
 		v.Name, v.Before, ReclaimAnnotation, RescuedAnnotation)
 }
 
-// BoundVolumes lists the PersistentVolumes whose claimRef is in namespace,
+// boundVolumes lists the PersistentVolumes whose claimRef is in namespace,
 // sorted by name.
-func BoundVolumes(ctx context.Context, c *kube.Clients, namespace string) ([]corev1.PersistentVolume, error) {
+func boundVolumes(ctx context.Context, c *kube.Clients, namespace string) ([]corev1.PersistentVolume, error) {
 	list, err := c.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing PersistentVolumes: %w", err)
@@ -48,10 +48,10 @@ func BoundVolumes(ctx context.Context, c *kube.Clients, namespace string) ([]cor
 	return out, nil
 }
 
-// VolumeOf says what rescue does, or did, to pv: the policy it had before
+// volumeOf says what rescue does, or did, to pv: the policy it had before
 // comes from the annotation an earlier run left, so a second run does not
 // take Retain for the original.
-func VolumeOf(pv corev1.PersistentVolume) Volume {
+func volumeOf(pv corev1.PersistentVolume) Volume {
 	v := Volume{Name: pv.Name, Before: string(pv.Spec.PersistentVolumeReclaimPolicy), Now: string(corev1.PersistentVolumeReclaimRetain)}
 	if pv.Spec.ClaimRef != nil {
 		v.Claim = pv.Spec.ClaimRef.Name
@@ -71,10 +71,10 @@ func retainPatch(v Volume, namespace string) ([]byte, error) {
 	})
 }
 
-// Retain sets pv's reclaim policy to Retain, keeping the old one in an
+// retainVolume sets pv's reclaim policy to Retain, keeping the old one in an
 // annotation, and returns it as changed.
-func Retain(ctx context.Context, c *kube.Clients, pv corev1.PersistentVolume, namespace string) (Volume, *corev1.PersistentVolume, error) {
-	v := VolumeOf(pv)
+func retainVolume(ctx context.Context, c *kube.Clients, pv corev1.PersistentVolume, namespace string) (Volume, *corev1.PersistentVolume, error) {
+	v := volumeOf(pv)
 	patch, err := retainPatch(v, namespace)
 	if err != nil {
 		return v, nil, err
@@ -86,9 +86,9 @@ func Retain(ctx context.Context, c *kube.Clients, pv corev1.PersistentVolume, na
 	return v, got, nil
 }
 
-// RetainedVolumes are the volumes an earlier rescue of namespace retained
+// retainedVolumes are the volumes an earlier rescue of namespace retained
 // (release names them, with how to give their policy back).
-func RetainedVolumes(ctx context.Context, c *kube.Clients, namespace string) ([]Volume, error) {
+func retainedVolumes(ctx context.Context, c *kube.Clients, namespace string) ([]Volume, error) {
 	list, err := c.Kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing PersistentVolumes: %w", err)
@@ -96,7 +96,7 @@ func RetainedVolumes(ctx context.Context, c *kube.Clients, namespace string) ([]
 	var out []Volume
 	for _, pv := range list.Items {
 		if pv.Annotations[RescuedAnnotation] == namespace {
-			v := VolumeOf(pv)
+			v := volumeOf(pv)
 			v.Now = string(pv.Spec.PersistentVolumeReclaimPolicy)
 			out = append(out, v)
 		}

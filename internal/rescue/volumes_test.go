@@ -16,11 +16,11 @@ func pv(policy corev1.PersistentVolumeReclaimPolicy, annotations map[string]stri
 // A second rescue finds Retain, which the first one set: the policy
 // before is the one the first run kept.
 func TestVolumeOfKeepsThePolicyBeforeTheFirstRescue(t *testing.T) {
-	first := VolumeOf(pv(corev1.PersistentVolumeReclaimDelete, nil))
+	first := volumeOf(pv(corev1.PersistentVolumeReclaimDelete, nil))
 	if first.Before != "Delete" || first.Now != "Retain" || first.Claim != "data" {
 		t.Errorf("first run: %+v", first)
 	}
-	again := VolumeOf(pv(corev1.PersistentVolumeReclaimRetain, map[string]string{ReclaimAnnotation: "Delete"}))
+	again := volumeOf(pv(corev1.PersistentVolumeReclaimRetain, map[string]string{ReclaimAnnotation: "Delete"}))
 	if again.Before != "Delete" {
 		t.Errorf("second run takes %s for the policy before, want Delete", again.Before)
 	}
@@ -45,16 +45,5 @@ func TestRestoreCommandGivesBackTheOldPolicy(t *testing.T) {
 	want := `kubectl patch pv pv-1 --type=merge -p '{"spec":{"persistentVolumeReclaimPolicy":"Recycle"},"metadata":{"annotations":{"` + ReclaimAnnotation + `":null,"` + RescuedAnnotation + `":null}}}'`
 	if got := v.RestoreCommand(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
-	}
-}
-
-func TestMissingErrorListsEachPermissionOnOneLine(t *testing.T) {
-	needs := []Permission{{Verb: "patch", Resource: "persistentvolumes"}, {Verb: "list", Resource: "secrets", Namespace: "shop"},
-		{Verb: "create", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}}
-	sortPermissions(needs)
-	err := &MissingError{Missing: needs}
-	want := "missing 3 permission(s): create validatingadmissionpolicies.admissionregistration.k8s.io, list secrets in shop, patch persistentvolumes"
-	if err.Error() != want {
-		t.Errorf("got  %s\nwant %s", err, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
 
@@ -118,7 +119,7 @@ func janitorOutcome(mode purge.DryRun, r *purge.Report, err error) (action, resu
 		action = "dry-run"
 	}
 	switch {
-	case errors.Is(err, purge.ErrMissingPermissions) || r != nil && r.Outcome == purge.OutcomeRefused:
+	case errors.Is(err, access.ErrMissing) || r != nil && r.Outcome == purge.OutcomeRefused:
 		return action, resultRefused
 	case errors.Is(err, purge.ErrNotFound):
 		return action, resultGone

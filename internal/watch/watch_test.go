@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/kube/kubetest"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
@@ -222,7 +223,7 @@ func TestJanitorOutcome(t *testing.T) {
 		{purge.DryRunServer, &purge.Report{Outcome: purge.OutcomePlanned, Holding: []purge.Hold{{}}}, nil, "dry-run", resultRemaining},
 		{purge.DryRunNone, &purge.Report{Outcome: purge.OutcomeGone}, nil, "purge", resultGone},
 		{purge.DryRunNone, &purge.Report{Outcome: purge.OutcomeRemaining}, nil, "purge", resultRemaining},
-		{purge.DryRunNone, &purge.Report{Outcome: purge.OutcomeRefused}, purge.ErrMissingPermissions, "purge", resultRefused},
+		{purge.DryRunNone, &purge.Report{Outcome: purge.OutcomeRefused}, access.ErrMissing, "purge", resultRefused},
 		{purge.DryRunNone, &purge.Report{}, purge.ErrNotFound, "purge", resultGone},
 		{purge.DryRunNone, &purge.Report{}, context.DeadlineExceeded, "purge", resultError},
 	} {

@@ -129,7 +129,7 @@ func TestBadInput(t *testing.T) {
 		{"protect a terminating namespace", cp.Kubeconfig, []string{"protect", terminating, "--yes"}, 2, "use 'kubectl ns-doctor rescue " + terminating + "'"},
 		{"no confirmation and no terminal", cp.Kubeconfig, []string{"rescue", terminating}, 2, "add --yes"},
 		{"missing permissions", limited, []string{"rescue", terminating, "--yes"}, 1, "permission(s): create validatingadmissionpolicies.admissionregistration.k8s.io"},
-		{"restore without permissions", limited, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", saved}, 1, "create configmaps in " + terminating},
+		{"restore without permissions", limited, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", saved}, 1, "create configmaps in namespace " + terminating},
 		{"restore from a folder that is no backup", cp.Kubeconfig, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", t.TempDir()}, 2, "not a rescue's backup"},
 		{"bad name", cp.Kubeconfig, []string{"rescue", "Not_A_Name", "--yes"}, 2, "is not a valid namespace name"},
 		{"unknown output", cp.Kubeconfig, []string{"protect", active, "-o", "wide", "--yes"}, 2, "unknown output format"},

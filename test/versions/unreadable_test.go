@@ -67,8 +67,9 @@ func TestUnreadableSecretFollowsTheVersion(t *testing.T) {
 	}
 }
 
-// What proveUnreadable counts on, asked of the real servers: 1.37 answers
-// the unsafe DELETE's dry run of a decodable object with 409 (ns-doctor's
+// What purge's proof of unreadable objects (prover) counts on, asked of
+// the real servers: 1.37 answers the unsafe DELETE's dry run of a
+// decodable object with 409 (ns-doctor's
 // "decodable now"), 1.36 refuses the dry run itself (422), which is why it
 // is never sent there.
 func TestUnsafeDryRunAnswers(t *testing.T) {
