@@ -30,6 +30,8 @@ type Rule struct {
 	Name string
 	// Resources are the types the row is for; none: every type.
 	Resources []schema.GroupResource
+	// Which says, in words, which of those objects match (none: all).
+	Which string
 	// Verdict is what the row does with an object it matches.
 	Verdict Verdict
 	// Why is the reason the plan gives for each object the row decides;
@@ -118,36 +120,42 @@ func Rules() []Rule {
 		Name: "endpoints", Resources: []schema.GroupResource{grEndpoints, grEndpointSets}, Verdict: LeaveOut,
 		Why: "the endpoints controllers make them from each Service and its ready pods",
 	}, {
-		Name: "root-ca", Resources: []schema.GroupResource{grConfigMaps}, Verdict: LeaveOut,
+		Name: "root-ca", Resources: []schema.GroupResource{grConfigMaps}, Verdict: LeaveOut, Which: "`kube-root-ca.crt`",
 		Why:   "the root CA publisher makes it in every namespace",
 		match: named("kube-root-ca.crt"),
 	}, {
 		Name: "default-serviceaccount", Resources: []schema.GroupResource{grAccounts}, Verdict: LeaveOut,
-		Why: "the ServiceAccount controller makes it in every namespace; restore waits for it before anything that runs as it",
+		Which: "`default`, adding nothing to the one the controller makes",
+		Why:   "the ServiceAccount controller makes it in every namespace; restore waits for it before anything that runs as it",
 		match: func(o *unstructured.Unstructured, _ Context) bool {
 			return o.GetName() == "default" && !addsToDefault(o)
 		},
 	}, {
 		Name: "default-serviceaccount-additions", Resources: []schema.GroupResource{grAccounts}, Verdict: Restore,
+		Which: "`default`, with image pull secrets, labels or annotations of its own",
 		Why:   "applied onto the one the ServiceAccount controller makes, once it is there: its image pull secrets, labels and annotations come back",
 		match: named("default"),
 		edit:  withoutTokenSecrets,
 	}, {
 		Name: "token-secret-made-by-the-token-controller", Resources: []schema.GroupResource{grSecrets}, Verdict: LeaveOut,
+		Which: "type `kubernetes.io/service-account-token`, named `ACCOUNT-token-XXXXX`",
 		Why:   "the token controller made it for its ServiceAccount (clusters before 1.24); the restored ServiceAccount gets what its cluster gives",
 		match: func(o *unstructured.Unstructured, _ Context) bool { return isTokenSecret(o) && autoToken(o) },
 	}, {
 		Name: "token-secret", Resources: []schema.GroupResource{grSecrets}, Verdict: Restore,
+		Which: "type `kubernetes.io/service-account-token`, asked for by a user",
 		Why:   "the token controller fills it in again for the restored ServiceAccount",
 		match: func(o *unstructured.Unstructured, _ Context) bool { return isTokenSecret(o) },
 		edit:  withoutToken,
 	}, {
 		Name: "remade-by-its-controller", Verdict: LeaveOut,
+		Which: "a ReplicaSet's, StatefulSet's, DaemonSet's or Job's pod, a Deployment's ReplicaSet, a CronJob's Job, a StatefulSet's or DaemonSet's ControllerRevision",
 		Why:   "its controller, %s, makes it again from its own spec",
 		match: func(o *unstructured.Unstructured, _ Context) bool { return remade(o) },
 	}, {
 		Name: "owner-not-restored", Verdict: LeaveOut,
-		Why: "its controller, %s, is not in the backup: making it is that owner's work",
+		Which: "with a controller the restore does not bring back (claims, Secrets and ConfigMaps excepted: they hold data)",
+		Why:   "its controller, %s, is not in the backup: making it is that owner's work",
 		match: func(o *unstructured.Unstructured, in Context) bool {
 			c := controllerOf(o)
 			return !in.atSave() && c != nil && !in.Restored[string(c.UID)] && !slices.Contains(holdsState, groupResourceOf(o))

@@ -2,6 +2,10 @@ package backup
 
 import (
 	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -220,4 +224,77 @@ func TestPlanOrdersOwnersFirst(t *testing.T) {
 	if p.Clone() || p.Restored() != 6 || len(p.Notes) != 1 {
 		t.Fatalf("plan: clone %v, restored %d, notes %v", p.Clone(), p.Restored(), p.Notes)
 	}
+}
+
+var updateDocs = flag.Bool("update", false, "rewrite the generated parts of docs/restore.md")
+
+// docs/restore.md renders the restore table and the order from the code:
+// a row or a stage added without its words there fails here (-update
+// rewrites them).
+func TestRestoreTableIsDocumented(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "restore.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for _, part := range []struct{ name, text string }{{"rules", rulesTable()}, {"order", orderTable()}} {
+		begin := "<!-- " + part.name + ": generated"
+		end := "<!-- end of " + part.name + " -->"
+		i, j := strings.Index(doc, begin), strings.Index(doc, end)
+		if i < 0 || j < i {
+			t.Fatalf("docs/restore.md lacks the markers of %s", part.name)
+		}
+		i += strings.Index(doc[i:], "\n") + 1
+		if doc[i:j] != part.text {
+			if *updateDocs {
+				doc = doc[:i] + part.text + doc[j:]
+				continue
+			}
+			t.Errorf("docs/restore.md's %s differ from the code; run go test ./internal/backup -run TestRestoreTableIsDocumented -update", part.name)
+		}
+	}
+	if *updateDocs {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func rulesTable() string {
+	var b strings.Builder
+	b.WriteString("| row | objects | restore | why |\n|---|---|---|---|\n")
+	for _, r := range Rules() {
+		types := "any"
+		if len(r.Resources) > 0 {
+			var names []string
+			for _, gr := range r.Resources {
+				names = append(names, "`"+gr.String()+"`")
+			}
+			types = strings.Join(names, ", ")
+		}
+		if r.Which != "" {
+			types += ": " + r.Which
+		}
+		why := strings.ReplaceAll(r.Why, "%s", "KIND NAME")
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Name, types, map[Verdict]string{Restore: "yes", LeaveOut: "left out"}[r.Verdict], why)
+	}
+	return b.String()
+}
+
+func orderTable() string {
+	var b strings.Builder
+	b.WriteString("| # | types | why |\n|---|---|---|\n")
+	for i, s := range Order() {
+		types := "every type not listed, by resource and group"
+		if s.Resources != nil {
+			var names []string
+			for _, gr := range s.Resources {
+				names = append(names, "`"+gr.String()+"`")
+			}
+			types = strings.Join(names, ", ")
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s |\n", i+1, types, s.Why)
+	}
+	return b.String()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/backup/restore"
 	"github.com/ns-doctor/ns-doctor/internal/consent"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -202,20 +203,24 @@ func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) erro
 	if err := o.consent(ctx, printer.RestoreConfirmation{Restore: r, Wait: o.Wait, Context: o.context, Cluster: o.cluster}.Request()); err != nil {
 		return err
 	}
-	err = rescue.RestoreSteps(ctx, clients, r, o.Wait, func(s rescue.RestoreStep, r *rescue.RestoreReport) {
+	rep, err := rescue.RestoreNamespace(ctx, clients, r, o.Wait, func(s rescue.RestoreStep, r *rescue.RestoreReport) {
 		_, _ = fmt.Fprintln(o.ErrOut, printer.RestoreStep(s, r))
 	})
 	if errors.Is(err, rescue.ErrStillTerminating) {
+		// What still holds it, in explain's words, with the step past it.
+		if rep.Deletion != nil {
+			_ = printer.Human{Now: time.Now()}.Purge(o.Out, rep.Deletion)
+		}
 		return &exitError{code: ExitIncomplete, msg: err.Error()}
 	}
 	if err != nil {
 		return err
 	}
-	if err := printer.Restored(o.Out, o.format(), r); err != nil {
+	if err := printer.Restored(o.Out, o.format(), rep); err != nil {
 		return err
 	}
-	if n := r.Failed(); n > 0 {
-		return fmt.Errorf("%d saved object(s) could not be re-applied (listed above); fix what the API server says and run --restore again", n)
+	if n := rep.Restore.Counts()[restore.Failed]; n > 0 {
+		return fmt.Errorf("%d saved object(s) could not be restored (listed above with the API server's answer); fix what it says and run --restore again", n)
 	}
 	return nil
 }
@@ -226,7 +231,7 @@ func (o *RescueOptions) restore(ctx context.Context, clients *kube.Clients) erro
 // new one --restore would not find. Otherwise dir.
 func earlierFolder(ctx context.Context, clients *kube.Clients, namespace, dir string) string {
 	earlier := rescue.BackupDirOf(ctx, clients, namespace)
-	if st, err := os.Stat(filepath.Join(earlier, "cluster")); earlier == "" || err != nil || !st.IsDir() {
+	if _, err := os.Stat(filepath.Join(earlier, backup.NamespaceFile)); earlier == "" || err != nil {
 		return dir
 	}
 	return earlier
@@ -273,7 +278,7 @@ func rescueError(name string, err error) error {
 		return usageErrorf("namespace %q is Active, not being deleted: nothing to rescue; to guard it against deletion, use 'kubectl ns-doctor protect %s'", name, name)
 	case errors.Is(err, rescue.ErrTerminating):
 		return usageErrorf("namespace %q is being deleted already: protect cannot stop that; use 'kubectl ns-doctor rescue %s'", name, name)
-	case errors.Is(err, rescue.ErrNotABackup):
+	case errors.Is(err, rescue.ErrNotABackup), errors.Is(err, backup.ErrNotABackup):
 		return usageErrorf("%v; give the folder rescue saved namespace %q to with --backup-dir", err, name)
 	case errors.Is(err, rescue.ErrNoPolicyAPI):
 		return &exitError{code: ExitError, msg: "the cluster serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30 or later, or the API disabled): ns-doctor cannot hold a namespace there; nothing was changed"}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/backup/restore"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
@@ -121,6 +122,9 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 	if !o.Yes {
 		return printer.Restore(o.Out, o.format(), restore.PlanReport(plan))
 	}
+	if err := restore.Check(ctx, clients, plan); err != nil {
+		return restoreError(err)
+	}
 	r := &restore.Restorer{Clients: clients, Wait: o.Wait, Told: func(s restore.Step, rep *restore.Report) {
 		_, _ = fmt.Fprintln(o.ErrOut, printer.RestoreProgress(s, rep))
 	}}
@@ -141,3 +145,12 @@ func (o *RestoreOptions) Run(ctx context.Context) error {
 }
 
 func (o *RestoreOptions) format() string { return machineFormat(o.PrintFlags) }
+
+// restoreError maps restore's refusals to one line and its exit code.
+func restoreError(err error) error {
+	var missing *access.MissingError
+	if errors.As(err, &missing) {
+		return &exitError{code: ExitError, msg: missing.Error() + "; nothing was changed (docs/rbac.md#restore)"}
+	}
+	return err
+}

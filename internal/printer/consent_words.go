@@ -137,21 +137,26 @@ func (c ReleaseConfirmation) Request() consent.Request {
 
 // RestoreConfirmation is rescue --restore's.
 type RestoreConfirmation struct {
-	Restore *rescue.RestoreReport
-	// Wait is how long the restore waits for the namespace to be gone.
+	Restore *rescue.Restoring
+	// Wait bounds the deletion purge's pass finishes, and the restore's
+	// waits.
 	Wait             time.Duration
 	Context, Cluster string
 }
 
-// Request says each step of the restore, from the folder it reads.
+// Request says each step of the restore, from the folder it reads, with
+// the plan's counts.
 func (c RestoreConfirmation) Request() consent.Request {
 	r := c.Restore
+	applied := r.Plan.Restored()
 	return namespaceRequest(fmt.Sprintf("restore namespace %q", r.Namespace), r.Namespace, []string{consent.Where(c.Context, c.Cluster),
-		"from " + r.Dir,
-		fmt.Sprintf("delete the hold (ValidatingAdmissionPolicy and binding %s): the namespace controller finishes the deletion", rescue.HoldName(r.Namespace)),
-		fmt.Sprintf("wait up to %s for it to be gone, create it again with its labels and annotations", c.Wait),
-		fmt.Sprintf("re-apply every saved object (server-side apply, field manager %s), bind the claims to their retained volumes again", rescue.FieldManager),
-		"give the volumes their reclaim policy from before the rescue back"})
+		"from " + Escape(r.Dir),
+		fmt.Sprintf("delete the hold (ValidatingAdmissionPolicy and binding %s)", r.Hold),
+		fmt.Sprintf("finish the deletion with purge's own pass (no escalation; what it deletes is saved to the same folder first), waiting up to %s", c.Wait),
+		"create the namespace again with its labels and annotations",
+		fmt.Sprintf("apply %d saved object(s) (server-side apply, field manager %s), leaving out %d (each, and why: kubectl ns-doctor restore %s)",
+			applied, rescue.FieldManager, len(r.Plan.Steps)-applied, shellQuote(Escape(r.Dir))),
+		"bind the claims to their retained volumes again, and give each volume its reclaim policy from before the rescue back once its claim is bound"})
 }
 
 // ProtectConfirmation is protect's (and protect --remove's).

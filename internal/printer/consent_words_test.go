@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
@@ -28,12 +29,16 @@ func TestEachConfirmationSaysItsChanges(t *testing.T) {
 			"This will release namespace \"shop\"\n  context \"prod\", cluster \"eu-1\"\n" +
 				"  delete ValidatingAdmissionPolicyBinding and ValidatingAdmissionPolicy ns-doctor-rescue-shop: the namespace controller goes on deleting the namespace\n" +
 				"  PersistentVolumes a rescue set to Retain stay Retain\nType the namespace name to go on: "},
-		"restore": {RestoreConfirmation{Restore: &rescue.RestoreReport{Namespace: "shop", Dir: "/b"}, Wait: 5 * time.Minute, Context: "prod", Cluster: "eu-1"}.Request().Prompt(),
+		"restore": {RestoreConfirmation{Restore: &rescue.Restoring{Namespace: "shop", Dir: "/b", Hold: "ns-doctor-rescue-shop",
+			Plan: &backup.Plan{Steps: []backup.Step{{Verdict: backup.Restore}, {Verdict: backup.Restore}, {Verdict: backup.LeaveOut}}}},
+			Wait: 5 * time.Minute, Context: "prod", Cluster: "eu-1"}.Request().Prompt(),
 			"This will restore namespace \"shop\"\n  context \"prod\", cluster \"eu-1\"\n  from /b\n" +
-				"  delete the hold (ValidatingAdmissionPolicy and binding ns-doctor-rescue-shop): the namespace controller finishes the deletion\n" +
-				"  wait up to 5m0s for it to be gone, create it again with its labels and annotations\n" +
-				"  re-apply every saved object (server-side apply, field manager ns-doctor), bind the claims to their retained volumes again\n" +
-				"  give the volumes their reclaim policy from before the rescue back\nType the namespace name to go on: "},
+				"  delete the hold (ValidatingAdmissionPolicy and binding ns-doctor-rescue-shop)\n" +
+				"  finish the deletion with purge's own pass (no escalation; what it deletes is saved to the same folder first), waiting up to 5m0s\n" +
+				"  create the namespace again with its labels and annotations\n" +
+				"  apply 2 saved object(s) (server-side apply, field manager ns-doctor), leaving out 1 (each, and why: kubectl ns-doctor restore /b)\n" +
+				"  bind the claims to their retained volumes again, and give each volume its reclaim policy from before the rescue back once its claim is bound\n" +
+				"Type the namespace name to go on: "},
 		"purge": {PurgeConfirmation{Names: []string{"shop"}, Context: "prod", Cluster: "eu-1", Consent: []string{"strip finalizers x", "  leaks: y"}}.Request().Prompt(),
 			"This will run the namespace controller's deletion pass FOR REAL on namespace \"shop\"\n  context \"prod\", cluster \"eu-1\"\n" +
 				"  strip finalizers x\n    leaks: y\nEverything it deletes or changes is saved first. Type the namespace name to go on: "},

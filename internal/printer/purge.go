@@ -3,7 +3,6 @@ package printer
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/fatih/color"
@@ -293,8 +292,8 @@ func (h Human) purgeLists(p *errWriter, r *purge.Report) {
 		section("Changes made", changes, color.Bold)
 	}
 	if r.BackupDir != "" {
-		p.printf("\n%s %s (%d objects); restore with: kubectl apply -n NAMESPACE -f %s\n",
-			h.paint(color.Bold)("Backup:"), r.BackupDir, r.BackedUp, filepath.Join(r.BackupDir, "objects"))
+		p.printf("\n%s %s (%d objects); restore with: kubectl ns-doctor restore %s\n",
+			h.paint(color.Bold)("Backup:"), r.BackupDir, r.BackedUp, shellQuote(r.BackupDir))
 	}
 }
 

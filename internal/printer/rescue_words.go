@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ns-doctor/ns-doctor/internal/backup/restore"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
@@ -132,20 +133,38 @@ func RescueStep(s rescue.Step, r *rescue.Report) string {
 	return "rescue: " + Escape(string(s))
 }
 
-// RestoreStep is the progress line for one step of a restore (stderr).
+// RestoreStep is the progress line for one step of rescue --restore
+// (stderr): a restore killed half-way has said how far it got.
 func RestoreStep(s rescue.RestoreStep, r *rescue.RestoreReport) string {
 	ns := Escape(r.Namespace)
 	switch s {
 	case rescue.StepReleased:
-		return "restore: hold released; waiting for namespace " + ns + " to be gone"
+		return "restore: hold removed (" + releasedWords(r.Released) + "); finishing the deletion of namespace " + ns
+	case rescue.StepDeleted:
+		if r.Deletion == nil {
+			return "restore: namespace " + ns + " was gone already"
+		}
+		return fmt.Sprintf("restore: namespace %s deleted by purge's pass in %d pass(es)", ns, r.Deletion.Passes)
 	case rescue.StepRecreated:
+		if r.Restore != nil && !r.Restore.NamespaceCreated {
+			return "restore: namespace " + ns + " is there: restoring into it"
+		}
 		return "restore: namespace " + ns + " created again"
-	case rescue.StepReapplied:
-		return fmt.Sprintf("restore: %d saved object(s) gone through (restored or left out), %d failed", len(r.Objects)-r.Failed(), r.Failed())
-	case rescue.StepGivenBack:
-		return fmt.Sprintf("restore: %d volume(s) given their reclaim policy back", len(r.Volumes))
+	case rescue.StepReapplied, rescue.StepGivenBack:
+		if r.Restore != nil {
+			return RestoreProgress(map[rescue.RestoreStep]restore.Step{rescue.StepReapplied: restore.StepApplied, rescue.StepGivenBack: restore.StepVolumes}[s], r.Restore)
+		}
 	}
 	return "restore: " + Escape(string(s))
+}
+
+// releasedWords says whether the API server was seen letting the
+// controllers delete again once the hold was removed.
+func releasedWords(f rescue.InForce) string {
+	if f.Proven {
+		return fmt.Sprintf("released in force after %s: a dry-run DELETE of %s as %s was allowed", time.Duration(f.AfterMs)*time.Millisecond, Escape(f.Object), rescue.ProofUser)
+	}
+	return fmt.Sprintf("release NOT PROVEN in force (%s): %s", time.Duration(f.AfterMs)*time.Millisecond, Escape(f.Why))
 }
 
 func releaseCommand(ns string) string { return "kubectl ns-doctor rescue " + Escape(ns) + " --release" }
@@ -171,7 +190,7 @@ func Released(w io.Writer, format string, r *rescue.Released) error {
 	}
 	var b strings.Builder
 	if r.WasHeld {
-		fmt.Fprintf(&b, "RELEASED namespace %s: policy %s removed; the namespace controller goes on deleting it\n", Escape(r.Namespace), Escape(r.Hold))
+		fmt.Fprintf(&b, "RELEASED namespace %s: policy %s removed; the namespace controller goes on deleting it (%s)\n", Escape(r.Namespace), Escape(r.Hold), releasedWords(r.InForce))
 	} else {
 		fmt.Fprintf(&b, "NOT HELD namespace %s: no policy %s to remove\n", Escape(r.Namespace), Escape(r.Hold))
 	}
@@ -199,7 +218,11 @@ func Protected(w io.Writer, format string, p *rescue.Protected) error {
 	var line string
 	switch {
 	case p.Removed && p.WasThere:
-		line = fmt.Sprintf("UNPROTECTED namespace %s: policy %s removed\n", ns, Escape(p.Policy))
+		line = fmt.Sprintf("UNPROTECTED namespace %s: policy %s removed; a dry-run deletion is allowed again\n", ns, Escape(p.Policy))
+		if !p.Enforced {
+			line = fmt.Sprintf("UNPROTECTED namespace %s: policy %s removed, but the API server still refused a dry-run deletion: it may take a few more seconds; check with kubectl delete namespace %s --dry-run=server\n",
+				ns, Escape(p.Policy), ns)
+		}
 	case p.Removed:
 		line = fmt.Sprintf("NOT PROTECTED namespace %s: no policy %s to remove\n", ns, Escape(p.Policy))
 	default:
@@ -220,35 +243,24 @@ type RestoredDocument struct {
 	*rescue.RestoreReport
 }
 
-// Restored prints what rescue --restore did: a line per object.
+// Restored prints what rescue --restore did: the release, the deletion
+// purge's pass finished, then the restore as `restore` prints it.
 func Restored(w io.Writer, format string, r *rescue.RestoreReport) error {
 	if format != "" {
 		return Print(w, format, RestoredDocument{APIVersion: APIVersion, Kind: "RescueRestore", RestoreReport: r})
 	}
-	counts := map[rescue.RestoreStatus]int{}
-	for _, o := range r.Objects {
-		counts[o.Status]++
-	}
 	var b strings.Builder
-	label := "RESTORED"
-	if counts[rescue.Failed] > 0 {
-		label = "INCOMPLETE"
+	if r.WasHeld {
+		fmt.Fprintf(&b, "RELEASED hold of namespace %s: %s\n", Escape(r.Namespace), releasedWords(r.Released))
 	}
-	fmt.Fprintf(&b, "%s namespace %s from %s: %d restored, %d left out, %d failed\n", label, Escape(r.Namespace), Escape(r.Dir),
-		counts[rescue.Restored], counts[rescue.LeftOut], counts[rescue.Failed])
-	for _, o := range r.Objects {
-		line := fmt.Sprintf("%s %s/%s", strings.ToLower(string(o.Status)), o.Resource, o.Name)
-		if o.Status == rescue.LeftOut {
-			line = fmt.Sprintf("left out %s/%s", o.Resource, o.Name)
-		}
-		if o.Why != "" {
-			line += ": " + o.Why
-		}
-		fmt.Fprintf(&b, "  %s\n", Escape(Cut(line, 400)))
+	if r.Deletion != nil {
+		fmt.Fprintf(&b, "DELETED namespace %s with purge's own pass: %s\n", Escape(r.Namespace), Escape(PurgeMessage(r.Deletion)))
 	}
-	for _, v := range r.Volumes {
-		fmt.Fprintf(&b, "VOLUME %s (claim %s): reclaim policy %s again\n", Escape(v.Name), Escape(v.Claim), Escape(v.Now))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if r.Restore == nil {
+		return nil
+	}
+	return Restore(w, "", r.Restore)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/backup/restore"
+	"github.com/ns-doctor/ns-doctor/internal/purge"
 	"github.com/ns-doctor/ns-doctor/internal/rescue"
 )
 
@@ -178,13 +180,18 @@ func TestIfDeletedSaysWhetherProtectRefusesFirst(t *testing.T) {
 }
 
 func TestRestoreStepsSayHowFarItGot(t *testing.T) {
-	r := &rescue.RestoreReport{Namespace: "shop\x1b", Objects: []rescue.RestoredObject{{Status: rescue.Restored}, {Status: rescue.LeftOut}, {Status: rescue.Failed}},
-		Volumes: []rescue.Volume{{Name: "pv-1"}}}
+	r := &rescue.RestoreReport{Namespace: "shop\x1b", Released: rescue.InForce{Proven: true, Object: "configmaps/a", AfterMs: 300},
+		Deletion: &purge.Report{Passes: 2},
+		Restore: &restore.Report{Into: "shop\x1b", NamespaceCreated: true,
+			Objects: []restore.Object{{Status: restore.Restored}, {Status: restore.LeftOut}, {Status: restore.Failed}},
+			Volumes: []restore.Volume{{Name: "pv-1", Bound: true}, {Name: "pv-2"}}}}
 	for s, want := range map[rescue.RestoreStep]string{
-		rescue.StepReleased:  "restore: hold released; waiting for namespace shop^[ to be gone",
+		rescue.StepReleased: "restore: hold removed (released in force after 300ms: a dry-run DELETE of configmaps/a as " + rescue.ProofUser +
+			" was allowed); finishing the deletion of namespace shop^[",
+		rescue.StepDeleted:   "restore: namespace shop^[ deleted by purge's pass in 2 pass(es)",
 		rescue.StepRecreated: "restore: namespace shop^[ created again",
-		rescue.StepReapplied: "restore: 2 saved object(s) gone through (restored or left out), 1 failed",
-		rescue.StepGivenBack: "restore: 1 volume(s) given their reclaim policy back",
+		rescue.StepReapplied: "restore: 1 object(s) restored, 1 left out, 1 failed",
+		rescue.StepGivenBack: "restore: 1 of 2 volume(s) bound again and given their reclaim policy back",
 	} {
 		if got := RestoreStep(s, r); got != want {
 			t.Errorf("%s: %q, want %q", s, got, want)

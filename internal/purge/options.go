@@ -76,6 +76,9 @@ type Options struct {
 	Workers int
 	// Context and Cluster name where the run writes, for the report.
 	Context, Cluster string
+	// AccessChecked: the caller's own access check covered the run
+	// (Needs), which then sends none: one check per command.
+	AccessChecked bool
 	// Events receives where a run is, as it goes; nil: nobody listens.
 	Events chan<- Event
 }

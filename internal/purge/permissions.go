@@ -1,8 +1,20 @@
 package purge
 
 import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ns-doctor/ns-doctor/internal/access"
+	"github.com/ns-doctor/ns-doctor/internal/kube"
 )
+
+// Needs are what a force run with no escalation needs in namespace, over
+// disc: the controller's own pass. A command that runs purge's pass as one
+// of its steps (rescue --restore) puts them in its own one access check,
+// and runs purge with Options.AccessChecked.
+func Needs(disc *kube.Discovery, namespace string) []access.Permission {
+	return needs(scope{ns: &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, disc: disc}, false, nil)
+}
 
 // needs are what a force run needs, for its one access check
 // (internal/access): the pass's own (the finalize call, and per type what

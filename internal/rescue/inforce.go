@@ -54,7 +54,20 @@ const proveTimeout = 10 * time.Second
 // proveHold polls a dry-run DELETE as the namespace controller until the
 // hold refuses it. It never fails the rescue: what it cannot prove, it
 // says why.
-func proveHold(ctx context.Context, c *kube.Clients, namespace string, start time.Time) (out InForce) {
+func proveHold(ctx context.Context, c *kube.Clients, namespace string, start time.Time) InForce {
+	return prove(ctx, c, namespace, start, true)
+}
+
+// proveReleased polls the same dry run until the hold no longer refuses
+// it: kube-apiserver drops a removed binding a moment after it is gone,
+// and a deletion driven before that would be refused again.
+func proveReleased(ctx context.Context, c *kube.Clients, namespace string, start time.Time) InForce {
+	return prove(ctx, c, namespace, start, false)
+}
+
+// prove polls a dry-run DELETE as the namespace controller until the
+// hold's answer is refused (held) or is not (released).
+func prove(ctx context.Context, c *kube.Clients, namespace string, start time.Time, refused bool) (out InForce) {
 	defer func() { out.AfterMs = time.Since(start).Milliseconds() }()
 	gvr, name, ok := anObject(ctx, c, namespace)
 	if !ok {
@@ -71,11 +84,12 @@ func proveHold(ctx context.Context, c *kube.Clients, namespace string, start tim
 	defer cancel()
 	for {
 		err := asController.Resource(gvr).Namespace(namespace).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		byHold := err != nil && strings.Contains(err.Error(), HoldName(namespace))
 		switch {
-		case err != nil && strings.Contains(err.Error(), HoldName(namespace)):
+		case byHold == refused:
 			out.Proven = true
 			return out
-		case apierrors.IsForbidden(err):
+		case apierrors.IsForbidden(err) && !byHold:
 			// Refused before admission: the caller may not impersonate.
 			out.Why = fmt.Sprintf("a dry run as %s was refused before the hold could answer (impersonation not allowed?): %v", ProofUser, err)
 			return out
@@ -85,7 +99,7 @@ func proveHold(ctx context.Context, c *kube.Clients, namespace string, start tim
 		}
 		select {
 		case <-ctx.Done():
-			out.Why = fmt.Sprintf("a dry-run DELETE as %s was still allowed %s after the hold was applied", ProofUser, proveTimeout)
+			out.Why = fmt.Sprintf("a dry-run DELETE as %s was still %s %s after the hold was changed", ProofUser, map[bool]string{true: "allowed", false: "refused"}[refused], proveTimeout)
 			return out
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -1,6 +1,7 @@
 package rescue
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -204,6 +205,9 @@ type Released struct {
 	Hold      string `json:"hold"`
 	// WasHeld: the hold was there to remove.
 	WasHeld bool `json:"wasHeld"`
+	// InForce: a server dry run of a DELETE sent as the namespace
+	// controller was allowed again before release returned.
+	InForce InForce `json:"inForce"`
 	// Volumes stay Retain: each with how to give its policy back.
 	Volumes []Volume `json:"volumes"`
 }
@@ -227,9 +231,13 @@ func releaseNeeds() []access.Permission {
 
 // Release removes the hold r names; the volumes stay retained.
 func Release(ctx context.Context, c *kube.Clients, r *Released) error {
+	start := time.Now()
 	var err error
 	if r.WasHeld, err = removePolicy(ctx, c, r.Hold); err != nil {
 		return err
+	}
+	if r.WasHeld {
+		r.InForce = proveReleased(ctx, c, r.Namespace, start)
 	}
 	r.Volumes, err = retainedVolumes(ctx, c, r.Namespace)
 	return err
@@ -242,8 +250,9 @@ type Protected struct {
 	// Removed: protect --remove; WasThere: something was there before.
 	Removed  bool `json:"removed"`
 	WasThere bool `json:"wasThere"`
-	// Enforced: a server dry run of the namespace's DELETE was refused by
-	// the policy before protect returned.
+	// Enforced: before protect returned, a server dry run of the
+	// namespace's DELETE was refused by the policy (protect), or no longer
+	// refused by it (--remove).
 	Enforced bool `json:"enforced"`
 	// Annotation is what lets the namespace be deleted.
 	Annotation string `json:"annotation"`
@@ -287,8 +296,11 @@ var ErrTerminating = fmt.Errorf("namespace is being deleted")
 // Protect applies (or, with p.Removed, removes) the protection.
 func Protect(ctx context.Context, c *kube.Clients, p *Protected) error {
 	if p.Removed {
-		_, err := removePolicy(ctx, c, p.Policy)
-		return err
+		var err error
+		if p.WasThere, err = removePolicy(ctx, c, p.Policy); err != nil || !p.WasThere {
+			return err
+		}
+		return waitProtected(ctx, c, p)
 	}
 	if err := applyPolicy(ctx, c, protectPolicy(p.Namespace), bindingOf(p.Policy, p.Namespace)); err != nil {
 		return err
@@ -301,12 +313,17 @@ func Protect(ctx context.Context, c *kube.Clients, p *Protected) error {
 // namespace's DELETE (nothing is persisted) is refused once it does. Until
 // then a `kubectl delete namespace` run right after protect would go
 // through. A namespace already carrying the confirmation is let through by
-// design, so there is nothing to observe.
+// design, so there is nothing to observe. For --remove, the other way: it
+// waits until the dry run is no longer refused, or a deletion right after
+// would still be.
 func waitProtected(ctx context.Context, c *kube.Clients, p *Protected) error {
 	ctx, cancel := context.WithTimeout(ctx, enforceTimeout)
 	defer cancel()
 	for {
 		ns, err := GetNamespace(ctx, c, p.Namespace)
+		if errors.Is(err, ErrNotFound) && p.Removed {
+			return nil // gone: nothing is left to protect, or to observe
+		}
 		if err != nil {
 			return err
 		}
@@ -314,7 +331,7 @@ func waitProtected(ctx context.Context, c *kube.Clients, p *Protected) error {
 			return nil
 		}
 		err = c.Kube.CoreV1().Namespaces().Delete(ctx, p.Namespace, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), p.Policy) {
+		if refused := apierrors.IsForbidden(err) && strings.Contains(err.Error(), p.Policy); refused != p.Removed {
 			p.Enforced = true
 			return nil
 		}

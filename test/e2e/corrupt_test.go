@@ -79,7 +79,7 @@ func TestCorruptObjectsHaveAWayOut(t *testing.T) {
 // once the controller has met it.
 func corruptNamespace(t *testing.T, gates string) (*controlplane.ControlPlane, string) {
 	ctx := context.Background()
-	own, err := controlplane.Start(ctx, controlplane.Options{APIServerFeatureGates: gates})
+	own, err := controlplane.Start(ctx, controlplane.Options{Minimal: true, APIServerFeatureGates: gates})
 	plugintest.Must(t, err)
 	t.Cleanup(own.Stop)
 	c, err := scenario.NewCluster(own.Config)
@@ -103,7 +103,7 @@ func encryptedNamespace(t *testing.T) (*controlplane.ControlPlane, string) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	// KEP-3926's gate off (its default up to 1.36): the server's error
 	// quotes the storage key, not the object.
-	own, err := controlplane.Start(ctx, controlplane.Options{APIServerFeatureGates: "AllowUnsafeMalformedObjectDeletion=false", EncryptionConfig: `apiVersion: apiserver.config.k8s.io/v1
+	own, err := controlplane.Start(ctx, controlplane.Options{Minimal: true, APIServerFeatureGates: "AllowUnsafeMalformedObjectDeletion=false", EncryptionConfig: `apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
 - resources: ["configmaps"]

@@ -30,7 +30,7 @@ import (
 // certificate) is a usage error.
 func TestExplainAcrossClusters(t *testing.T) {
 	ctx := context.Background()
-	west, err := controlplane.Start(ctx, controlplane.Options{})
+	west, err := controlplane.Start(ctx, controlplane.Options{Minimal: true})
 	plugintest.Must(t, err)
 	t.Cleanup(west.Stop)
 	westCluster, err := scenario.NewCluster(west.Config)
@@ -179,7 +179,7 @@ type twoClusters struct {
 func newTwoClusters(t *testing.T) twoClusters {
 	t.Helper()
 	ctx := context.Background()
-	west, err := controlplane.Start(ctx, controlplane.Options{})
+	west, err := controlplane.Start(ctx, controlplane.Options{Minimal: true})
 	plugintest.Must(t, err)
 	t.Cleanup(west.Stop)
 	f := twoClusters{run: plugintest.UniqueName(t)}

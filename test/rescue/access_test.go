@@ -73,12 +73,18 @@ func TestEachCommandChecksItsAccessOnce(t *testing.T) {
 		{what: "rescue", args: []string{"rescue", ns, "--yes", "--backup-dir", dir}, rules: 1, access: 9},
 		// Delete the policy and binding, list persistentvolumes.
 		{what: "rescue --release", args: []string{"rescue", ns, "--release", "--yes"}, access: 3},
-		// Delete the policy and binding, get, create and patch
-		// namespaces, list and patch persistentvolumes.
-		{what: "rescue --restore", args: []string{"rescue", ns, "--restore", "--yes", "--backup-dir", dir, "--wait", "2m"}, rules: 1, access: 7,
+		// Delete the policy and binding, list persistentvolumes (the
+		// release); update namespaces/finalize (purge's pass); get, create
+		// and patch namespaces, get and patch persistentvolumes (the
+		// restore).
+		{what: "rescue --restore", args: []string{"rescue", ns, "--restore", "--yes", "--backup-dir", dir, "--wait", "2m"}, rules: 1, access: 9,
 			before: func() {
 				plugintest.Must(t, k.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
 			}},
+		// Into another namespace: get, create and patch namespaces; get,
+		// list and patch persistentvolumes; a rules review of each
+		// namespace (the clone, and the saved one's claims).
+		{what: "restore -n", args: []string{"restore", dir, "-n", ns + "-copy", "--yes"}, rules: 2, access: 6},
 		// The policy and binding: get, create, patch; get, delete.
 		{what: "protect", args: []string{"protect", active, "--yes"}, access: 6},
 		{what: "protect --remove", args: []string{"protect", active, "--remove", "--yes"}, access: 4},

@@ -68,6 +68,31 @@ func TestProtectRefusesDeletionUntilAnnotated(t *testing.T) {
 	}
 }
 
+// TestUnprotectIsInForceWhenItReturns: protect --remove returns once
+// kube-apiserver no longer enforces the policy, so a deletion sent right
+// after it goes through (it did not, in one of two runs, when --remove
+// returned on the DELETE of the policy alone). Three rounds, each dry run
+// sent the moment --remove returns.
+func TestUnprotectIsInForceWhenItReturns(t *testing.T) {
+	ctx := context.Background()
+	ns := plugintest.UniqueName(t)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, ns))
+	t.Cleanup(func() { _ = cluster.DeleteNamespace(context.Background(), ns) })
+	for round := range 3 {
+		if r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--yes"); r.Code != 0 {
+			t.Fatalf("round %d: protect: exit %d\n%s", round, r.Code, r.Stderr)
+		}
+		rm := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "protect", ns, "--remove", "--yes", "-o", "json")
+		var doc printer.ProtectedDocument
+		if err := json.Unmarshal([]byte(rm.Stdout), &doc); err != nil || rm.Code != 0 || !doc.Enforced {
+			t.Fatalf("round %d: protect --remove: exit %d, %v, %+v\n%s", round, rm.Code, err, doc.Protected, rm.Stderr)
+		}
+		if del := plugin.Kubectl(t, cp.Kubeconfig, "delete", "namespace", ns, "--dry-run=server"); del.Code != 0 {
+			t.Fatalf("round %d: a dry-run deletion right after --remove returned: exit %d\n%s", round, del.Code, del.Stderr)
+		}
+	}
+}
+
 // ifDeleted: explain --if-deleted says whether protect would refuse the
 // deletion first, in its document and its verdict.
 func ifDeleted(t *testing.T, ns string, want *diagnose.Protection, words string) {
@@ -106,12 +131,14 @@ func TestBadInput(t *testing.T) {
 	plugintest.Must(t, cluster.CreateBoundPod(ctx, terminating, "stuck", 3600))
 	plugintest.Must(t, cluster.Kube.CoreV1().Namespaces().Delete(ctx, terminating, metav1.DeleteOptions{}))
 
-	// A backup as rescue writes it, for the restore cases: restore's checks
-	// read the namespace's copy and which types there are.
+	// A backup as rescue wrote it before the one layout (its namespace in
+	// cluster/, no manifest, no index: restore reads it still), for the
+	// restore cases: restore's checks read the namespace's copy and the
+	// types it holds.
 	saved := t.TempDir()
 	for path, data := range map[string]string{
 		filepath.Join("cluster", "namespaces.core_"+terminating+".yaml"): "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + terminating + "\n",
-		filepath.Join("objects", "configmaps.core.json"):                 "[]\n",
+		filepath.Join("objects", "configmaps.core.json"):                 `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"k":"v"}}` + "\n",
 	} {
 		plugintest.Must(t, os.MkdirAll(filepath.Join(saved, filepath.Dir(path)), 0o700))
 		plugintest.Must(t, os.WriteFile(filepath.Join(saved, path), []byte(data), 0o600))
@@ -130,7 +157,13 @@ func TestBadInput(t *testing.T) {
 		{"no confirmation and no terminal", cp.Kubeconfig, []string{"rescue", terminating}, 2, "add --yes"},
 		{"missing permissions", limited, []string{"rescue", terminating, "--yes"}, 1, "permission(s): create validatingadmissionpolicies.admissionregistration.k8s.io"},
 		{"restore without permissions", limited, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", saved}, 1, "create configmaps in namespace " + terminating},
-		{"restore from a folder that is no backup", cp.Kubeconfig, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", t.TempDir()}, 2, "not a rescue's backup"},
+		{"restore from a folder that is no backup", cp.Kubeconfig, []string{"rescue", terminating, "--restore", "--yes", "--backup-dir", t.TempDir()}, 2, "not an ns-doctor backup"},
+		{"restore of another namespace's backup", cp.Kubeconfig, []string{"rescue", active, "--restore", "--yes", "--backup-dir", saved}, 2, "holds a backup of namespace " + terminating},
+		{"restore DIR: no such folder", cp.Kubeconfig, []string{"restore", filepath.Join(saved, "nothing-here")}, 2, "is not a folder"},
+		{"restore DIR: no backup", cp.Kubeconfig, []string{"restore", t.TempDir()}, 2, "not an ns-doctor backup"},
+		{"restore DIR: a bad -n", cp.Kubeconfig, []string{"restore", saved, "-n", "Not_A_Name"}, 2, "is not a valid namespace name"},
+		{"restore DIR: without permissions", limited, []string{"restore", saved, "--yes"}, 1, "create configmaps in namespace " + terminating},
+		{"restore DIR: into a namespace being deleted", cp.Kubeconfig, []string{"restore", saved, "--yes"}, 5, "is being deleted"},
 		{"bad name", cp.Kubeconfig, []string{"rescue", "Not_A_Name", "--yes"}, 2, "is not a valid namespace name"},
 		{"unknown output", cp.Kubeconfig, []string{"protect", active, "-o", "wide", "--yes"}, 2, "unknown output format"},
 	} {

@@ -3,6 +3,7 @@ package rescue
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -30,19 +30,21 @@ import (
 
 // fixture is a namespace worth rescuing: a workload, its configuration
 // and secrets, its identity and permissions, a Service, a claim bound to
-// a volume that reclaim Delete would destroy, and a pod on a node that is
-// gone, which keeps the namespace controller at its first step (pods)
-// until the test lets it go.
+// a volume that reclaim Delete would destroy, and a pod on the lost node
+// (its kubelet dead), which keeps the namespace controller at its first
+// step (pods) until the test lets it go. The workloads' pods run on the
+// bed's nodes and go 2 s after their deletion.
 func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 	t.Helper()
 	k := cluster.Kube
 	must := func(_ any, err error) { t.Helper(); plugintest.Must(t, err) }
 	must(k.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{"team": "shop"}, Annotations: map[string]string{"owner": "shop@example.com"}}}, metav1.CreateOptions{}))
+	plugintest.Must(t, cluster.WaitSettled(ctx, ns))
 	labels := map[string]string{"app": "web"}
 	// The workloads use what the namespace holds: what remains after a
 	// deletion names what it took.
-	uses := corev1.PodSpec{ServiceAccountName: "web",
+	uses := corev1.PodSpec{ServiceAccountName: "web", TerminationGracePeriodSeconds: ptr.To[int64](2),
 		Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web",
 			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "features"}}}}}},
 		Volumes: []corev1.Volume{
@@ -53,19 +55,12 @@ func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: uses},
 	}}
-	created, err := k.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{})
-	plugintest.Must(t, err)
-	// No deployment controller runs here: the ReplicaSet it would make,
-	// owned by the Deployment, is made by hand.
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: created.UID, Controller: ptr.To(true)}}},
-		Spec: appsv1.ReplicaSetSpec{Selector: dep.Spec.Selector, Template: dep.Spec.Template}}
-	must(k.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}))
+	must(k.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}))
 	dbLabels := map[string]string{"app": "db"}
 	must(k.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: appsv1.StatefulSetSpec{
 		ServiceName: "web", Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: dbLabels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: dbLabels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "registry.invalid/db", Args: []string{"--data=/var/lib/db"}}}}},
+			Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](2), Containers: []corev1.Container{{Name: "db", Image: "registry.invalid/db", Args: []string{"--data=/var/lib/db"}}}}},
 	}}, metav1.CreateOptions{}))
 	gizmos, err := cluster.EnsureCRD(ctx, crdGroup, "Gizmo", "gizmos")
 	plugintest.Must(t, err)
@@ -106,7 +101,22 @@ func fixture(t *testing.T, ctx context.Context, ns string) (pv string) {
 	stuck.NodeName, stuck.TerminationGracePeriodSeconds = cluster.LostNode, ptr.To[int64](20)
 	stuck.Volumes = append(stuck.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
-	must(k.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}, Spec: *stuck}, metav1.CreateOptions{}))
+	must(cluster.CreatePod(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns}, Spec: *stuck}))
+	// What a cluster holds a moment later: the ServiceAccount controller's
+	// and the root CA publisher's objects, the Deployment's ReplicaSet.
+	eventually(t, time.Minute, "the workloads' pods running", func() (bool, string) {
+		pods, err := k.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 2, fmt.Sprintf("%d of the workloads' 2 pods running", running)
+	})
 	return pv
 }
 
@@ -271,11 +281,12 @@ func TestRescueHoldsTheNamespaceTheControllerIsDeleting(t *testing.T) {
 	}
 
 	rel := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "rescue", ns, "--release", "--yes")
-	if rel.Code != 0 || !strings.Contains(rel.Stdout, "RELEASED namespace "+ns) || !strings.Contains(rel.Stdout, "VOLUME "+pv) || !strings.Contains(rel.Stdout, `"persistentVolumeReclaimPolicy":"Delete"`) {
+	// Released in force when it returns: the controller may delete again.
+	if rel.Code != 0 || !strings.Contains(rel.Stdout, "RELEASED namespace "+ns) || !strings.Contains(rel.Stdout, "released in force after") ||
+		!strings.Contains(rel.Stdout, "VOLUME "+pv) || !strings.Contains(rel.Stdout, `"persistentVolumeReclaimPolicy":"Delete"`) {
 		t.Fatalf("release: exit %d\nstdout: %s\nstderr: %s", rel.Code, rel.Stdout, rel.Stderr)
 	}
 	eventually(t, 120*time.Second, "the namespace gone after release", func() (bool, string) {
-		releaseClaim(ctx, ns)
 		_, err := k.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "still there"
 	})
@@ -296,17 +307,6 @@ func requireOrdered(t *testing.T) {
 	}
 }
 
-// releaseClaim does what the pvc-protection controller (not run here)
-// does for a claim no pod uses once it is being deleted: it removes the
-// finalizer the API server's admission added.
-func releaseClaim(ctx context.Context, ns string) {
-	pvc, err := cluster.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
-	if err != nil || pvc.DeletionTimestamp == nil || len(pvc.Finalizers) == 0 {
-		return
-	}
-	_, _ = cluster.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-}
-
 // checkBackup: every object is there (but those gone before the save,
 // named in gone), in the right place, Secrets in private files.
 func checkBackup(t *testing.T, dir, ns, pv string, gone ...string) {
@@ -321,14 +321,14 @@ func checkBackup(t *testing.T, dir, ns, pv string, gone ...string) {
 			t.Errorf("backup lacks %s; it holds %v", want, saved)
 		}
 	}
-	// The ReplicaSet is its Deployment's: for the record, not re-applied.
-	if slices.Contains(saved, "replicasets.apps.json/web-1") {
-		t.Errorf("the controller-owned ReplicaSet is among the objects to re-apply")
-	}
-	record, err := backup.Saved(filepath.Join(dir, "record"))
+	// The Deployment's ReplicaSet, and the pods the controllers made, are
+	// theirs: for the record, not re-applied.
+	f, err := backup.Open(dir)
 	plugintest.Must(t, err)
-	if !slices.Contains(record, "replicasets.apps.json/web-1") {
-		t.Errorf("record/ lacks the ReplicaSet: %v", record)
+	for _, o := range f.Objects {
+		if (o.Resource == "replicasets" || (o.Resource == "pods" && o.Name != "stuck")) && !o.Record {
+			t.Errorf("%s/%s, its controller's, is among the objects to re-apply", o.Resource, o.Name)
+		}
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "objects"): 0o700, filepath.Join(dir, "objects", "secrets.core.json"): 0o600} {
 		st, err := os.Stat(path)
@@ -337,12 +337,15 @@ func checkBackup(t *testing.T, dir, ns, pv string, gone ...string) {
 			t.Errorf("%s is %v, want %v", path, st.Mode().Perm(), want)
 		}
 	}
-	for _, f := range []string{"namespaces.core_" + ns + ".yaml", "persistentvolumes.core_" + pv + ".yaml"} {
-		data, err := os.ReadFile(filepath.Join(dir, "cluster", f))
+	for _, f := range []string{backup.NamespaceFile, filepath.Join(backup.ClusterDir, "persistentvolumes.core_"+pv+".yaml")} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
 		plugintest.Must(t, err)
-		if strings.Contains(f, "namespaces") && (!strings.Contains(string(data), "team: shop") || !strings.Contains(string(data), "owner: shop@example.com")) {
+		if f == backup.NamespaceFile && (!strings.Contains(string(data), "team: shop") || !strings.Contains(string(data), "owner: shop@example.com")) {
 			t.Errorf("the saved namespace lacks its labels or annotations:\n%s", data)
 		}
+	}
+	if f.Manifest.Namespace != ns || f.Manifest.MadeBy != "rescue" {
+		t.Errorf("manifest %+v", f.Manifest)
 	}
 	// kubectl reads the folders as they are.
 	for _, sub := range []string{"cluster", "objects"} {

@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/backup"
+	"github.com/ns-doctor/ns-doctor/internal/backup/restore"
 	"github.com/ns-doctor/ns-doctor/internal/printer"
-	"github.com/ns-doctor/ns-doctor/internal/rescue"
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
 
@@ -83,7 +83,6 @@ func TestRescueKilledBetweenHoldAndSave(t *testing.T) {
 		t.Fatalf("release: exit %d\n%s", rel.Code, rel.Stderr)
 	}
 	eventually(t, 120*time.Second, "the namespace gone after release", func() (bool, string) {
-		releaseClaim(ctx, ns)
 		_, err := k.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "still there"
 	})
@@ -179,13 +178,13 @@ func TestRescueAfterUnorderedDeletion(t *testing.T) {
 	}
 
 	plugintest.Must(t, k.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
-	res := restoreReleasingClaims(t, ns)
-	restored := map[string]rescue.RestoreStatus{}
-	for _, o := range res.Objects {
+	res := rescueRestore(t, ns)
+	restored := map[string]restore.Status{}
+	for _, o := range res.Restore.Objects {
 		restored[o.Resource+"/"+o.Name] = o.Status
 	}
-	if restored["persistentvolumeclaims/data"] != rescue.Restored || restored["pods/stuck"] != rescue.Restored {
-		t.Errorf("restore: %+v", res.Objects)
+	if restored["persistentvolumeclaims/data"] != restore.Restored || restored["pods/stuck"] != restore.Restored {
+		t.Errorf("restore: %+v", res.Restore.Objects)
 	}
 	claimBoundTo(t, ctx, ns, pv)
 	vol, err := k.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
@@ -193,42 +192,6 @@ func TestRescueAfterUnorderedDeletion(t *testing.T) {
 	if vol.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		t.Errorf("volume after restore: %s, want Delete", vol.Spec.PersistentVolumeReclaimPolicy)
 	}
-}
-
-// restoreReleasingClaims runs --restore while doing the pvc-protection
-// controller's part (not run here): a claim being deleted loses its
-// finalizer.
-func restoreReleasingClaims(t *testing.T, ns string, args ...string) printer.RestoredDocument {
-	t.Helper()
-	stop := releasingClaims(ns)
-	r := plugin.Kubectl(t, cp.Kubeconfig, append([]string{"ns-doctor", "rescue", ns, "--restore", "--yes", "--wait=3m", "-o", "json"}, args...)...)
-	close(stop)
-	if r.Code != 0 {
-		t.Fatalf("--restore: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-	}
-	t.Cleanup(func() {
-		_ = cluster.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
-	var doc printer.RestoredDocument
-	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &doc))
-	return doc
-}
-
-// releasingClaims does the pvc-protection controller's part until the
-// returned channel is closed.
-func releasingClaims(ns string) chan struct{} {
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-				releaseClaim(context.Background(), ns)
-			}
-		}
-	}()
-	return stop
 }
 
 // claimBoundTo waits until the restored claim is Bound to its volume
@@ -268,17 +231,16 @@ func TestRestoreKilledHalfWayIsFinishedByTheNext(t *testing.T) {
 	}
 	plugintest.Must(t, k.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
 
-	stop := releasingClaims(ns)
 	killAfter(t, "restore: namespace "+ns+" created again", "ns-doctor", "rescue", ns, "--restore", "--yes", "--wait=3m")
-	close(stop)
 	t.Cleanup(func() { _ = k.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 	if after := applied(); slices.Equal(after, before) {
 		t.Fatalf("the kill came after every object was applied (%v): the test did not kill it in time", after)
 	}
 
-	doc := restoreReleasingClaims(t, ns, "--backup-dir", dir)
-	if doc.WasHeld || doc.Failed() != 0 {
-		t.Errorf("the second restore: held %v (the first removed the hold), %d failed: %+v", doc.WasHeld, doc.Failed(), doc.Objects)
+	doc := rescueRestore(t, ns, "--backup-dir", dir)
+	if doc.WasHeld || doc.Restore.Counts()[restore.Failed] != 0 || doc.Restore.NamespaceCreated {
+		t.Errorf("the second restore: held %v (the first removed the hold), created %v (the first did), objects %+v",
+			doc.WasHeld, doc.Restore.NamespaceCreated, doc.Restore.Objects)
 	}
 	if after := applied(); !slices.Equal(after, before) {
 		t.Errorf("after the second restore:\nbefore %v\nafter  %v", before, after)

@@ -62,9 +62,14 @@ func run(m *testing.M) int {
 	// Secrets are encrypted on both, so one can be left unreadable (a lost
 	// key); 1.36 runs KEP-3926's gate on, so its lists name such objects
 	// as 1.37's do and only the version keeps the unsafe dry run away.
+	//
+	// Both run the minimal bed (namespace controller and garbage collector):
+	// what differs between the versions here is the API server's and the
+	// namespace controller's; test/oracle proves each version on its full
+	// bed (make test-versions).
 	opts := map[string]controlplane.Options{
-		"1.36": {Version: "1.36", EncryptionConfig: encryptSecrets, APIServerFeatureGates: "AllowUnsafeMalformedObjectDeletion=true"},
-		"1.37": {EncryptionConfig: encryptSecrets},
+		"1.36": {Version: "1.36", Minimal: true, EncryptionConfig: encryptSecrets, APIServerFeatureGates: "AllowUnsafeMalformedObjectDeletion=true"},
+		"1.37": {Minimal: true, EncryptionConfig: encryptSecrets},
 	}
 	beds := map[string]*bed{}
 	var (

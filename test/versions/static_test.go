@@ -126,7 +126,7 @@ func TestStaticAdmissionIsTheControlPlanes(t *testing.T) {
 	dir, args, err := staticFiles()
 	plugintest.Must(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	own, err := controlplane.Start(ctx, controlplane.Options{APIServerArgs: args})
+	own, err := controlplane.Start(ctx, controlplane.Options{Minimal: true, APIServerArgs: args})
 	plugintest.Must(t, err)
 	t.Cleanup(own.Stop)
 	c, err := scenario.NewCluster(own.Config)

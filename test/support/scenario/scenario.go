@@ -62,6 +62,9 @@ func (c *Cluster) CreateNamespace(ctx context.Context, name string) error {
 	return c.settle(ctx, name)
 }
 
+// WaitSettled is settle for a namespace created another way.
+func (c *Cluster) WaitSettled(ctx context.Context, name string) error { return c.settle(ctx, name) }
+
 // settle waits, on a bed that runs them, for what the ServiceAccount
 // controller and the root CA publisher make in every new namespace: a
 // fixture deleted before they act would hold less than its twin.
