@@ -1,8 +1,8 @@
 package rescue
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
