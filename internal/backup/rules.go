@@ -62,13 +62,11 @@ type Context struct {
 	Volumes map[string]VolumeFact
 }
 
-// VolumeFact is what the cluster says of one volume a saved claim names.
+// VolumeFact is what the cluster says of one volume a saved claim names:
+// why a claim cannot have it, in words ("is gone", "is bound to
+// shop/data"), or "" when it can.
 type VolumeFact struct {
-	// Gone: no such PersistentVolume.
-	Gone bool
-	// TakenBy names the claim ("namespace/name") that holds it, other
-	// than the one restored.
-	TakenBy string
+	Unusable string
 }
 
 func (in Context) atSave() bool { return in.Restored == nil }
@@ -465,17 +463,11 @@ func claimEdit(o *unstructured.Unstructured, in Context) []string {
 	}
 	volume, _, _ := unstructured.NestedString(o.Object, "spec", "volumeName")
 	fact := in.Volumes[volume]
-	switch {
-	case volume == "":
+	if volume == "" || fact.Unusable == "" {
 		return nil
-	case fact.Gone:
-		unstructured.RemoveNestedField(o.Object, "spec", "volumeName")
-		return []string{fmt.Sprintf("its volume %s is gone: the claim gets a new, empty volume from its storage class", volume)}
-	case fact.TakenBy != "":
-		unstructured.RemoveNestedField(o.Object, "spec", "volumeName")
-		return []string{fmt.Sprintf("its volume %s is bound to %s: the claim gets a new, empty volume from its storage class", volume, fact.TakenBy)}
 	}
-	return nil
+	unstructured.RemoveNestedField(o.Object, "spec", "volumeName")
+	return []string{fmt.Sprintf("its volume %s %s: the claim gets a new, empty volume from its storage class", volume, fact.Unusable)}
 }
 
 // roleBindingEdit points, in a clone, the subjects that name the saved

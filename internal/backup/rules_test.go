@@ -179,7 +179,7 @@ func TestManualSelectorJobKeepsItsLabels(t *testing.T) {
 // whose volume is there and free keeps it.
 func TestClaimOfAVolumeTakenOrGone(t *testing.T) {
 	claim := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"},"spec":{"volumeName":"pv-1"}}`
-	for fact, want := range map[VolumeFact]string{{TakenBy: "shop/data"}: "bound to shop/data", {Gone: true}: "is gone"} {
+	for fact, want := range map[VolumeFact]string{{Unusable: "is bound to shop/data"}: "bound to shop/data", {Unusable: "is gone"}: "is gone"} {
 		d := Decide(grClaims, obj(t, claim), Context{Restored: map[string]bool{}, Clone: true, Volumes: map[string]VolumeFact{"pv-1": fact}})
 		if _, has, _ := unstructured.NestedString(d.Object.Object, "spec", "volumeName"); has || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], want) {
 			t.Fatalf("claim of a volume %+v: %v, notes %v", fact, d.Object.Object, d.Notes)

@@ -81,6 +81,52 @@ func TestRescueRestorePutsTheNamespaceBack(t *testing.T) {
 	if again.Code != 0 || !strings.Contains(again.Stdout, "RESTORED namespace "+ns) {
 		t.Errorf("a second restore: exit %d\n%s\n%s", again.Code, again.Stdout, again.Stderr)
 	}
+
+	t.Run("a clone beside the running original", func(t *testing.T) { cloneBesideTheOriginal(t, dir, app) })
+}
+
+// cloneBesideTheOriginal restores the same folder into another namespace
+// while the original runs: what the original holds is not the clone's.
+// Its web Service's node port is taken (given another, and said), its
+// claims' volumes are bound to the original's claims (new claims with no
+// volume, and said), its RoleBinding binds the clone's account.
+func cloneBesideTheOriginal(t *testing.T, dir string, app *scenario.App) {
+	ctx := context.Background()
+	clone := app.Namespace + "-copy"
+	rep, r := restoreJSON(t, dir, "-n", clone, "--yes")
+	t.Cleanup(func() { _ = cluster.DeleteNamespace(context.Background(), clone) })
+	if r.Code != 0 || rep.Counts()[restore.Failed] != 0 {
+		t.Fatalf("clone: exit %d, %v\n%s", r.Code, rep.Counts(), r.Stderr)
+	}
+	notes := map[string]string{}
+	for _, o := range rep.Objects {
+		notes[o.Resource+"/"+o.Name] = strings.Join(o.Notes, "; ")
+	}
+	svc, err := cluster.Kube.CoreV1().Services(clone).Get(ctx, "web", metav1.GetOptions{})
+	plugintest.Must(t, err)
+	if got := svc.Spec.Ports[0].NodePort; got == app.NodePort || !strings.Contains(notes["services/web"], "was taken by another Service: given") {
+		t.Errorf("the clone's node port %d (the original's %d), notes %q", got, app.NodePort, notes["services/web"])
+	}
+	for _, claim := range []string{"data-db-0", "main-data"} {
+		pvc, err := cluster.Kube.CoreV1().PersistentVolumeClaims(clone).Get(ctx, claim, metav1.GetOptions{})
+		plugintest.Must(t, err)
+		if pvc.Spec.VolumeName != "" || !strings.Contains(notes["persistentvolumeclaims/"+claim], "is bound to "+app.Namespace+"/"+claim) {
+			t.Errorf("the clone's claim %s: volume %q, notes %q", claim, pvc.Spec.VolumeName, notes["persistentvolumeclaims/"+claim])
+		}
+	}
+	rb, err := cluster.Kube.RbacV1().RoleBindings(clone).Get(ctx, "web", metav1.GetOptions{})
+	plugintest.Must(t, err)
+	if rb.Subjects[0].Namespace != clone {
+		t.Errorf("the clone's RoleBinding binds %s/%s", rb.Subjects[0].Namespace, rb.Subjects[0].Name)
+	}
+	// The original is untouched: its claims still hold their volumes.
+	for i, claim := range []string{"data-db-0", "main-data"} {
+		pvc, err := cluster.Kube.CoreV1().PersistentVolumeClaims(app.Namespace).Get(ctx, claim, metav1.GetOptions{})
+		plugintest.Must(t, err)
+		if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName != app.Volumes[i] {
+			t.Errorf("the original's claim %s after the clone: %s %s", claim, pvc.Status.Phase, pvc.Spec.VolumeName)
+		}
+	}
 }
 
 // podsGoing waits until the namespace controller has deleted the pods

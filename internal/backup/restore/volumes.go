@@ -39,21 +39,25 @@ func volumeFacts(ctx context.Context, c *kube.Clients, f *backup.Folder, into st
 	out := map[string]backup.VolumeFact{}
 	for claim, volume := range claimVolumes(f.Objects) {
 		pv, err := c.Kube.CoreV1().PersistentVolumes().Get(ctx, volume, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			out[volume] = backup.VolumeFact{Gone: true}
+		switch {
+		case apierrors.IsNotFound(err):
+			out[volume] = backup.VolumeFact{Unusable: "is gone"}
 			continue
-		}
-		if err != nil {
+		case err != nil:
 			return nil, fmt.Errorf("reading PersistentVolume %s (claim %s): %w", volume, claim, err)
+		case pv.DeletionTimestamp != nil:
+			out[volume] = backup.VolumeFact{Unusable: "is being deleted"}
+			continue
+		case pv.Status.Phase == corev1.VolumeFailed:
+			out[volume] = backup.VolumeFact{Unusable: "failed (" + pv.Status.Message + ")"}
+			continue
 		}
 		holder, err := holderOf(ctx, c, pv)
 		if err != nil {
 			return nil, err
 		}
 		if holder != "" && holder != into+"/"+claim {
-			out[volume] = backup.VolumeFact{TakenBy: holder}
-		} else {
-			out[volume] = backup.VolumeFact{}
+			out[volume] = backup.VolumeFact{Unusable: "is bound to " + holder}
 		}
 	}
 	return out, nil
