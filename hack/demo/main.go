@@ -37,7 +37,7 @@ func run(ctx context.Context, pluginDir string, doMeasure bool) error {
 	if err != nil {
 		return err
 	}
-	step("starting etcd, kube-apiserver and kube-controller-manager v1.37.2 on loopback")
+	step("starting a cluster on loopback: etcd, kube-apiserver, kube-controller-manager (its default controllers) and kube-scheduler v1.37.2, two kwok nodes")
 	cp, err := controlplane.Start(ctx, controlplane.Options{})
 	if err != nil {
 		return err
