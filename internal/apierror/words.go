@@ -135,6 +135,11 @@ func storeOf(msg string) Error {
 	return Error{}
 }
 
+// StorageKeys are the storage keys of the objects a message says storage
+// cannot read (a value the transformer cannot read, an object that cannot
+// be decoded or converted), whatever else it says first.
+func StorageKeys(msg string) []string { return storeOf(msg).Keys }
+
 // denialWords are a denial's own words: what follows ": ", or "without
 // explanation" (ToStatusErr's words when the webhook gave none).
 func denialWords(rest string) string {

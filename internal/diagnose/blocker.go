@@ -28,6 +28,10 @@ const (
 	// BlockerRescueHold: kubectl ns-doctor rescue holds the content, on
 	// purpose (rescuehold.go).
 	BlockerRescueHold BlockerKind = "RescueHold"
+	// BlockerUnexplainedFailure: the namespace controller says its last
+	// pass failed, ns-doctor's own pass over what it sees does not, and
+	// no cause was found (unexplained.go).
+	BlockerUnexplainedFailure BlockerKind = "UnexplainedControllerFailure"
 )
 
 // BlockerKinds is every kind, in the order explain looks for them.
@@ -36,6 +40,7 @@ func BlockerKinds() []BlockerKind {
 		BlockerAPIServiceUnavailable, BlockerSelfHostedAPIService, BlockerNamespaceFinalizer, BlockerPods,
 		BlockerForbidden, BlockerConversionWebhook, BlockerListFailed, BlockerOwnerCannotFinish, BlockerOwnerDeleted, BlockerFinalizers, BlockerCRDDeleting,
 		BlockerWebhook, BlockerSelfHostedWebhook, BlockerWebhookDenies, BlockerRescueHold, BlockerControllerNotRunning,
+		BlockerUnexplainedFailure,
 	}
 }
 
@@ -138,6 +143,16 @@ type ListFacts struct {
 	Backend    *ServiceState
 	// Corrupt: the list met objects it cannot read from storage.
 	Corrupt *Corrupt
+	// Elsewhere: the type lists (empty) in this namespace, but fails
+	// across namespaces (Error is that list's answer), which explains
+	// why the namespace controller says it cannot delete it here:
+	// Controller is the controller's condition message.
+	Elsewhere  bool
+	Controller string
+	// Unreadable are the objects (namespace/name) of the type elsewhere
+	// that the list across namespaces could not read, as its error names
+	// them: where the type's failure can be explained.
+	Unreadable []string
 }
 
 // FinalizerFacts: content waiting for finalizers (FinalizersRemaining,
@@ -150,6 +165,10 @@ type FinalizerFacts struct {
 	// waits for (the first few), and ForegroundMore how many more.
 	Foreground     []ForegroundWait
 	ForegroundMore int
+	// Waiting are the owners elsewhere (another type of the namespace, or
+	// cluster-scoped) being deleted in the foreground that wait on these
+	// objects too: releasing them lets those owners go.
+	Waiting []WaitingOwner
 	// DeletingCRD is the CRD being deleted with its instances.
 	DeletingCRD string
 	// CannotFinish is what the holders say that shows their owner's
@@ -300,7 +319,21 @@ type ControllerFacts struct {
 	DeletableMore int
 }
 
+// UnexplainedFacts: the controller's failing condition, which ns-doctor's
+// own pass does not reproduce (UnexplainedControllerFailure).
+type UnexplainedFacts struct {
+	// Condition is the condition's type; Controller the controller's
+	// value of it, Computed ns-doctor's (nil when it computed none).
+	Condition  string
+	Controller ConditionValue
+	Computed   *ConditionValue
+	// Probed are the types listed across namespaces to find the cause
+	// (resource.group), none of which failed.
+	Probed []string
+}
+
 func (*APIServiceFacts) facts()         {}
+func (*UnexplainedFacts) facts()        {}
 func (*NamespaceFinalizerFacts) facts() {}
 func (*PodFacts) facts()                {}
 func (*DenialFacts) facts()             {}
@@ -380,6 +413,21 @@ const (
 	// ActionReleaseRescue: kubectl ns-doctor rescue NAMESPACE --release,
 	// which removes the hold (policy Target) and lets the deletion finish.
 	ActionReleaseRescue ActionKind = "ReleaseRescue"
+	// ActionCheckAPIServicePath: apiservice Target's backend, Service Of,
+	// has ready endpoints, and kube-apiserver's discovery check of it
+	// fails: the path between them (a network policy, a proxy, the
+	// certificates either side trusts).
+	ActionCheckAPIServicePath ActionKind = "CheckAPIServicePath"
+	// ActionServerDryRun: kubectl ns-doctor purge NAMESPACE
+	// --dry-run=server, which sends the controller's requests as dry runs:
+	// each answer says what fails.
+	ActionServerDryRun ActionKind = "ServerDryRun"
+	// ActionControllerLogs: the namespace controller's errors for the
+	// namespace, in kube-controller-manager's log.
+	ActionControllerLogs ActionKind = "ControllerLogs"
+	// ActionGetResourceEverywhere: kubectl get Target --all-namespaces: the
+	// type fails across namespaces, not only in this one.
+	ActionGetResourceEverywhere ActionKind = "GetResourceEverywhere"
 )
 
 // Purge flags a next step may name (purge.Escalations() is the list of
@@ -411,6 +459,20 @@ type Action struct {
 // alone).
 func PurgeAction(namespace, flag, value string) Action {
 	return Action{Kind: ActionPurge, Namespace: namespace, Flag: flag, Value: value}
+}
+
+// WaitingWillNotHelp tells a blocker that time alone will not clear: a
+// running owner that waits on what does not exist or does not act, an
+// owner that cannot finish or went with the namespace, a namespace
+// finalizer whose object is gone or no longer selects the namespace.
+func (b Blocker) WaitingWillNotHelp() bool {
+	switch f := b.Facts.(type) {
+	case *FinalizerFacts:
+		return f.Stall != nil || b.Kind == BlockerOwnerCannotFinish || b.Kind == BlockerOwnerDeleted
+	case *NamespaceFinalizerFacts:
+		return f.Token == "" && len(f.Released) > 0 && len(f.Released) == len(f.Metadata)
+	}
+	return false
 }
 
 // PurgeStep is the first purge action of a blocker, if any: the flag that

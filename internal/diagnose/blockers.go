@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 )
@@ -43,7 +44,12 @@ func apiServiceBlockers(r Report) []Blocker {
 				PurgeAction(ns, FlagDeleteAPIService, s.Name),
 			}
 			b.Actions[0] = backendStep(ns, s.Service, s.Backend, b.Actions[0])
-			if s.Backend != nil && !s.Backend.Down() {
+			switch {
+			case s.Backend != nil && !s.Backend.Down() && s.PathFails():
+				// Its backend is ready, and kube-apiserver's own check of
+				// it fails: what lies between them is what fails.
+				b.Actions[0] = Action{Kind: ActionCheckAPIServicePath, Namespace: ns, Target: s.Name, Of: s.Service}
+			case s.Backend != nil && !s.Backend.Down():
 				// Its Service is there and answers: the backend behind it
 				// fails (no answer, or one that is not discovery).
 				b.Actions[0] = Action{Kind: ActionCheckBackend, Namespace: ns, Target: s.Name, Of: s.Service}
@@ -54,7 +60,7 @@ func apiServiceBlockers(r Report) []Blocker {
 			if s.SelfHosted {
 				b.Kind = BlockerSelfHostedAPIService
 				b.Actions = []Action{PurgeAction(ns, FlagDeleteAPIService, s.Name)}
-			} else if s.Backend != nil && s.Backend.Unrestorable(refNamespace(s.Service), ns) {
+			} else if s.Backend != nil && s.Backend.Unrestorable() {
 				// Its Service's namespace is being deleted: it accepts no
 				// new content, so the Service cannot be restored there.
 				b.Actions = []Action{PurgeAction(ns, FlagDeleteAPIService, s.Name), {Kind: ActionDeleteAPIService, Namespace: ns, Target: s.Name}}
@@ -210,26 +216,11 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 	ns := r.Namespace.Name
 	for _, c := range r.Content {
 		gvr := schema.GroupVersionResource{Group: c.Group, Version: c.Version, Resource: c.Resource}
-		res := resourceName(gvr)
 		switch {
-		case c.Error != "" && notSupported(obs.Snapshot.ListErrs[gvr]):
-			// The controller skips resources answering 404/405 to list.
-		case c.Error != "" && isForbidden(obs.Snapshot.ListErrs[gvr]):
-			out = append(out, Blocker{Kind: BlockerForbidden, Subject: res, Facts: &ListFacts{Resource: res, Error: c.Error},
-				Actions: []Action{{Kind: ActionCheckAccess, Namespace: ns, Target: res}}})
-		case c.Error != "" && conversionDown(obs, gvr) != nil:
-			crd, state := findCRD(obs.CRDs, gvr), conversionDown(obs, gvr)
-			restore := Action{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name}
-			actions := []Action{backendStep(ns, crd.ConversionService.Key(), state, restore), {Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}}
-			if state.Unrestorable(crd.ConversionService.Namespace, ns) {
-				actions = actions[1:]
-			}
-			out = append(out, Blocker{Kind: BlockerConversionWebhook, Subject: crd.Name,
-				Facts:   &ListFacts{Resource: res, Error: c.Error, CRD: crd, Conversion: state},
-				Actions: actions,
-			})
 		case c.Error != "":
-			out = append(out, listFailedBlocker(obs, c, gvr, ns))
+			if b, ok := listErrorBlocker(obs, c, gvr, ns); ok {
+				out = append(out, b)
+			}
 		case len(c.Finalizers) > 0 && c.Resource != "pods" &&
 			(waitedLongEnough(obs, c) && !going(obs, c) || len(cannotFinishOf(obs, gvr)) > 0 || len(ownersGone(obs, c)) > 0):
 			// An owner that cannot finish, or that went with the
@@ -240,6 +231,33 @@ func contentBlockers(obs Observation, r Report) []Blocker {
 		}
 	}
 	return out
+}
+
+// listErrorBlocker is the blocker of a type whose list failed (the error
+// in obs.Snapshot.ListErrs): none for one the controller skips (404, 405).
+func listErrorBlocker(obs Observation, c Content, gvr schema.GroupVersionResource, ns string) (Blocker, bool) {
+	res := resourceName(gvr)
+	err := obs.Snapshot.ListErrs[gvr]
+	switch {
+	case notSupported(err):
+		// The controller skips resources answering 404/405 to list.
+		return Blocker{}, false
+	case isForbidden(err):
+		return Blocker{Kind: BlockerForbidden, Subject: res, Facts: &ListFacts{Resource: res, Error: c.Error},
+			Actions: []Action{{Kind: ActionCheckAccess, Namespace: ns, Target: res}}}, true
+	case conversionDown(obs, gvr) != nil:
+		crd, state := findCRD(obs.CRDs, gvr), conversionDown(obs, gvr)
+		restore := Action{Kind: ActionRestoreService, Namespace: ns, Target: crd.ConversionService.Key(), Of: "customresourcedefinition/" + crd.Name}
+		actions := []Action{backendStep(ns, crd.ConversionService.Key(), state, restore), {Kind: ActionPatchCRDConversion, Namespace: ns, Target: crd.Name}}
+		if state.Unrestorable() {
+			actions = actions[1:]
+		}
+		return Blocker{Kind: BlockerConversionWebhook, Subject: crd.Name,
+			Facts:   &ListFacts{Resource: res, Error: c.Error, CRD: crd, Conversion: state},
+			Actions: actions,
+		}, true
+	}
+	return listFailedBlocker(obs, c, gvr, ns), true
 }
 
 // listFailedBlocker names the aggregated API behind a type when there is
@@ -266,7 +284,7 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 	}
 	b.Actions = []Action{{Kind: ActionCheckBackend, Namespace: namespace, Target: facts.APIService.Name, Of: facts.APIService.Service},
 		{Kind: ActionDeleteAPIService, Namespace: namespace, Target: facts.APIService.Name}}
-	if facts.Backend != nil && facts.Backend.Unrestorable(refNamespace(facts.APIService.Service), namespace) {
+	if facts.Backend != nil && facts.Backend.Unrestorable() {
 		b.Actions = b.Actions[1:]
 	}
 	return b
@@ -277,17 +295,15 @@ func listFailedBlocker(obs Observation, c Content, gvr schema.GroupVersionResour
 // a workload that is not ready, making that workload ready, since there
 // is no Service to restore.
 func backendStep(namespace, service string, state *ServiceState, restore Action) Action {
-	if state == nil {
+	if state == nil || !state.Exists || !state.Down() {
 		return restore
 	}
-	behind := state.NotReadyBehind()
-	if behind == nil {
-		return restore
-	}
+	// The Service is there, with no ready endpoint: there is nothing to
+	// restore, what runs behind it is what to bring back.
 	a := Action{Kind: ActionMakeBackendReady, Namespace: namespace, Value: refNamespace(service), Of: restore.Of}
 	_, name, _ := strings.Cut(service, "/")
 	a.Target = "service/" + name
-	if len(behind.Workloads) > 0 {
+	if behind := state.Behind; behind != nil && len(behind.Workloads) > 0 {
 		w := behind.Workloads[0]
 		a.Target = strings.ToLower(w.Kind) + "/" + w.Name
 	}
@@ -311,6 +327,7 @@ func finalizerBlocker(obs Observation, c Content, gvr schema.GroupVersionResourc
 	if c.Finalizers["foregroundDeletion"] > 0 {
 		facts.Foreground, facts.ForegroundMore = foregroundWaits(obs.Snapshot, gvr)
 	}
+	facts.Waiting = waitingOwners(obs, gvr)
 	facts.CannotFinish = cannotFinishOf(obs, gvr)
 	facts.GoneRefs = goneRefsOf(holdersOf(obs), resourceName(gvr))
 	facts.Held = heldBy(obs.Snapshot.Lists[gvr])
@@ -380,7 +397,7 @@ func saidOf(obs Observation, gvr schema.GroupVersionResource) []Saying {
 			if c.Message == "" && c.Reason == "" {
 				continue
 			}
-			source := "condition " + c.Type + "=" + c.Status
+			source := "condition " + c.Named()
 			if c.Reason != "" {
 				source += " (" + c.Reason + ")"
 			}
@@ -394,7 +411,7 @@ func saidOf(obs Observation, gvr schema.GroupVersionResource) []Saying {
 	for _, e := range obs.Evidence.Events {
 		if _, name, _ := strings.Cut(e.Object, "/"); held[name] {
 			at := e.Last
-			out = append(out, Saying{Object: res + "/" + name, Source: "event " + e.Reason, Message: e.Message, At: &at})
+			out = append(out, Saying{Object: res + "/" + name, Source: "event " + e.Reason, Message: e.Message, At: &at, Missing: e.Missing})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -555,6 +572,58 @@ func foregroundWaits(snap *deletion.Snapshot, owner schema.GroupVersionResource)
 		}
 	}
 	return firstN(out, 5)
+}
+
+// waitingOwners are the owners being deleted in the foreground, of
+// another type of the namespace or cluster-scoped, that held objects of
+// gvr block (blockOwnerDeletion): the first few.
+func waitingOwners(obs Observation, gvr schema.GroupVersionResource) []WaitingOwner {
+	res := resourceName(gvr)
+	held := heldNames(obs.Snapshot, gvr)
+	var out []WaitingOwner
+	for _, owner := range obs.Snapshot.SortedGVRs() {
+		list := obs.Snapshot.Lists[owner]
+		if owner == gvr || list == nil {
+			// An owner of the same type names its dependents in its own
+			// blocker (foregroundWaits).
+			continue
+		}
+		for _, o := range list.Items {
+			if o.DeletionTimestamp == nil || !slices.Contains(o.Finalizers, metav1.FinalizerDeleteDependents) {
+				continue
+			}
+			for _, d := range blockingDependents(obs.Snapshot.Lists[gvr], o.UID) {
+				out = append(out, WaitingOwner{Owner: resourceName(owner) + "/" + o.Name, Dependent: res + "/" + d})
+			}
+		}
+	}
+	for _, w := range obs.Evidence.ForegroundOwners {
+		if name, ok := strings.CutPrefix(w.Dependent, res+"/"); ok && held[name] {
+			out = append(out, w)
+		}
+	}
+	out, _ = firstN(out, MaxExamples)
+	return out
+}
+
+// blockingDependents are the held objects of list whose owner reference
+// to uid blocks its deletion.
+func blockingDependents(list *metav1.PartialObjectMetadataList, uid types.UID) []string {
+	var out []string
+	if list == nil {
+		return nil
+	}
+	for _, item := range list.Items {
+		if len(item.Finalizers) == 0 {
+			continue
+		}
+		for _, ref := range item.OwnerReferences {
+			if ref.UID == uid && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+				out = append(out, item.Name)
+			}
+		}
+	}
+	return out
 }
 
 func notSupported(err error) bool {

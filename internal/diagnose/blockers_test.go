@@ -85,21 +85,26 @@ func failClosed(cfg, svcNamespace, svcName string, gvr schema.GroupVersionResour
 	}
 }
 
-// Every blocker kind, from an observation built by hand: its summary,
-// evidence and next step name what a user needs.
-func TestBlockers(t *testing.T) {
-	discoveryFailed := func(obs Observation) Observation {
-		obs.FailedGroups = map[schema.GroupVersion]error{metricsGV: errors.New("stale GroupVersion discovery: metrics.k8s.io/v1beta1")}
-		obs.DiscoveryErr = &discovery.ErrGroupDiscoveryFailed{Groups: obs.FailedGroups}
-		return obs
-	}
-	tests := []struct {
-		name                    string
-		obs                     func() Observation
-		kind                    BlockerKind
-		summary, evidence, next string
-		state                   State
-	}{
+// discoveryFailed: metrics.k8s.io/v1beta1 fails discovery.
+func discoveryFailed(obs Observation) Observation {
+	obs.FailedGroups = map[schema.GroupVersion]error{metricsGV: errors.New("stale GroupVersion discovery: metrics.k8s.io/v1beta1")}
+	obs.DiscoveryErr = &discovery.ErrGroupDiscoveryFailed{Groups: obs.FailedGroups}
+	return obs
+}
+
+// blockerCase is an observation built by hand, and the blocker it must
+// give: its kind, and what its summary, evidence and next step say.
+type blockerCase struct {
+	name                    string
+	obs                     func() Observation
+	kind                    BlockerKind
+	summary, evidence, next string
+	state                   State
+}
+
+// blockerCases are every blocker kind, from observations built by hand.
+func blockerCases() []blockerCase {
+	return []blockerCase{
 		{
 			name: "aggregated API down",
 			obs: func() Observation {
@@ -117,6 +122,19 @@ func TestBlockers(t *testing.T) {
 			obs: func() Observation {
 				obs := discoveryFailed(observation())
 				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "FailedDiscoveryCheck")}
+				obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true, ReadyEndpoints: 1}
+				return obs
+			},
+			kind: BlockerAPIServiceUnavailable, summary: "its backend, service kube-system/metrics-server, has ready endpoints, yet kube-apiserver's own check of it fails (FailedDiscoveryCheck), so what fails lies between them",
+			evidence: "service kube-system/metrics-server: 1 ready endpoints", next: "check the path from kube-apiserver to service kube-system/metrics-server, whose endpoints are ready: a network policy or firewall refusing kube-apiserver, an egress proxy, a certificate either side does not trust (kubectl get apiservice v1beta1.metrics.k8s.io -o yaml says kube-apiserver's error); if that API is gone for good: kubectl ns-doctor purge demo --delete-apiservice=v1beta1.metrics.k8s.io", state: StateStuck,
+		},
+		{
+			// Not its own check that failed: the backend's answers are.
+			name: "aggregated API whose running backend fails otherwise",
+			obs: func() Observation {
+				obs := discoveryFailed(observation())
+				obs.APIServices = []apiregv1.APIService{apiService("v1beta1.metrics.k8s.io", "metrics.k8s.io", "v1beta1", "kube-system", "metrics-server", "Passed")}
+				obs.APIServices[0].Status.Conditions[0].Status = apiregv1.ConditionTrue
 				obs.Services["kube-system/metrics-server"] = ServiceState{Exists: true, ReadyEndpoints: 1}
 				return obs
 			},
@@ -341,7 +359,12 @@ func TestBlockers(t *testing.T) {
 			evidence: "service default/widgets: ExternalName localhost", next: "kubectl delete apiservice v1.example.com", state: StateStuck,
 		},
 	}
-	for _, tc := range tests {
+}
+
+// Every blocker kind, from an observation built by hand: its summary,
+// evidence and next step name what a user needs.
+func TestBlockers(t *testing.T) {
+	for _, tc := range blockerCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := tc.obs()
 			r := Diagnose(obs)

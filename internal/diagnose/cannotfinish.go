@@ -51,7 +51,7 @@ func cannotFinishOf(obs Observation, gvr schema.GroupVersionResource) []CannotFi
 		}
 		for _, c := range h.Conditions {
 			if cf, ok := refusal(c.Message); ok {
-				cf.Object, cf.Source = res+"/"+h.Name, "condition "+c.Type+"="+c.Status
+				cf.Object, cf.Source = res+"/"+h.Name, "condition "+c.Named()
 				out = append(out, cf)
 			}
 		}

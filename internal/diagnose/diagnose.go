@@ -62,6 +62,9 @@ type Observation struct {
 	// Protection is protect's policy over the namespace, read for an
 	// Active namespace diagnosed IfDeleted; nil when not read.
 	Protection *Protection
+	// Probes are the types listed across namespaces when the controller
+	// says it failed to delete content whose lists here succeed.
+	Probes []Probe
 }
 
 // Diagnose builds the report for one namespace.
@@ -90,6 +93,7 @@ func Diagnose(obs Observation) Report {
 	r.Ordering.PodsFirstEarlyReturn = podsFirstEarlyReturn(obs, r.Conditions)
 	r.Pods = podsOf(obs, result)
 	r.Blockers = findBlockers(obs, r, result)
+	r.Blockers = append(r.Blockers, unexplainedBlockers(obs, r)...)
 	markCannotFinish(r.Finalizers, r.Blockers)
 	r.Verdict = verdictOf(r)
 	r.Progress = progressOf(obs, r)

@@ -5,6 +5,7 @@ import (
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ServiceRef names an in-cluster backend (APIService, webhook, conversion).
@@ -64,9 +65,12 @@ func (s ServiceState) NotReadyBehind() *ServiceBackend {
 }
 
 // Unrestorable tells a backend that is down and cannot be brought back:
-// its namespace, not the one diagnosed, is being deleted.
-func (s ServiceState) Unrestorable(ref, diagnosed string) bool {
-	return s.Down() && s.NamespaceTerminating && ref != diagnosed
+// its namespace is being deleted (the one diagnosed, or another), and
+// accepts no new content. It is the one fact both the evidence ("it
+// cannot be restored there") and the steps (no restore, no workload to
+// make ready) are made from.
+func (s ServiceState) Unrestorable() bool {
+	return s.Down() && s.NamespaceTerminating
 }
 
 // Down tells whether a backend certainly cannot answer.
@@ -102,6 +106,15 @@ type CRD struct {
 	ConversionService *ServiceRef
 }
 
+// Probe is a resource type listed across every namespace (Err nil when
+// the list succeeded): read when the controller says its last pass failed
+// to delete this namespace's content, to find a type whose failure
+// elsewhere explains it (unexplained.go).
+type Probe struct {
+	Resource schema.GroupVersionResource
+	Err      error
+}
+
 // Evidence is what explain reads beyond what the controller reads: the
 // finalizers' owners, the holders' conditions, the namespace's events.
 type Evidence struct {
@@ -124,6 +137,21 @@ type Evidence struct {
 	// Writes are, for the holders whose status was read, when each field
 	// manager last wrote them (any operation, any subresource).
 	Writes []HolderWrites
+	// ForegroundOwners are the cluster-scoped owners being deleted in the
+	// foreground that held objects of the namespace block
+	// (blockOwnerDeletion).
+	ForegroundOwners []WaitingOwner
+}
+
+// WaitingOwner is an owner being deleted in the foreground that waits on
+// a held object of the namespace: it keeps its foregroundDeletion
+// finalizer until that dependent is gone.
+type WaitingOwner struct {
+	Owner     string // resource/name
+	Dependent string // resource/name, in the namespace
+	// ClusterScoped: the owner is not in the namespace (nor deleted with
+	// it).
+	ClusterScoped bool
 }
 
 // HolderWrites are the last writes of each field manager to one holder.

@@ -211,3 +211,21 @@ func TestUnmatchedWorkloadIsNotTheRunner(t *testing.T) {
 		}
 	}
 }
+
+// The setter read nowhere in the cluster: the owner is not running, and
+// the evidence says the setter runs nowhere; read somewhere (or not read),
+// it stays Unknown.
+func TestSetterNowhereIsNotRunning(t *testing.T) {
+	dashboard := &owners.Workload{Kind: "Deployment", Namespace: "ops", Name: "dashboard", ServiceAccount: "shared-ops", Ready: 1, Want: 1}
+	for _, nowhere := range []bool{true, false} {
+		in := owners.Inference{Confidence: owners.Likely, Workload: dashboard, Unmatched: true, SetterNowhere: nowhere, Seen: 12, RBACRead: true, WorkloadsRead: true,
+			Identity: &owners.Subject{Kind: "ServiceAccount", Namespace: "ops", Name: "shared-ops"},
+			SetBy:    []owners.Manager{{Name: "lockbox-reaper", Operation: "Update"}}}
+		state := WithInference(OwnerState{State: OwnerUnknown}, in)
+		want := map[bool]OwnerRunning{true: OwnerNotFound, false: OwnerUnknown}[nowhere]
+		said := strings.Contains(printer.OwnerEvidence(state), "no workload of the cluster does (12 read: by name, labels or binary): the setter runs nowhere")
+		if state.State != want || said != nowhere {
+			t.Errorf("nowhere %v: state %s, evidence %q", nowhere, state.State, printer.OwnerEvidence(state))
+		}
+	}
+}

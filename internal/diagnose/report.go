@@ -135,6 +135,20 @@ type APIService struct {
 	Backend *ServiceState `json:"backend,omitempty"`
 }
 
+// FailedDiscoveryCheck is the reason kube-apiserver's availability
+// controller gives an APIService whose backend it reached the Service of,
+// and whose discovery did not answer it as it should (no answer, an error
+// status, a certificate it did not trust): k8s.io/kube-aggregator
+// pkg/controllers/status/remote.
+const FailedDiscoveryCheck = "FailedDiscoveryCheck"
+
+// PathFails tells an APIService whose own availability check failed on
+// the way to its backend, the Service being there: what fails lies
+// between kube-apiserver and the backend, or in the backend's answer.
+func (a APIService) PathFails() bool {
+	return a.Available == "False" && a.Reason == FailedDiscoveryCheck
+}
+
 // Content is what remains of one resource type.
 type Content struct {
 	Group       string `json:"group"`
@@ -294,6 +308,11 @@ func WithInference(s OwnerState, in owners.Inference) OwnerState {
 		s.State = OwnerDeletedWithNamespace
 	case in.OwnerNamespace != "":
 		s.State = OwnerNotFound
+	case in.Unmatched && in.SetterNowhere:
+		// What runs as the identity is not the field manager that set
+		// it, and no workload of the cluster is: the setter runs
+		// nowhere.
+		s.State = OwnerNotFound
 	case in.Unmatched:
 		// What runs as the identity is not the field manager that set
 		// it: whether the remover runs is not known.
@@ -448,6 +467,15 @@ type HolderCondition struct {
 	Missing bool `json:"missing,omitempty"`
 }
 
+// Named is the condition as "Type=Status", or its type alone when it was
+// written without a status (its being there says it holds).
+func (c HolderCondition) Named() string {
+	if c.Status == "" {
+		return c.Type
+	}
+	return c.Type + "=" + c.Status
+}
+
 // HolderField is a status field in which a holder says what is wrong.
 type HolderField struct {
 	Field string `json:"field"` // status.error
@@ -463,6 +491,9 @@ type Event struct {
 	Object  string    `json:"object"`
 	Count   int32     `json:"count"`
 	Last    time.Time `json:"last"`
+	// Missing: as a holder condition's, its message says what its
+	// object's owner waits for does not exist.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // NoteKind names a finding that holds nothing.

@@ -218,7 +218,7 @@ func webhookBlocker(wh Webhook, state ServiceState, caught []Caught, namespace s
 	case wh.Service.Namespace == namespace:
 		b.Kind = BlockerSelfHostedWebhook
 		b.Actions = b.Actions[1:]
-	case state.Unrestorable(wh.Service.Namespace, namespace):
+	case state.Unrestorable():
 		// Its Service's namespace is being deleted: the Service cannot
 		// come back there.
 		b.Actions = b.Actions[1:]

@@ -81,6 +81,13 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 		return nil
 	})
 	g.Go(func() error {
+		owners := i.foregroundOwners(ctx, snap, ev)
+		ev.mu.Lock()
+		ev.ForegroundOwners = owners
+		ev.mu.Unlock()
+		return nil
+	})
+	g.Go(func() error {
 		nodes := i.podNodes(ctx, ns.Name, snap, ev)
 		ev.mu.Lock()
 		ev.PodNodes = nodes
@@ -426,6 +433,6 @@ func eventOf(e v1.Event) diagnose.Event {
 	if last.IsZero() {
 		last = e.CreationTimestamp.Time
 	}
-	return diagnose.Event{Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: last.UTC(),
+	return diagnose.Event{Reason: e.Reason, Message: e.Message, Count: max(e.Count, 1), Last: last.UTC(), Missing: saysMissing(e.Message),
 		Object: strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name}
 }

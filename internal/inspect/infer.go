@@ -38,8 +38,13 @@ type inference struct {
 	// pointed are the objects namespace finalizers point to, read once
 	// each (pointed.go).
 	pointed memo[string, pointedRead]
+	// pointedLists are the names of the types they may point into.
+	pointedLists memo[string, pointedList]
 	// nodes are stuck pods' nodes (nodes.go), read once each.
 	nodes memo[string, nodeRead]
+	// everywhere is every workload of the cluster, read once when a
+	// setter matched no workload of its identity.
+	everywhere memo[struct{}, everywhereRead]
 }
 
 // rbacRead is the cluster's RBAC as read.
@@ -58,6 +63,10 @@ type workloadsRead struct {
 type objectRead struct {
 	state     string
 	unchecked *diagnose.Unchecked
+	// resource is the owner's <resource>.<group>; foreground: it is being
+	// deleted in the foreground (it carries foregroundDeletion).
+	resource   string
+	foreground bool
 }
 
 // memo computes each key's value once, callers of the same key waiting for
@@ -227,7 +236,94 @@ func (i *Inspector) infer(ctx context.Context, namespace, finalizer string, acce
 			}
 		}
 	}
-	return owners.Infer(req)
+	in := owners.Infer(req)
+	if in.Unmatched {
+		// What runs as the identity is not the setter: whether the
+		// setter runs anywhere is read from every workload of the
+		// cluster.
+		all := i.inference.everywhere.get(struct{}{}, func() everywhereRead { return i.readEverywhere(ctx) })
+		if all.unchecked != nil {
+			ev.uncheckedOnce(*all.unchecked)
+		} else if all.complete {
+			in.SetterNowhere, in.Seen = owners.SetterNowhere(managers, all.items), len(all.items)
+		}
+	}
+	return in
+}
+
+// maxEverywhere bounds the workloads of the cluster read to tell whether a
+// setter runs anywhere: pages of rbacPage, each kind.
+const maxEverywhere = 5000
+
+// everywhereRead is every workload of the cluster, as read: complete when
+// no kind held more than maxEverywhere.
+type everywhereRead struct {
+	items     []owners.Workload
+	complete  bool
+	unchecked *diagnose.Unchecked
+}
+
+// readEverywhere lists every Deployment, StatefulSet and DaemonSet of the
+// cluster, paged, up to maxEverywhere of each kind.
+func (i *Inspector) readEverywhere(ctx context.Context) everywhereRead {
+	out := everywhereRead{complete: true}
+	apps := i.clients.Kube.AppsV1()
+	page := func(list func(metav1.ListOptions) (string, []owners.Workload, error)) error {
+		n := 0
+		return pages(metav1.ListOptions{Limit: rbacPage}, func(o metav1.ListOptions) (string, error) {
+			next, ws, err := list(o)
+			if err != nil {
+				return "", err
+			}
+			out.items = append(out.items, ws...)
+			if n += len(ws); n >= maxEverywhere && next != "" {
+				out.complete = false
+				return "", nil
+			}
+			return next, nil
+		})
+	}
+	err := page(func(o metav1.ListOptions) (string, []owners.Workload, error) {
+		l, err := apps.Deployments("").List(ctx, o)
+		if err != nil {
+			return "", nil, err
+		}
+		var ws []owners.Workload
+		for _, d := range l.Items {
+			ws = append(ws, workloadOf("Deployment", d.ObjectMeta, d.Spec.Template.Spec, d.Status.ReadyReplicas, replicas(d.Spec.Replicas), d.Spec.Selector))
+		}
+		return l.Continue, ws, nil
+	})
+	if err == nil {
+		err = page(func(o metav1.ListOptions) (string, []owners.Workload, error) {
+			l, err := apps.StatefulSets("").List(ctx, o)
+			if err != nil {
+				return "", nil, err
+			}
+			var ws []owners.Workload
+			for _, s := range l.Items {
+				ws = append(ws, workloadOf("StatefulSet", s.ObjectMeta, s.Spec.Template.Spec, s.Status.ReadyReplicas, replicas(s.Spec.Replicas), s.Spec.Selector))
+			}
+			return l.Continue, ws, nil
+		})
+	}
+	if err == nil {
+		err = page(func(o metav1.ListOptions) (string, []owners.Workload, error) {
+			l, err := apps.DaemonSets("").List(ctx, o)
+			if err != nil {
+				return "", nil, err
+			}
+			var ws []owners.Workload
+			for _, d := range l.Items {
+				ws = append(ws, workloadOf("DaemonSet", d.ObjectMeta, d.Spec.Template.Spec, d.Status.NumberReady, d.Status.DesiredNumberScheduled, d.Spec.Selector))
+			}
+			return l.Continue, ws, nil
+		})
+	}
+	if err != nil {
+		return everywhereRead{unchecked: &diagnose.Unchecked{Subject: diagnose.UncheckedWorkloads, Name: "in all namespaces", Error: err.Error()}}
+	}
+	return out
 }
 
 // finalizersAccess asks who may update the holders' finalizers
@@ -472,6 +568,11 @@ func workloadOf(kind string, m metav1.ObjectMeta, pod v1.PodSpec, ready, want in
 	}
 	w := owners.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, ServiceAccount: account, Ready: ready, Want: want,
 		Deleting: m.DeletionTimestamp != nil, Selector: sel}
+	for _, k := range owners.NameLabels {
+		if v := m.Labels[k]; v != "" {
+			w.Labels = append(w.Labels, v)
+		}
+	}
 	for _, c := range pod.Containers {
 		w.Containers = append(w.Containers, c.Name)
 		if len(c.Command) > 0 {
@@ -541,9 +642,9 @@ func (i *Inspector) readOwnerObject(ctx context.Context, ref metav1.OwnerReferen
 	case ref.UID != "" && m.UID != ref.UID:
 		return objectRead{state: owners.ObjectGone}
 	case m.DeletionTimestamp != nil:
-		return objectRead{state: owners.ObjectDeleting}
+		return objectRead{state: owners.ObjectDeleting, resource: deletion.ResourceName(gvr), foreground: slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents)}
 	}
-	return objectRead{state: owners.ObjectPresent}
+	return objectRead{state: owners.ObjectPresent, resource: deletion.ResourceName(gvr)}
 }
 
 // clusterResource finds the cluster-scoped resource of a kind in its

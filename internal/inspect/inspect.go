@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	"github.com/ns-doctor/ns-doctor/internal/apierror"
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -53,6 +54,9 @@ type Inspector struct {
 	ownerLogCache map[string][]diagnose.OwnerLog
 	// inference is what owner inference read (infer.go), each thing once.
 	inference inference
+	// probed are the types listed across namespaces (probes.go), once
+	// each.
+	probed memo[schema.GroupVersionResource, error]
 }
 
 // Config is how an inspector reads, fixed at New.
@@ -200,6 +204,13 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 	obs.Unchecked = slices.Clone(i.unchecked)
 	i.uncheckedMu.Unlock()
 	obs.RescueHold = i.rescueHold(ctx, ns)
+	obs.Probes = i.probes(ctx, ns, snap, disc)
+	for _, p := range obs.Probes {
+		if p.Err != nil && apierror.Classify(p.Err).Kind == apierror.Forbidden {
+			obs.Unchecked = append(obs.Unchecked, diagnose.Unchecked{Subject: diagnose.UncheckedResource,
+				Name: deletion.ResourceName(p.Resource) + " across namespaces", Error: p.Err.Error()})
+		}
+	}
 	if opts.IfDeleted && opts.Protection && ns.DeletionTimestamp == nil {
 		obs.Protection = i.protection(ctx, ns)
 	}

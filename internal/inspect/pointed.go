@@ -57,7 +57,18 @@ func (i *Inspector) pointedObject(ctx context.Context, ns *v1.Namespace, finaliz
 		namesKind = namesKind || l.NamesKind
 	}
 	for _, l := range lookups {
-		for _, name := range l.Names {
+		// The type's names, listed, say which object the finalizer's name
+		// embeds, however it is embedded; a type too large for a page is
+		// read by the names the finalizer's suffixes give.
+		names := l.Names
+		if list := i.pointedNames(ctx, l.Type); list.unchecked != nil {
+			ev.uncheckedOnce(*list.unchecked)
+			p.State = owners.ObjectUnknown
+			continue
+		} else if list.complete {
+			names = owners.Embedded(finalizer, list.names)
+		}
+		for _, name := range names {
 			r := i.readPointed(ctx, l.Type, name)
 			switch {
 			case r.unchecked != nil:
@@ -97,6 +108,35 @@ func (i *Inspector) pointTypes() []owners.PointType {
 		}
 	}
 	return out
+}
+
+// maxPointedList bounds the objects of a type listed to find the one a
+// namespace finalizer's name embeds: one page.
+const maxPointedList = 500
+
+// pointedList is a type's object names as listed: complete when the type
+// holds no more than a page.
+type pointedList struct {
+	names     []string
+	complete  bool
+	unchecked *diagnose.Unchecked
+}
+
+// pointedNames lists the names of a cluster-scoped type's objects
+// (metadata only, one page), once per inspector.
+func (i *Inspector) pointedNames(ctx context.Context, t owners.PointType) pointedList {
+	return i.inference.pointedLists.get(t.String(), func() pointedList {
+		gvr := schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}
+		list, err := i.clients.Metadata.Resource(gvr).List(ctx, metav1.ListOptions{Limit: maxPointedList})
+		if err != nil {
+			return pointedList{unchecked: &diagnose.Unchecked{Subject: diagnose.UncheckedPointedObject, Name: t.String(), Error: err.Error()}}
+		}
+		out := pointedList{complete: list.Continue == ""}
+		for _, item := range list.Items {
+			out.names = append(out.names, item.Name)
+		}
+		return out
+	})
 }
 
 // readPointed GETs one object of a type by name, once per inspector.

@@ -50,15 +50,42 @@ type Workload struct {
 	// often one or the other.
 	Containers []string `json:"-"`
 	Binaries   []string `json:"-"`
+	// Labels are the values of the labels that name what it runs
+	// (app.kubernetes.io/name, instance, component, app, k8s-app).
+	Labels []string `json:"-"`
 	// Selector chooses its pods (their logs).
 	Selector *metav1.LabelSelector `json:"-"`
 }
 
 // namedBy: the field manager names the workload, one of its containers,
-// or one of their binaries.
+// one of their binaries, or one of the labels that name what it runs.
 func (w Workload) namedBy(manager string) bool {
 	named := func(n string) bool { return nameMatches(manager, n) }
-	return named(w.Name) || slices.ContainsFunc(w.Containers, named) || slices.ContainsFunc(w.Binaries, named)
+	return named(w.Name) || slices.ContainsFunc(w.Containers, named) || slices.ContainsFunc(w.Binaries, named) || slices.ContainsFunc(w.Labels, named)
+}
+
+// NameLabels are the labels whose values name what a workload runs.
+var NameLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "app", "k8s-app"}
+
+// SetterNowhere tells, from every workload of the cluster (all, read
+// whole), that no workload is the controller that set a finalizer: none
+// of the controller field managers names one (by its name, its
+// containers' names or binaries, its name labels). A setter that runs
+// anywhere, under any workload's name, is not nowhere.
+func SetterNowhere(managers []Manager, all []Workload) bool {
+	found := false
+	for _, m := range managers {
+		if m.Applier {
+			continue
+		}
+		found = true
+		for _, w := range all {
+			if w.namedBy(m.Name) {
+				return false
+			}
+		}
+	}
+	return found
 }
 
 // String is kind namespace/name, as kubectl says it.
@@ -118,6 +145,12 @@ type Inference struct {
 	// nothing says it is the one that removes the finalizer, so its
 	// readiness says nothing of the remover.
 	Unmatched bool `json:"unmatched,omitempty"`
+	// SetterNowhere: with Unmatched, every workload of the cluster was
+	// read and none is the field manager that set it (by name, labels or
+	// binary): the setter does not run, so nothing removes it.
+	SetterNowhere bool `json:"setterNowhere,omitempty"`
+	// Seen is how many workloads that reading found.
+	Seen int `json:"workloadsSeen,omitempty"`
 	// InNamespace: the owner lives in the namespace being deleted, so it
 	// was deleted, or is being deleted, with it.
 	InNamespace bool `json:"inNamespace,omitempty"`

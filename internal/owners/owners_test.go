@@ -213,3 +213,30 @@ func TestSetterIsNotTakenForTheRunner(t *testing.T) {
 		}
 	}
 }
+
+// The setter runs nowhere when no workload of the cluster is the field
+// manager that set the finalizer, by its name, its containers' names or
+// binaries, or the labels that name what it runs; an applier is no setter,
+// and a setter that runs under another workload's name is somewhere.
+func TestSetterNowhere(t *testing.T) {
+	all := []Workload{
+		{Kind: "Deployment", Namespace: "vault-dashboards", Name: "dashboard", Containers: []string{"web"}},
+		{Kind: "Deployment", Namespace: "ops", Name: "toolbox", Containers: []string{"main"}, Binaries: []string{"lockbox-reaper"}},
+		{Kind: "DaemonSet", Namespace: "agents", Name: "node-agent", Labels: []string{"fleet-syncer"}},
+	}
+	for _, tc := range []struct {
+		managers []Manager
+		want     bool
+	}{
+		{[]Manager{{Name: "gizmo-reaper"}}, true},
+		{[]Manager{{Name: "lockbox-reaper"}}, false},
+		{[]Manager{{Name: "fleet-syncer"}}, false},
+		{[]Manager{{Name: "dashboard"}}, false},
+		{[]Manager{{Name: "kubectl", Applier: true}}, false},
+		{nil, false},
+	} {
+		if got := SetterNowhere(tc.managers, all); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.managers, got, tc.want)
+		}
+	}
+}

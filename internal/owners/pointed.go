@@ -124,6 +124,41 @@ func Lookups(finalizer string, types []PointType) []Lookup {
 	return out
 }
 
+// Embedded are the names among names that a finalizer's name part
+// embeds, however: the whole part, or a run of it between separators or
+// its ends (a kind's prefix, ces-<name>; a suffix, <name>-tenant; both),
+// longest first. A name of one letter embeds nothing worth saying.
+func Embedded(finalizer string, names []string) []string {
+	_, part, found := strings.Cut(finalizer, "/")
+	if !found {
+		return nil
+	}
+	part = strings.ToLower(part)
+	var out []string
+	for _, n := range names {
+		if len(n) >= minPointedName && embeds(part, strings.ToLower(n)) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// embeds tells whether part holds name between separators or its ends.
+func embeds(part, name string) bool {
+	for from := 0; ; {
+		k := strings.Index(part[from:], name)
+		if k < 0 {
+			return false
+		}
+		start, end := from+k, from+k+len(name)
+		if (start == 0 || isSeparator(part[start-1])) && (end == len(part) || isSeparator(part[end])) {
+			return true
+		}
+		from = start + 1
+	}
+}
+
 // embeddedNames are the names a finalizer's name part may embed, longest
 // first: "tenant-team-a" gives tenant-team-a, team-a (a one-letter tail
 // is no name worth a read).

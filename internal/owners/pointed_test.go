@@ -93,3 +93,23 @@ func TestPointedReleased(t *testing.T) {
 		}
 	}
 }
+
+// A finalizer's name part embeds an object's name however it is embedded:
+// whole, after a kind's prefix, before a kind's suffix, between both; at
+// separators only, never inside a word; longest first.
+func TestEmbedded(t *testing.T) {
+	names := []string{"team-a", "a", "eam-a", "blue", "team-a-prod", "prod", "other"}
+	for finalizer, want := range map[string][]string{
+		"ns.acme.test/team-a":                 {"team-a"},
+		"ns.acme.test/ces-team-a":             {"team-a"},
+		"ns.acme.test/team-a-tenant":          {"team-a"},
+		"ns.acme.test/tn.team-a-prod.cleanup": {"team-a-prod", "team-a", "prod"},
+		"ns.acme.test/steam-a":                nil,
+		"ns.acme.test/Blue-Tenant":            {"blue"},
+		"ns.acme.test":                        nil,
+	} {
+		if got := Embedded(finalizer, names); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", finalizer, got, want)
+		}
+	}
+}

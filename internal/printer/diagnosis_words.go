@@ -49,7 +49,18 @@ func VerdictSummary(r diagnose.Report) string {
 	if r.Verdict.State == diagnose.StateTerminating {
 		return fmt.Sprintf("namespace %s is being deleted and nothing blocks it yet%s", name, note)
 	}
-	return fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s", name, len(blocking), kindList(blocking), note)
+	return fmt.Sprintf("namespace %s is stuck in Terminating: %d blocker(s)%s%s%s", name, len(blocking), kindList(blocking), note, hopeless(blocking))
+}
+
+// hopeless says, after a stuck verdict, that waiting will not finish the
+// deletion, when a blocker's facts say so.
+func hopeless(blocking []diagnose.Blocker) string {
+	for _, b := range blocking {
+		if b.WaitingWillNotHelp() {
+			return "; waiting will not finish it (" + strings.TrimSuffix(string(b.Kind)+": "+b.Subject, ": ") + ")"
+		}
+	}
+	return ""
 }
 
 // protectionWords says, after an --if-deleted verdict, whether protect
@@ -139,6 +150,8 @@ func WordsOf(b diagnose.Blocker) BlockerWords {
 		return denialWords(b, f)
 	case *diagnose.RescueHoldFacts:
 		return rescueHoldWords(b, f)
+	case *diagnose.UnexplainedFacts:
+		return unexplainedWords(b, f)
 	}
 	return BlockerWords{Summary: string(b.Kind), NextStep: nextStep(b)}
 }
@@ -159,6 +172,10 @@ func apiServiceWords(b diagnose.Blocker, f *diagnose.APIServiceFacts) BlockerWor
 		w.Evidence = append(w.Evidence, fmt.Sprintf("service %s: %s", s.Service, serviceWords(*s.Backend)))
 	}
 	w.Evidence = append(w.Evidence, readOnlyWords(gv, f.ReadOnly))
+	if len(b.Actions) > 0 && b.Actions[0].Kind == diagnose.ActionCheckAPIServicePath {
+		w.Summary = fmt.Sprintf("API group %s cannot be discovered: its backend, service %s, has ready endpoints, yet kube-apiserver's own check of it fails (%s), so what fails lies between them; the namespace controller will not finalize any namespace meanwhile",
+			gv, s.Service, s.Reason)
+	}
 	if b.Kind == diagnose.BlockerSelfHostedAPIService {
 		w.Summary = fmt.Sprintf("apiservice/%s is served from this very namespace: deleting it took its own API down, which blocks its deletion", s.Name)
 	}
@@ -319,6 +336,44 @@ func nodeWords(p diagnose.StuckPod) string {
 }
 
 func listWords(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
+	w := listWordsHere(b, f)
+	if f.Elsewhere {
+		// Told of a type the namespace's own lists showed empty: the
+		// controller's words, and where the type fails.
+		w.Summary = fmt.Sprintf("the namespace controller cannot delete %s here, though ns-doctor lists none in this namespace: the type fails across namespaces; %s", f.Resource, w.Summary)
+		w.Evidence = append([]string{"the namespace controller's last pass: " + Cut(f.Controller, 300),
+			fmt.Sprintf("a list of %s across namespaces: %s", f.Resource, Cut(f.Error, 300))}, w.Evidence[1:]...)
+		if len(f.Unreadable) > 0 {
+			w.Evidence = append(w.Evidence, fmt.Sprintf("what cannot be read is elsewhere: %s (namespace/name; kubectl ns-doctor explain on its namespace says more)", strings.Join(f.Unreadable, ", ")))
+		}
+	}
+	return w
+}
+
+// unexplainedWords: the controller's failure that ns-doctor's own pass
+// does not reproduce, in the controller's words, and what was looked at.
+func unexplainedWords(b diagnose.Blocker, f *diagnose.UnexplainedFacts) BlockerWords {
+	computed := "no value"
+	if c := f.Computed; c != nil {
+		computed = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, Cut(c.Message, 200))
+	}
+	w := BlockerWords{
+		Summary: fmt.Sprintf("the namespace controller says its last pass failed (%s=%s %s), and ns-doctor's own pass over what it sees does not: the cause could not be explained, so the namespace is not said to be on its way",
+			strings.TrimPrefix(f.Condition, "Namespace"), f.Controller.Status, f.Controller.Reason),
+		Evidence: []string{"the namespace controller: " + Cut(f.Controller.Message, 400), "ns-doctor's own pass: " + computed},
+		NextStep: nextStep(b),
+	}
+	if len(f.Probed) > 0 {
+		w.Evidence = append(w.Evidence, "listed across namespaces, and answering: "+strings.Join(f.Probed, ", "))
+	}
+	if f.Controller.LastTransitionTime != nil {
+		w.Evidence = append(w.Evidence, "failing since "+f.Controller.LastTransitionTime.UTC().Format(time.RFC3339)+" (the controller writes a condition when it changes)")
+	}
+	return w
+}
+
+// listWordsHere says a type whose list fails in the namespace.
+func listWordsHere(b diagnose.Blocker, f *diagnose.ListFacts) BlockerWords {
 	w := BlockerWords{Evidence: []string{f.Error}, NextStep: nextStep(b)}
 	switch {
 	case b.Kind == diagnose.BlockerForbidden:
@@ -400,6 +455,14 @@ func finalizerWords(b diagnose.Blocker, f *diagnose.FinalizerFacts) BlockerWords
 	}
 	if f.ForegroundMore > 0 {
 		waits = append(waits, fmt.Sprintf("... and %d more", f.ForegroundMore))
+	}
+	for _, wo := range f.Waiting {
+		scope := ""
+		if wo.ClusterScoped {
+			scope = " (cluster-scoped, not deleted with the namespace)"
+		}
+		waits = append(waits, fmt.Sprintf("%s%s is being deleted in the foreground and waits on %s too (blockOwnerDeletion): releasing it lets %s go as well",
+			wo.Owner, scope, wo.Dependent, wo.Owner))
 	}
 	evidence = append(evidence, waits...)
 	w := BlockerWords{
@@ -589,6 +652,8 @@ func kindStep(b diagnose.Blocker, at func(int) diagnose.Action) string {
 		return ActionWords(first) + "; if a node is gone for good: " + ActionWords(at(1)) + "  # the plan says each pod's node and whether it is Ready"
 	case b.Kind == diagnose.BlockerConversionWebhook:
 		return ActionWords(first) + "; if that operator is gone for good, set spec.conversion.strategy=None: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionCheckAPIServicePath:
+		return ActionWords(first) + "; if that API is gone for good: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionCheckBackend:
 		return ActionWords(first) + "; if that API is gone for good: " + ActionWords(at(1))
 	case first.Kind == diagnose.ActionEnableUnsafeDelete && len(a) == 3:
@@ -608,6 +673,10 @@ func kindStep(b diagnose.Blocker, at func(int) diagnose.Action) string {
 		return "ask the owner of its policy to allow it; or for this namespace only, for the run: " + ActionWords(first) + "; if the policy no longer matters: " + ActionWords(at(1))
 	case b.Kind == diagnose.BlockerWebhook:
 		return ActionWords(first) + "; or for this namespace only, for the run: " + ActionWords(at(1)) + "; if its webhook is gone for good: " + ActionWords(at(2))
+	case b.Kind == diagnose.BlockerUnexplainedFailure:
+		return ActionWords(first) + "; and: " + ActionWords(at(1))
+	case first.Kind == diagnose.ActionGetResourceEverywhere:
+		return ActionWords(first)
 	case first.Kind == diagnose.ActionCheckController:
 		return ActionWords(first) + "; or run the pass yourself: " + ActionWords(at(1))
 	}
@@ -660,6 +729,14 @@ func ActionWords(a diagnose.Action) string {
 			a.Target, a.Value, a.Value, a.Target, a.Of)
 	case diagnose.ActionDeleteAPIService:
 		return "kubectl delete apiservice " + a.Target
+	case diagnose.ActionCheckAPIServicePath:
+		return fmt.Sprintf("check the path from kube-apiserver to service %s, whose endpoints are ready: a network policy or firewall refusing kube-apiserver, an egress proxy, a certificate either side does not trust (kubectl get apiservice %s -o yaml says kube-apiserver's error)", a.Of, a.Target)
+	case diagnose.ActionServerDryRun:
+		return fmt.Sprintf("kubectl ns-doctor purge %s --dry-run=server  # sends the namespace controller's requests as dry runs: each answer says what fails", a.Namespace)
+	case diagnose.ActionControllerLogs:
+		return fmt.Sprintf("read kube-controller-manager's log for namespace %s: the namespace controller logs each request that failed", a.Namespace)
+	case diagnose.ActionGetResourceEverywhere:
+		return fmt.Sprintf("kubectl get %s --all-namespaces  # it fails across namespaces: fix the API behind it (CRD, conversion webhook, aggregated API)", a.Target)
 	case diagnose.ActionReleaseRescue:
 		return fmt.Sprintf("kubectl ns-doctor rescue %s --release  # the deletion then finishes; its volumes stay retained", a.Namespace)
 	case diagnose.ActionCheckAPIServer:
@@ -792,7 +869,7 @@ func catalogueEvidence(s diagnose.OwnerState) string {
 
 func serviceWords(s diagnose.ServiceState) string {
 	terminating := ""
-	if s.NamespaceTerminating {
+	if s.Unrestorable() {
 		terminating = "; its namespace is being deleted, and accepts no new content: it cannot be restored there"
 	}
 	switch {

@@ -33,6 +33,8 @@ func InferredWords(in *owners.Inference) string {
 		parts = append(parts, "it lived in this namespace and was deleted with it")
 	case in.InNamespace:
 		parts = append(parts, fmt.Sprintf("%s runs as it, in this namespace, being deleted with it", w))
+	case w != nil && in.Unmatched && in.SetterNowhere:
+		parts = append(parts, fmt.Sprintf("%s runs as it (%d/%d ready), but neither its name nor its containers' names or binaries match the field manager that set it, and no workload of the cluster does (%d read: by name, labels or binary): the setter runs nowhere, so nothing removes it", w, w.Ready, w.Want, in.Seen))
 	case w != nil && in.Unmatched:
 		parts = append(parts, fmt.Sprintf("%s runs as it (%d/%d ready), but neither its name nor its containers' names or binaries match the field manager that set it: that is no evidence that whoever removes it runs", w, w.Ready, w.Want))
 	case w != nil && in.Identity != nil:
@@ -213,7 +215,7 @@ func pointedWords(p owners.Pointed) string {
 	}
 	switch p.Selection {
 	case owners.NoLongerSelects:
-		return what + "which no longer selects this namespace (" + p.Field + "): its controller will not clean up here"
+		return what + "which no longer selects this namespace (" + p.Field + "): its controller will not clean up here, and nothing will remove it"
 	case owners.Selects:
 		return what + "which still selects this namespace (" + p.Field + "): its controller should remove it; its log and the object's status conditions say why it does not"
 	}

@@ -222,7 +222,7 @@ func (h Human) holders(p *errWriter, r diagnose.Report) {
 			if c.LastTransitionTime != nil {
 				about = append(about, h.ago(*c.LastTransitionTime))
 			}
-			line := fmt.Sprintf("%s/%s %s=%s", ho.Resource, ho.Name, c.Type, c.Status)
+			line := fmt.Sprintf("%s/%s %s", ho.Resource, ho.Name, c.Named())
 			if len(about) > 0 {
 				line += " (" + strings.Join(about, ", ") + ")"
 			}

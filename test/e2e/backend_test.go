@@ -9,8 +9,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
@@ -64,8 +68,8 @@ func TestAPIServiceBackendThereButNotReady(t *testing.T) {
 		t.Errorf("next steps %+v", b.Actions)
 	}
 	for _, a := range b.Actions {
-		if a.Kind == diagnose.ActionRestoreService {
-			t.Errorf("a step to restore a service that is there: %+v", a)
+		if a.Kind == diagnose.ActionRestoreService || a.Kind == diagnose.ActionCheckAPIServicePath {
+			t.Errorf("a step to restore a service that is there, or to check the path to a backend that is not ready: %+v", a)
 		}
 	}
 }
@@ -89,4 +93,83 @@ func TestAPIServiceBackendMissingIsRestored(t *testing.T) {
 	if strings.Contains(strings.Join(b.Evidence, "\n"), "selects") || hasAction(b, diagnose.Action{Kind: diagnose.ActionMakeBackendReady}) {
 		t.Errorf("a missing service followed to a backend: %+v", b)
 	}
+}
+
+// An aggregated API of our own whose backend is ready (its Deployment
+// 1/1, its Service's EndpointSlice a ready endpoint) while kube-apiserver
+// cannot reach it: this control plane runs no proxy, so the Service's
+// cluster IP leads nowhere, as a network policy or a firewall between
+// kube-apiserver and the backend makes it in a cluster. kube-apiserver's
+// own check fails (FailedDiscoveryCheck): the report says the path is
+// what fails, quotes kube-apiserver's message, and keeps
+// --delete-apiservice as the way out; not "check its pods and logs".
+func TestAPIServiceReadyBackendUnreachable(t *testing.T) {
+	ctx := context.Background()
+	name := plugintest.UniqueName(t)
+	home := name + "-path"
+	group := fmt.Sprintf("p%d.path.example.org", time.Now().UnixNano()%100000)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, home))
+	t.Cleanup(func() { _ = cluster.DeleteNamespace(context.Background(), home) })
+	labels := map[string]string{"app.kubernetes.io/name": "path-api"}
+	d, err := cluster.Kube.AppsV1().Deployments(home).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "path-api"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: v1.PodSpec{Containers: []v1.Container{{Name: "api", Image: "registry.invalid/path-api:1"}}}}},
+	}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1, 1
+	_, err = cluster.Kube.AppsV1().Deployments(home).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	plugintest.Must(t, err)
+	_, err = cluster.Kube.CoreV1().Services(home).Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "path-api"},
+		Spec: v1.ServiceSpec{Selector: labels, Ports: []v1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(8443)}}}}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	// What the EndpointSlice controller writes for a ready pod.
+	_, err = cluster.Kube.DiscoveryV1().EndpointSlices(home).Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "path-api-x1", Labels: map[string]string{discoveryv1.LabelServiceName: "path-api"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.7.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(""), Port: ptr.To(int32(8443)), Protocol: ptr.To(v1.ProtocolTCP)}},
+	}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	apisvc, err := cluster.BrokenAPIService(ctx, group, "v1", home, "path-api")
+	t.Cleanup(func() { _ = cluster.DeleteAPIService(context.Background(), apisvc) })
+	plugintest.Must(t, err)
+
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionDiscoveryFailure, v1.ConditionTrue)
+	waitAPIService(t, apisvc, "FailedDiscoveryCheck")
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.agrees(t)
+	b := e.blocker(t, diagnose.BlockerAPIServiceUnavailable, "reason=FailedDiscoveryCheck: failing or missing response from https://",
+		"check the path from kube-apiserver to service "+home+"/path-api, whose endpoints are ready")
+	if !strings.Contains(b.Summary, "has ready endpoints, yet kube-apiserver's own check of it fails (FailedDiscoveryCheck), so what fails lies between them") ||
+		!strings.Contains(strings.Join(b.Evidence, "\n"), "service "+home+"/path-api: 1 ready endpoints") ||
+		!hasAction(b, diagnose.Action{Kind: diagnose.ActionCheckAPIServicePath, Target: apisvc, Of: home + "/path-api"}) ||
+		!hasAction(b, diagnose.PurgeAction(name, diagnose.FlagDeleteAPIService, apisvc)) ||
+		hasAction(b, diagnose.Action{Kind: diagnose.ActionCheckBackend}) || strings.Contains(b.NextStep, "its pods and logs") {
+		t.Errorf("blocker %+v", b)
+	}
+}
+
+// waitAPIService waits until APIService name is unavailable for reason.
+func waitAPIService(t *testing.T, name, reason string) {
+	t.Helper()
+	apiServices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := cluster.Dynamic.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Available" && m["reason"] == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	plugintest.Must(t, err)
 }

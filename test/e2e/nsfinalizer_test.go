@@ -34,6 +34,13 @@ import (
 // finalizer.
 func tenantScenario(t *testing.T, selects string) (string, string) {
 	t.Helper()
+	return tenantScenarioNamed(t, selects, func(tenant string) string { return "tenancy.test/tenant-" + tenant })
+}
+
+// tenantScenarioNamed is tenantScenario with the finalizer named for the
+// tenant as named gives.
+func tenantScenarioNamed(t *testing.T, selects string, named func(tenant string) string) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	name := plugintest.UniqueName(t)
 	tenants, err := cluster.EnsureClusterCRD(ctx, "tenancy.test", "Tenant", "tenants")
@@ -54,7 +61,7 @@ func tenantScenario(t *testing.T, selects string) (string, string) {
 	})
 
 	plugintest.Must(t, cluster.CreateNamespaceWithLabels(ctx, name, map[string]string{"team": "blue"}))
-	finalizer := "tenancy.test/tenant-" + tenant
+	finalizer := named(tenant)
 	patch := fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, finalizer)
 	_, err = op.Client.Kube.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	plugintest.Must(t, err)
@@ -144,5 +151,44 @@ func TestNamespaceFinalizerStillSelected(t *testing.T) {
 		"kubectl logs -n tenancy-ops deployment/tenant-operator")
 	if b.Actions[0].Kind != diagnose.ActionOwnerLogs || strings.Contains(b.Summary, "will not remove it") || strings.Contains(flat(e.human), "is gone") {
 		t.Errorf("blocker %+v\n%s", b, e.human)
+	}
+}
+
+// Class 9: the finalizer embeds its tenant's name before a suffix naming
+// the kind (tenancy.test/<tenant>-tenant), not as the whole name nor after
+// a prefix. The tenant's names, listed, say which one it points to: that
+// tenant is there and no longer selects the namespace, so nothing will
+// remove it, and the step strips it. Read by the finalizer's suffixes
+// alone, no tenant is named so, and the finalizer naming the kind, the
+// tenant would be taken for gone.
+func TestNamespaceFinalizerEmbedsItsObjectWithASuffix(t *testing.T) {
+	name, finalizer := tenantScenarioNamed(t, "green", func(tenant string) string { return "tenancy.test/" + tenant + "-tenant" })
+	e := explain(t, cp.Kubeconfig, name)
+	p := pointedOf(t, e, finalizer)
+	if p.State != owners.ObjectPresent || p.Selection != owners.NoLongerSelects || !strings.HasPrefix(p.Object, "tenants.tenancy.test/t-") ||
+		strings.TrimSuffix(strings.TrimPrefix(finalizer, "tenancy.test/"), "-tenant") != strings.TrimPrefix(p.Object, "tenants.tenancy.test/") {
+		t.Errorf("pointed %+v", p)
+	}
+	b := e.blocker(t, diagnose.BlockerNamespaceFinalizer, "which no longer selects this namespace (spec.namespaceSelector): its controller will not clean up here, and nothing will remove it",
+		"waiting will not help: kubectl ns-doctor purge "+name+" --remove-namespace-finalizers")
+	if b.Actions[0].Kind != diagnose.ActionPurge || !strings.Contains(e.report.Verdict.Summary, "waiting will not finish it") {
+		t.Errorf("blocker %+v, verdict %q", b, e.report.Verdict.Summary)
+	}
+}
+
+// The counter-example: the same suffix, the tenant there and still
+// selecting the namespace. It is found, not taken for gone: nothing says
+// the finalizer is orphaned, and the step is its controller's log.
+func TestNamespaceFinalizerEmbedsItsObjectStillSelecting(t *testing.T) {
+	name, finalizer := tenantScenarioNamed(t, "blue", func(tenant string) string { return "tenancy.test/" + tenant + "-tenant" })
+	e := explain(t, cp.Kubeconfig, name)
+	p := pointedOf(t, e, finalizer)
+	if p.State != owners.ObjectPresent || p.Selection != owners.Selects || p.Released() {
+		t.Errorf("pointed %+v", p)
+	}
+	b := e.blocker(t, diagnose.BlockerNamespaceFinalizer, "which still selects this namespace (spec.namespaceSelector): its controller should remove it",
+		"kubectl logs -n tenancy-ops deployment/tenant-operator")
+	if b.Actions[0].Kind != diagnose.ActionOwnerLogs || strings.Contains(b.Summary, "will not remove it") || strings.Contains(e.report.Verdict.Summary, "waiting will not") {
+		t.Errorf("blocker %+v", b)
 	}
 }

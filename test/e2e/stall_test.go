@@ -120,7 +120,9 @@ func TestRunningOwnerActingSinceTheDeletion(t *testing.T) {
 // 1/1 ready), while the finalizer was set by a field manager of another
 // name. That Deployment is no evidence that the remover runs: the owner is
 // not called Running, the evidence says why, and the step is not that
-// Deployment's log.
+// Deployment's log. Class 7: no workload of the cluster is that field
+// manager either (by name, labels or binary): the setter runs nowhere, so
+// the owner is not running (NotFound), with that evidence, not Unknown.
 func TestSetterNotTakenForTheRunner(t *testing.T) {
 	ctx := context.Background()
 	name := plugintest.UniqueName(t)
@@ -141,13 +143,54 @@ func TestSetterNotTakenForTheRunner(t *testing.T) {
 	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	e := explain(t, cp.Kubeconfig, name)
 	f := finalizerDoc(t, e, "lockbox.example.org/reap")
-	if f.OwnerState.State == diagnose.OwnerRunningReady || f.OwnerState.Inferred == nil || !f.OwnerState.Inferred.Unmatched {
+	if f.OwnerState.State != diagnose.OwnerNotFound || f.OwnerState.Inferred == nil || !f.OwnerState.Inferred.Unmatched || !f.OwnerState.Inferred.SetterNowhere {
 		t.Errorf("owner %+v", f.OwnerState)
 	}
 	b := e.blocker(t, diagnose.BlockerFinalizers,
-		"deployment vault-dashboards/dashboard runs as it (1/1 ready), but neither its name nor its containers' names or binaries match the field manager that set it: that is no evidence that whoever removes it runs",
+		"deployment vault-dashboards/dashboard runs as it (1/1 ready), but neither its name nor its containers' names or binaries match the field manager that set it, and no workload of the cluster does (",
 		"--remove-finalizers=lockbox.example.org/reap")
+	if !strings.Contains(strings.Join(b.Evidence, "\n"), "read: by name, labels or binary): the setter runs nowhere, so nothing removes it") {
+		t.Errorf("evidence %q", b.Evidence)
+	}
 	if hasAction(b, diagnose.Action{Kind: diagnose.ActionOwnerLogs}) || strings.Contains(b.Summary, "runs, but has released none") {
 		t.Errorf("the setter taken for the runner: %+v", b)
+	}
+}
+
+// The counter-example: the same shared Deployment, whose container runs
+// the setter's binary (command /usr/local/bin/lockbox-reaper): the setter
+// runs there, under another workload's name. The owner is Running, the
+// setter is not said to run nowhere, and the step is that Deployment's log.
+func TestSetterRunsInsideAnotherWorkload(t *testing.T) {
+	ctx := context.Background()
+	name := plugintest.UniqueName(t)
+	gvr, err := cluster.EnsureCRD(ctx, "lockbox.example.org", "Lockbox", "lockboxes")
+	plugintest.Must(t, err)
+	op := installOperator(t, "vault-tools", "toolbox", 1, writes("lockbox.example.org", "lockboxes", "lockboxes/status"))
+	d, err := cluster.Kube.AppsV1().Deployments(op.Namespace).Get(ctx, op.Name, metav1.GetOptions{})
+	plugintest.Must(t, err)
+	d.Spec.Template.Spec.Containers[0].Command = []string{"/usr/local/bin/lockbox-reaper", "--leader-elect"}
+	_, err = cluster.Kube.AppsV1().Deployments(op.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	createObject(t, gvr, "Lockbox", name, "r1")
+	_, err = op.Client.Dynamic.Resource(gvr).Namespace(name).Patch(ctx, "r1", types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":["lockbox.example.org/reap"]}}`), metav1.PatchOptions{FieldManager: "lockbox-reaper"})
+	plugintest.Must(t, err)
+	t.Cleanup(func() {
+		_, _ = cluster.Dynamic.Resource(gvr).Namespace(name).Patch(context.Background(), "r1", types.MergePatchType,
+			[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
+	e := explain(t, cp.Kubeconfig, name)
+	f := finalizerDoc(t, e, "lockbox.example.org/reap")
+	if in := f.OwnerState.Inferred; f.OwnerState.State != diagnose.OwnerRunningReady || in == nil || in.Unmatched || in.SetterNowhere {
+		t.Errorf("owner %+v", f.OwnerState)
+	}
+	b := e.blocker(t, diagnose.BlockerFinalizers, "", "kubectl logs -n vault-tools deployment/toolbox")
+	if strings.Contains(strings.Join(b.Evidence, "\n"), "runs nowhere") {
+		t.Errorf("the setter said to run nowhere: %+v", b.Evidence)
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,94 @@ func TestPodsOnLostNodes(t *testing.T) {
 	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "purge", name, "--force-delete-pods", "--force", "--yes", "--backup-dir", t.TempDir(), "--timeout=60s")
 	if r.Code != 0 {
 		t.Errorf("purge --force-delete-pods: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// ruledOut are the steps of a report's blockers that its own evidence
+// rules out: a Service restored, or what it selects made ready, where the
+// evidence says it cannot be restored there.
+func ruledOut(e explained) []string {
+	var out []string
+	for _, b := range e.report.Blockers {
+		for _, line := range b.Evidence {
+			svc, said, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(line, "conversion "), "service "), ": ")
+			if !ok || !strings.Contains(said, "it cannot be restored there") {
+				continue
+			}
+			ns, _, _ := strings.Cut(svc, "/")
+			for _, a := range b.Actions {
+				if a.Kind == diagnose.ActionRestoreService && a.Target == svc || a.Kind == diagnose.ActionMakeBackendReady && a.Value == ns {
+					out = append(out, fmt.Sprintf("%s: step %+v while the evidence says %q", b.Kind, a, line))
+				}
+			}
+			if strings.Contains(b.NextStep, "restore service "+svc) || strings.Contains(b.NextStep, "restore the service "+svc) {
+				out = append(out, fmt.Sprintf("%s: next step %q while the evidence says %q", b.Kind, b.NextStep, line))
+			}
+		}
+	}
+	return out
+}
+
+// A CRD whose conversion webhook's Service lived in the very namespace
+// being deleted: the controller deleted the Service, and a terminating
+// namespace accepts no new one, so restoring it is no step, whatever the
+// evidence beside it said before. The step is the CRD's conversion
+// strategy, and no step of the report is one its evidence rules out.
+func TestNoStepTheEvidenceRulesOut(t *testing.T) {
+	ctx := context.Background()
+	name := plugintest.UniqueName(t)
+	group := fmt.Sprintf("s%d.example.com", time.Now().UnixNano()%100000)
+	crd, v1GVR, err := cluster.BrokenConversionCRD(ctx, group, "Conv", "convs", name, "converter")
+	t.Cleanup(func() {
+		_ = cluster.Dynamic.Resource(crdsGVR).Delete(context.Background(), crd, metav1.DeleteOptions{})
+	})
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	_, err = cluster.Kube.CoreV1().Services(name).Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "converter"},
+		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Port: 443}}}}, metav1.CreateOptions{})
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	e.agrees(t)
+	b := e.blocker(t, diagnose.BlockerConversionWebhook, "conversion service "+name+"/converter: not found; its namespace is being deleted, and accepts no new content: it cannot be restored there",
+		"its conversion service's namespace is being deleted and accepts no new content, so the service cannot come back there; set spec.conversion.strategy=None: kubectl patch crd "+crd)
+	if len(b.Actions) != 1 || b.Actions[0].Kind != diagnose.ActionPatchCRDConversion {
+		t.Errorf("steps %+v", b.Actions)
+	}
+	for _, c := range ruledOut(e) {
+		t.Error(c)
+	}
+}
+
+// The counter-example: the conversion Service's namespace is Active, so
+// the Service can come back: restoring it is the first step, and the
+// evidence says nothing against it.
+func TestRestoreOfferedWhereTheServiceCanComeBack(t *testing.T) {
+	ctx := context.Background()
+	name := plugintest.UniqueName(t)
+	home := name + "-conv"
+	plugintest.Must(t, cluster.CreateNamespace(ctx, home))
+	t.Cleanup(func() { _ = cluster.DeleteNamespace(context.Background(), home) })
+	group := fmt.Sprintf("s%d.example.com", time.Now().UnixNano()%100000)
+	crd, v1GVR, err := cluster.BrokenConversionCRD(ctx, group, "Conv", "convs", home, "converter")
+	t.Cleanup(func() {
+		_ = cluster.Dynamic.Resource(crdsGVR).Delete(context.Background(), crd, metav1.DeleteOptions{})
+	})
+	plugintest.Must(t, err)
+	plugintest.Must(t, cluster.CreateNamespace(ctx, name))
+	plugintest.Must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
+	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
+	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+
+	e := explain(t, cp.Kubeconfig, name)
+	b := e.blocker(t, diagnose.BlockerConversionWebhook, "conversion service "+home+"/converter: not found", "restore service "+home+"/converter")
+	if strings.Contains(strings.Join(b.Evidence, "\n"), "cannot be restored") || b.Actions[0].Kind != diagnose.ActionRestoreService {
+		t.Errorf("blocker %+v", b)
+	}
+	if c := ruledOut(e); len(c) != 0 {
+		t.Errorf("ruled out: %v", c)
 	}
 }
