@@ -9,7 +9,6 @@ package restore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -204,11 +203,4 @@ func copyOf(s backup.Step, into string) *unstructured.Unstructured {
 	o := s.Object.DeepCopy()
 	o.SetNamespace(into)
 	return o
-}
-
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
