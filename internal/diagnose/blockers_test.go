@@ -1,6 +1,8 @@
 package diagnose_test
 
 import (
+	"github.com/ns-doctor/ns-doctor/internal/installers"
+
 	"errors"
 	"strings"
 	"testing"
@@ -277,6 +279,36 @@ func blockerCases() []blockerCase {
 			},
 			kind: BlockerWebhook, summary: `webhook "deny.guard" fails closed and its service webhook-system/guard is down`,
 			evidence: "validatingwebhookconfiguration/guard webhook deny.guard: failurePolicy=Fail", next: "--bypass-webhook=guard", state: StateStuck,
+		},
+		{
+			name: "fail-closed webhook its operator's lifecycle manager left behind",
+			obs: func() Observation {
+				obs := with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+				wh := failClosed("guard", "webhook-system", "guard", configMaps, admissionregv1.Delete)
+				wh.Installer = &installers.Installer{Manager: "Helm", Kind: "release", Namespace: "webhook-system", Name: "guard",
+					State: installers.Gone, Record: "no record", WorkloadsRead: true}
+				obs.Webhooks = []Webhook{wh}
+				obs.Services["webhook-system/guard"] = ServiceState{}
+				return obs
+			},
+			kind: BlockerWebhook, summary: "was left behind: Helm release webhook-system/guard uninstalled the operator that served it",
+			evidence: "installed by Helm release webhook-system/guard: uninstalled, no record of it left (no record); no deployment, statefulset or daemonset of it in webhook-system",
+			next:     "nothing will serve it again (its operator was uninstalled), and it refuses what it catches in every namespace it selects: kubectl delete validatingwebhookconfiguration guard  # save it first: kubectl get validatingwebhookconfiguration guard -o yaml > guard.yaml; or for this namespace only, for the run: kubectl ns-doctor purge demo --bypass-webhook=guard", state: StateStuck,
+		},
+		{
+			name: "fail-closed webhook whose release is installed",
+			obs: func() Observation {
+				obs := with(observation(), configMaps, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+				wh := failClosed("guard", "webhook-system", "guard", configMaps, admissionregv1.Delete)
+				wh.Installer = &installers.Installer{Manager: "Helm", Kind: "release", Namespace: "webhook-system", Name: "guard",
+					State: installers.Installed, Record: "secret sh.helm.release.v1.guard.v2: deployed", WorkloadsRead: true}
+				obs.Webhooks = []Webhook{wh}
+				obs.Services["webhook-system/guard"] = ServiceState{}
+				return obs
+			},
+			kind: BlockerWebhook, summary: `webhook "deny.guard" fails closed and its service webhook-system/guard is down`,
+			evidence: "installed by Helm release webhook-system/guard: installed (secret sh.helm.release.v1.guard.v2: deployed)",
+			next:     "restore service webhook-system/guard", state: StateStuck,
 		},
 		{
 			name: "webhook served from the namespace itself",

@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"github.com/ns-doctor/ns-doctor/internal/installers"
+
 	"time"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -89,6 +91,10 @@ type Webhook struct {
 	Rules             []admissionregv1.RuleWithOperations
 	NamespaceSelector *metav1.LabelSelector
 	ObjectSelector    *metav1.LabelSelector
+	// Installer is what installed its configuration (its lifecycle
+	// manager's marks on it), with that manager's records read when its
+	// backend is down; nil when nothing marks it.
+	Installer *installers.Installer
 }
 
 // CRD is what matters of a CustomResourceDefinition for a stuck namespace.

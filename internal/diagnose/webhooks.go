@@ -215,6 +215,12 @@ func webhookBlocker(wh Webhook, state ServiceState, caught []Caught, namespace s
 	}
 	b.Actions[0] = backendStep(namespace, wh.Service.Key(), &state, b.Actions[0])
 	switch {
+	case wh.Installer.Removed() && wh.Service.Namespace != namespace:
+		// Its lifecycle manager uninstalled the operator and left the
+		// configuration: nothing will serve it again, and it refuses
+		// what it catches in every namespace it selects. Deleting it is
+		// the fix; the bypass is for this namespace only.
+		b.Actions = []Action{b.Actions[2], b.Actions[1]}
 	case wh.Service.Namespace == namespace:
 		b.Kind = BlockerSelfHostedWebhook
 		b.Actions = b.Actions[1:]

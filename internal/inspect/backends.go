@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
+	"github.com/ns-doctor/ns-doctor/internal/installers"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
@@ -34,7 +35,7 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	if list, err := adm.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, cfg := range list.Items {
 			for _, wh := range cfg.Webhooks {
-				out = append(out, webhookOf(cfg.Name, "Mutating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
+				out = append(out, webhookOf(cfg.ObjectMeta, "Mutating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
 			}
 		}
 	} else {
@@ -44,7 +45,7 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	if list, err := validating, validatingErr; err == nil {
 		for _, cfg := range list.Items {
 			for _, wh := range cfg.Webhooks {
-				out = append(out, webhookOf(cfg.Name, "Validating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
+				out = append(out, webhookOf(cfg.ObjectMeta, "Validating", wh.Name, wh.FailurePolicy, wh.TimeoutSeconds, wh.ClientConfig, wh.Rules, wh.NamespaceSelector, wh.ObjectSelector))
 			}
 		}
 	} else {
@@ -53,14 +54,15 @@ func (i *Inspector) listWebhooks(ctx context.Context) []diagnose.Webhook {
 	return out
 }
 
-func webhookOf(cfg, typ, name string, policy *admissionregv1.FailurePolicyType, timeout *int32, cc admissionregv1.WebhookClientConfig,
+func webhookOf(cfg metav1.ObjectMeta, typ, name string, policy *admissionregv1.FailurePolicyType, timeout *int32, cc admissionregv1.WebhookClientConfig,
 	rules []admissionregv1.RuleWithOperations, nsSel, objSel *metav1.LabelSelector) diagnose.Webhook {
 	// failurePolicy defaults to Fail in admissionregistration/v1.
 	fp := string(admissionregv1.Fail)
 	if policy != nil {
 		fp = string(*policy)
 	}
-	wh := diagnose.Webhook{Configuration: cfg, Name: name, Type: typ, FailurePolicy: fp, TimeoutSeconds: 10, Rules: rules, NamespaceSelector: nsSel, ObjectSelector: objSel}
+	wh := diagnose.Webhook{Configuration: cfg.Name, Name: name, Type: typ, FailurePolicy: fp, TimeoutSeconds: 10, Rules: rules, NamespaceSelector: nsSel, ObjectSelector: objSel,
+		Installer: installers.Of(cfg.Labels, cfg.Annotations)}
 	if timeout != nil {
 		wh.TimeoutSeconds = *timeout
 	}

@@ -252,6 +252,7 @@ func (i *Inspector) discover(ctx context.Context) error {
 	}
 	i.services = map[string]diagnose.ServiceState{}
 	i.readBackends(ctx, nil, d)
+	i.readInstallers(ctx)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package printer
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/finalizers"
+	"github.com/ns-doctor/ns-doctor/internal/installers"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
 )
 
@@ -558,7 +560,40 @@ func webhookWords(b diagnose.Blocker, f *diagnose.WebhookFacts) BlockerWords {
 	if b.Kind == diagnose.BlockerSelfHostedWebhook {
 		w.Summary = fmt.Sprintf("%s webhook %q is served from this very namespace, now being deleted, and rejects deleting %s", wh.Type, wh.Name, what)
 	}
+	if inst := wh.Installer; inst != nil && inst.State != "" {
+		w.Evidence = append(w.Evidence, installerWords(*inst))
+		if inst.Removed() && b.Kind == diagnose.BlockerWebhook {
+			w.Summary = fmt.Sprintf("%s webhook %q fails closed and was left behind: %s uninstalled the operator that served it, so nothing will serve it again; it rejects deleting or un-finalizing %s",
+				wh.Type, wh.Name, inst.String(), what)
+		}
+	}
 	return w
+}
+
+// installerWords say what installed a webhook's configuration and what
+// its manager's records and workloads say of that installation.
+func installerWords(inst installers.Installer) string {
+	s := fmt.Sprintf("installed by %s: %s (%s)", inst.String(), installerState(inst), inst.Record)
+	switch {
+	case !inst.WorkloadsRead:
+		return s + "; its workloads could not be read"
+	case len(inst.Workloads) == 0:
+		return s + "; no deployment, statefulset or daemonset of it in " + inst.Namespace
+	default:
+		return s + "; still running: " + listed(inst.Workloads, ", ", "")
+	}
+}
+
+func installerState(inst installers.Installer) string {
+	switch inst.State {
+	case installers.Uninstalled:
+		return "uninstalled"
+	case installers.Gone:
+		return "uninstalled, no record of it left"
+	case installers.Installed:
+		return "installed"
+	}
+	return "its records could not be read"
 }
 
 func controllerWords(b diagnose.Blocker, f *diagnose.ControllerFacts) BlockerWords {
@@ -624,6 +659,10 @@ func kindStep(b diagnose.Blocker, at func(int) diagnose.Action) string {
 		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there: " + ActionWords(first)
 	case b.Kind == diagnose.BlockerConversionWebhook && first.Kind == diagnose.ActionPatchCRDConversion:
 		return "its conversion service's namespace is being deleted and accepts no new content, so the service cannot come back there; set spec.conversion.strategy=None: " + ActionWords(first)
+	case b.Kind == diagnose.BlockerWebhook && first.Kind == diagnose.ActionDeleteWebhookConfiguration:
+		return "nothing will serve it again (its operator was uninstalled), and it refuses what it catches in every namespace it selects: " +
+			ActionWords(first) + "  # save it first: kubectl get " + strings.Replace(first.Target, "/", " ", 1) + " -o yaml > " + path.Base(first.Target) + ".yaml" +
+			"; or for this namespace only, for the run: " + ActionWords(at(1))
 	case b.Kind == diagnose.BlockerWebhook && first.Kind == diagnose.ActionPurge:
 		return "its service's namespace is being deleted and accepts no new content, so the service cannot come back there; for this namespace only, for the run: " +
 			ActionWords(first) + "; for good: " + ActionWords(at(1))

@@ -11,6 +11,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/compat"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
+	"github.com/ns-doctor/ns-doctor/internal/installers"
 	"github.com/ns-doctor/ns-doctor/internal/owners"
 	"github.com/ns-doctor/ns-doctor/internal/purge"
 )
@@ -78,6 +79,9 @@ type BlockerDocument struct {
 	NextStep string               `json:"nextStep"`
 	Subject  string               `json:"subject,omitempty"`
 	Actions  []ActionDocument     `json:"actions"`
+	// Installer is what installed a webhook's configuration, and what
+	// its lifecycle manager's records say of it (BlockingWebhook).
+	Installer *installers.Installer `json:"installer,omitempty"`
 }
 
 // ActionDocument is one next step, typed, and said on its own.
@@ -179,7 +183,7 @@ func Blockers(blockers []diagnose.Blocker) []BlockerDocument {
 	out := make([]BlockerDocument, 0, len(blockers))
 	for _, b := range blockers {
 		w := WordsOf(b)
-		out = append(out, BlockerDocument{Kind: b.Kind, Summary: w.Summary, Evidence: w.Evidence, NextStep: w.NextStep, Subject: b.Subject, Actions: Actions(b.Actions)})
+		out = append(out, BlockerDocument{Kind: b.Kind, Summary: w.Summary, Evidence: w.Evidence, NextStep: w.NextStep, Subject: b.Subject, Actions: Actions(b.Actions), Installer: installerOf(b)})
 	}
 	return out
 }
@@ -546,4 +550,12 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// installerOf is the installer read for a webhook blocker's configuration.
+func installerOf(b diagnose.Blocker) *installers.Installer {
+	if f, ok := b.Facts.(*diagnose.WebhookFacts); ok && f.Webhook.Installer != nil && f.Webhook.Installer.State != "" {
+		return f.Webhook.Installer
+	}
+	return nil
 }
