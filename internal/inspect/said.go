@@ -203,8 +203,9 @@ func notReady(obj *unstructured.Unstructured) []diagnose.HolderCondition {
 		hc.Type, _ = m["type"].(string)
 		hc.Status, _ = m["status"].(string)
 		hc.Reason, _ = m["reason"].(string)
+		// Taken whole: -o json keeps the holder's words exact; the
+		// human view, the guard and the MCP tools bound them (printer).
 		hc.Message, _ = m["message"].(string)
-		hc.Reason, hc.Message = cutRunes(hc.Reason, maxFieldValue), cutRunes(hc.Message, maxFieldValue)
 		read := hc
 		if read.Status == "" {
 			read.Status = "True"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // heldByFinalizers is a namespace holding ConfigMaps with finalizers:
-// example.com/a on two, example.com/b on one; deleted when deleted is set.
+// example.com/a on two, example.com/b on one; deleted when deleted is set,
+// and returned once the namespace controller has said so.
 func heldByFinalizers(t *testing.T, deleted bool, labels map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -24,6 +26,9 @@ func heldByFinalizers(t *testing.T, deleted bool, labels map[string]string) stri
 	plugintest.Must(t, cluster.CreateConfigMap(ctx, name, "a2", nil, "example.com/a", "example.com/b"))
 	if deleted {
 		plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
+		// The controller's first pass done: what explain says is then
+		// the finalizers, not a controller that has not looked yet.
+		waitCondition(t, name, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	}
 	return name
 }

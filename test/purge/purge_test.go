@@ -43,14 +43,19 @@ func mixedNamespace(t *testing.T) (string, schema.GroupVersionResource) {
 	plugintest.Must(t, err)
 	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w1", "example.com/cleanup"))
 	plugintest.Must(t, cluster.CreateCustomResource(ctx, gvr, "Widget", name, "w2"))
+	// Its pods are never scheduled (a scheduler of that name runs
+	// nowhere): a pod no node runs goes at once when deleted, and nothing
+	// writes its status meanwhile, so a dry run's "nothing changed" is
+	// ns-doctor's alone.
+	unscheduled := v1.PodSpec{SchedulerName: "unscheduled.example.com", Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}}
 	_, err = cluster.Kube.CoreV1().Pods(name).Create(ctx, &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held-pod", Finalizers: []string{"example.com/pod-hold"}},
-		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+		Spec:       unscheduled,
 	}, metav1.CreateOptions{})
 	plugintest.Must(t, err)
 	_, err = cluster.Kube.CoreV1().Pods(name).Create(ctx, &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "plain-pod"},
-		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none"}}},
+		Spec:       unscheduled,
 	}, metav1.CreateOptions{})
 	plugintest.Must(t, err)
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))

@@ -3,6 +3,8 @@ package rescue
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +56,16 @@ func TestWhatAPolicySeesOfTheControllers(t *testing.T) {
 	_, err = k.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}, metav1.CreateOptions{})
 	plugintest.Must(t, err)
-	time.Sleep(2 * time.Second) // the API server loads the binding asynchronously
+	// The API server loads the binding asynchronously: in force once the
+	// garbage collector's dry-run DELETE of the dependent is refused.
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:generic-garbage-collector"}
+	asGC, err := kubernetes.NewForConfig(cfg)
+	plugintest.Must(t, err)
+	eventually(t, 30*time.Second, "the probe policy in force", func() (bool, string) {
+		err := asGC.CoreV1().ConfigMaps(ns).Delete(ctx, "dependent", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "SEEN"), fmt.Sprintf("a dry-run DELETE answered %v", err)
+	})
 
 	// The garbage collector deletes the dependent of a deleted owner.
 	plugintest.Must(t, k.CoreV1().ConfigMaps(ns).Delete(ctx, "owner", metav1.DeleteOptions{}))
