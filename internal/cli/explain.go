@@ -182,7 +182,7 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	if o.clients, err = o.factory.Clients(); err != nil {
 		return err
 	}
-	ordering, err := o.Ordering.resolve(o.clients)
+	ordering, err := o.Ordering.resolve(ctx, o.clients)
 	if err != nil {
 		return err
 	}

@@ -223,7 +223,7 @@ func (o *ExplainOptions) runFleet(ctx context.Context) error {
 // explainCluster explains one cluster's terminating namespaces (those -l
 // selects, if given).
 func (o *ExplainOptions) explainCluster(ctx context.Context, clients *kube.Clients) ([]diagnose.Report, error) {
-	ordering, err := o.Ordering.resolve(clients)
+	ordering, err := o.Ordering.resolve(ctx, clients)
 	if err != nil {
 		return nil, err
 	}

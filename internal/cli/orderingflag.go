@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 
 	"github.com/ns-doctor/ns-doctor/internal/compat"
@@ -32,8 +33,8 @@ func (f *orderingFlag) validate() error {
 // run a current controller, and the report says so. off on a server whose
 // controller has no other order is a usage error, before any namespace
 // is read.
-func (f *orderingFlag) resolve(clients *kube.Clients) (compat.Ordering, error) {
-	gitVersion, _ := kube.ServerVersion(clients.Discovery)
+func (f *orderingFlag) resolve(ctx context.Context, clients *kube.Clients) (compat.Ordering, error) {
+	gitVersion, _ := kube.ServerVersion(ctx, clients.Discovery)
 	o, err := compat.OrderingFor(f.mode, gitVersion)
 	if err != nil {
 		return o, usageErrorf("%v", err)

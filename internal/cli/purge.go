@@ -246,7 +246,7 @@ func (o *PurgeOptions) Run(ctx context.Context) error {
 		// would have.
 		announce = fmt.Sprintf("purge --force --yes: writing to context %q, cluster %q (%d namespace(s))", o.Purge.Context, o.Purge.Cluster, len(names))
 	}
-	if o.Purge.OrderedDeletion, err = o.Ordering.resolve(clients); err != nil {
+	if o.Purge.OrderedDeletion, err = o.Ordering.resolve(ctx, clients); err != nil {
 		return err
 	}
 	in := prefetchDiscovery(ctx, clients)

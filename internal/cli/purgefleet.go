@@ -106,7 +106,7 @@ func (o *PurgeOptions) purgeCluster(ctx context.Context, c *clusterPurge, now ti
 		opts.BackupDir = filepath.Join(base, c.names[0])
 	}
 	var err error
-	if opts.OrderedDeletion, err = o.Ordering.resolve(c.clients); err != nil {
+	if opts.OrderedDeletion, err = o.Ordering.resolve(ctx, c.clients); err != nil {
 		out := make([]purge.Result, len(c.names))
 		for i := range out {
 			out[i].Err = err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -31,11 +32,11 @@ version-dependent behaviour ns-doctor follows for it (docs/compatibility.md). A 
 read is said in the output (serverError) and on stderr; the exit code stays 0.`,
 		Example: "  kubectl ns-doctor version\n  kubectl ns-doctor version -o json\n  kubectl ns-doctor version --client",
 		Args:    exactArgs(0, "none"),
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.printFlags.validate(); err != nil {
 				return err
 			}
-			return o.Run()
+			return o.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().BoolVar(&o.Client, "client", false, "Print the client's version only: no request to the cluster")
@@ -44,10 +45,10 @@ read is said in the output (serverError) and on stderr; the exit code stays 0.`,
 }
 
 // Run prints the build's version, and the server's when asked.
-func (o *versionOptions) Run() error {
+func (o *versionOptions) Run(ctx context.Context) error {
 	info := printer.VersionReport{Info: version.Get()}
 	if !o.Client {
-		info.Server, info.ServerError = o.server()
+		info.Server, info.ServerError = o.server(ctx)
 		if info.ServerError != "" {
 			_, _ = fmt.Fprintf(o.ErrOut, "warning: could not read the server's version: %s\n", oneLine(info.ServerError))
 		}
@@ -55,12 +56,12 @@ func (o *versionOptions) Run() error {
 	return o.printFlags.toPrinter(o.Out).Version(o.Out, info)
 }
 
-func (o *versionOptions) server() (*compat.Server, string) {
+func (o *versionOptions) server(ctx context.Context) (*compat.Server, string) {
 	clients, err := o.factory.Clients()
 	if err != nil {
 		return nil, err.Error()
 	}
-	v, err := kube.ServerVersion(clients.Discovery)
+	v, err := kube.ServerVersion(ctx, clients.Discovery)
 	if err != nil {
 		return nil, err.Error()
 	}

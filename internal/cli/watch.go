@@ -265,7 +265,7 @@ func (o *WatchOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ordering, err := o.Ordering.resolve(clients)
+	ordering, err := o.Ordering.resolve(ctx, clients)
 	if err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func (i *Inspector) discover(ctx context.Context) error {
 		crds     []diagnose.CRD
 		wg       sync.WaitGroup
 	)
-	wg.Go(func() { d, err = kube.Discover(i.clients.Discovery) })
+	wg.Go(func() { d, err = kube.Discover(ctx, i.clients.Discovery) })
 	wg.Go(func() { webhooks = i.listWebhooks(ctx) })
 	wg.Go(func() { crds = i.listCRDs(ctx) })
 	wg.Wait()

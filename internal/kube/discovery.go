@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -21,13 +22,16 @@ type Discovery struct {
 	Failed map[schema.GroupVersion]error
 }
 
-// Discover runs the controller's discovery call. Only a total failure is an
-// error; a partial one is recorded in the result.
-func Discover(client discovery.DiscoveryInterface) (*Discovery, error) {
-	resources, err := discovery.ServerPreferredNamespacedResources(client)
+// Discover runs the controller's discovery call, ending with ctx: a watch
+// told to stop must not wait out a slow API server's discovery. Only a
+// total failure is an error; a partial one is recorded in the result.
+func Discover(ctx context.Context, client discovery.DiscoveryInterface) (*Discovery, error) {
+	resources, err := discovery.ServerPreferredNamespacedResourcesWithContext(ctx, discovery.ToDiscoveryInterfaceWithContext(client))
 	d := &Discovery{Resources: resources, Err: err}
 	var groupErr *discovery.ErrGroupDiscoveryFailed
 	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("discovering the API's resources: %w", context.Cause(ctx))
 	case err == nil:
 	case errors.As(err, &groupErr):
 		d.Failed = groupErr.Groups
@@ -56,8 +60,8 @@ func (d *Discovery) DeletableResources() map[schema.GroupVersionResource]metav1.
 
 // ServerVersion is the API server's gitVersion, e.g. v1.33.13 (one GET
 // /version).
-func ServerVersion(client discovery.DiscoveryInterface) (string, error) {
-	info, err := client.ServerVersion()
+func ServerVersion(ctx context.Context, client discovery.DiscoveryInterface) (string, error) {
+	info, err := discovery.ToDiscoveryInterfaceWithContext(client).ServerVersionWithContext(ctx)
 	if err != nil {
 		return "", fmt.Errorf("reading the server's version: %w", err)
 	}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -67,7 +69,7 @@ func deletableKeys(d *Discovery) []schema.GroupVersionResource {
 // Deletable: namespaced, supporting delete; neither cluster-scoped types,
 // subresources nor types without delete.
 func TestDiscoverComplete(t *testing.T) {
-	d, err := Discover(discoveryServer(t))
+	d, err := Discover(context.Background(), discoveryServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestDiscoverComplete(t *testing.T) {
 // A group that fails is recorded, with the error as discovery returned
 // it; the others are still there.
 func TestDiscoverPartial(t *testing.T) {
-	d, err := Discover(discoveryServer(t, "/apis/metrics.k8s.io/v1beta1"))
+	d, err := Discover(context.Background(), discoveryServer(t, "/apis/metrics.k8s.io/v1beta1"))
 	if err != nil {
 		t.Fatalf("a partial discovery failed: %v", err)
 	}
@@ -103,7 +105,7 @@ func TestDiscoverPartial(t *testing.T) {
 }
 
 func TestDiscoverTotalFailure(t *testing.T) {
-	d, err := Discover(discoveryServer(t, "/api", "/apis"))
+	d, err := Discover(context.Background(), discoveryServer(t, "/api", "/apis"))
 	if err == nil || !strings.Contains(err.Error(), "discovering the API's resources") || d != nil {
 		t.Errorf("discovery %v, err %v; want only an error", d, err)
 	}
@@ -121,11 +123,43 @@ func TestDeletableResourcesSkipsAnUnreadableGroupVersion(t *testing.T) {
 }
 
 func TestServerVersion(t *testing.T) {
-	v, err := ServerVersion(discoveryServer(t))
+	v, err := ServerVersion(context.Background(), discoveryServer(t))
 	if err != nil || v != "v1.36.3" {
 		t.Errorf("version %q, err %v; want v1.36.3", v, err)
 	}
-	if _, err := ServerVersion(discoveryServer(t, "/version")); err == nil || !strings.Contains(err.Error(), "reading the server's version") {
+	if _, err := ServerVersion(context.Background(), discoveryServer(t, "/version")); err == nil || !strings.Contains(err.Error(), "reading the server's version") {
 		t.Errorf("err %v, want one naming the version", err)
+	}
+}
+
+// A discovery that does not answer (an API server saturated by thousands
+// of namespaces) ends with its context: a watch told to stop is not held
+// by it. The server answers only once the test ends; without the context
+// Discover and ServerVersion would wait for it.
+func TestDiscoveryEndsWithItsContext(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	client, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func(context.Context) error{
+		"Discover":      func(ctx context.Context) error { _, err := Discover(ctx, client); return err },
+		"ServerVersion": func(ctx context.Context) error { _, err := ServerVersion(ctx, client); return err },
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- call(ctx) }()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v, want the context's end", name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s still waits for the server after its context ended", name)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -45,7 +46,7 @@ func FuzzDiscover(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := Discover(client)
+		d, err := Discover(context.Background(), client)
 		if err != nil {
 			return
 		}

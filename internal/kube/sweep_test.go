@@ -232,7 +232,7 @@ func TestSweepClientsSwitchOnAPFHeader(t *testing.T) {
 	api := newFakeAPI(t)
 	api.add("/api/v1/namespaces/ns/configmaps", "ConfigMap", meta("a", recent))
 	c := api.clients()
-	if _, err := ServerVersion(c.Discovery); err != nil {
+	if _, err := ServerVersion(context.Background(), c.Discovery); err != nil {
 		t.Fatal(err)
 	}
 	if c.SweepMetadata() != c.Metadata || c.SweepDynamic() != c.Dynamic {
@@ -250,7 +250,7 @@ func TestSweepClientsSwitchOnAPFHeader(t *testing.T) {
 	}
 
 	api.apf.Store(true)
-	if _, err := ServerVersion(c.Discovery); err != nil {
+	if _, err := ServerVersion(context.Background(), c.Discovery); err != nil {
 		t.Fatal(err)
 	}
 	md, dyn := c.SweepMetadata(), c.SweepDynamic()

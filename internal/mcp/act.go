@@ -109,7 +109,7 @@ func (p *purgePlan) act(ctx context.Context, s *server, id, who string, detail D
 		// A folder per run: a long-lived server purges many times.
 		dir = filepath.Join(s.cfg.BackupDir, name+"-"+s.cfg.Now().UTC().Format("20060102T150405.000Z"))
 	}
-	ordering, err := s.cfg.Ordering(r.clients)
+	ordering, err := s.cfg.Ordering(ctx, r.clients)
 	if err != nil {
 		return nil, nil, err
 	}

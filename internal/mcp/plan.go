@@ -162,7 +162,7 @@ func targetOf(c Cluster, ns *v1.Namespace) Target {
 
 // run runs purge on one namespace in mode.
 func (s *server) run(ctx context.Context, r reader, name string, asked purge.Asked, mode purge.DryRun) (*purge.Report, error) {
-	ordering, err := s.cfg.Ordering(r.clients)
+	ordering, err := s.cfg.Ordering(ctx, r.clients)
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ type Config struct {
 	Fleet    bool
 	// Ordering is the deletion order of a cluster's namespace controller
 	// (--ordered-deletion resolved against its version).
-	Ordering func(*kube.Clients) (compat.Ordering, error)
+	Ordering func(context.Context, *kube.Clients) (compat.Ordering, error)
 	// Describe turns an error into the one line a user sees (the command
 	// layer's words for unreachable servers, missing permissions, ...).
 	Describe func(err error, server string) string

@@ -36,7 +36,9 @@ func testConfig(c *kubetest.Cluster, mode PurgeMode) Config {
 	clients := c.Clients()
 	return Config{
 		Clusters: []Cluster{{Context: "test", Cluster: "test-cluster", Server: "https://test", Clients: func() (*kube.Clients, error) { return clients, nil }}},
-		Ordering: func(*kube.Clients) (compat.Ordering, error) { return compat.Ordering{Ordered: true}, nil },
+		Ordering: func(context.Context, *kube.Clients) (compat.Ordering, error) {
+			return compat.Ordering{Ordered: true}, nil
+		},
 		Describe: func(err error, server string) string { return err.Error() + " (" + server + ")" },
 		Purge:    mode, Timeout: 30 * time.Second, Workers: 4, Version: "test",
 	}
@@ -318,7 +320,7 @@ func TestFleetListsEveryCluster(t *testing.T) {
 // A bug's panic in a tool is that call's error; the server serves on.
 func TestPanicIsAToolError(t *testing.T) {
 	cfg := testConfig(stuck(), PurgeOff)
-	cfg.Ordering = func(*kube.Clients) (compat.Ordering, error) { panic("a bug") }
+	cfg.Ordering = func(context.Context, *kube.Clients) (compat.Ordering, error) { panic("a bug") }
 	cs := session(t, cfg, nil, "")
 	for range 2 {
 		res := call(t, cs, ToolExplain, map[string]any{"namespace": "demo"}, nil)

@@ -200,7 +200,7 @@ func (s *server) explain(ctx context.Context, _ *sdk.CallToolRequest, in Explain
 	if in.IfDeleted && ns.DeletionTimestamp != nil {
 		in.IfDeleted = false // being deleted already: the diagnosis is the real one
 	}
-	ordering, err := s.cfg.Ordering(r.clients)
+	ordering, err := s.cfg.Ordering(ctx, r.clients)
 	if err != nil {
 		return nil, out, err
 	}
@@ -242,7 +242,7 @@ func (s *server) stuckIn(ctx context.Context, r reader, selector string) ([]diag
 	if err != nil {
 		return nil, err
 	}
-	ordering, err := s.cfg.Ordering(r.clients)
+	ordering, err := s.cfg.Ordering(ctx, r.clients)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func (p *preflight) prepare(ctx context.Context, ns, deleted *v1.Namespace) (pre
 	if err := p.checkAccess(ctx, s); err != nil {
 		return prepared{}, err
 	}
-	return p.openBackup(ns, s)
+	return p.openBackup(ctx, ns, s)
 }
 
 // checkAccess asks, once, about every permission the force run needs
@@ -154,7 +154,7 @@ func (p *preflight) planWriter(ns *v1.Namespace, s scope) *planWriter {
 
 // openBackup saves the namespace, then builds the writer that saves
 // everything else before changing it.
-func (p *preflight) openBackup(ns *v1.Namespace, s scope) (prepared, error) {
+func (p *preflight) openBackup(ctx context.Context, ns *v1.Namespace, s scope) (prepared, error) {
 	dir := p.opts.BackupDir
 	if dir == "" {
 		var err error
@@ -178,7 +178,7 @@ func (p *preflight) openBackup(ns *v1.Namespace, s scope) (prepared, error) {
 		former = deletion.NewPlanNamespaces(ns)
 	}
 	w := newRealWriter(p.clients, bk, p.rc, former)
-	w.disc, w.rediscover = s.disc, p.discoveries.rediscoverer(p.clients)
+	w.disc, w.rediscover = s.disc, p.discoveries.rediscoverer(ctx, p.clients)
 	p.l.update(func(rep *Report) { rep.BackupDir = bk.Dir })
 	p.emit(Event{Kind: EventBackup, Dir: bk.Dir})
 	return prepared{scope: s, w: w, tally: realTally{content: w.content}, real: true, backup: bk}, nil

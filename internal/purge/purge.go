@@ -84,13 +84,13 @@ type discoveryCache struct {
 // discoveryMaxAge bounds how stale a shared discovery may be.
 const discoveryMaxAge = 5 * time.Second
 
-func (c *discoveryCache) get(clients *kube.Clients) (*kube.Discovery, error) {
+func (c *discoveryCache) get(ctx context.Context, clients *kube.Clients) (*kube.Discovery, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.disc != nil && time.Since(c.at) < discoveryMaxAge {
 		return c.disc, nil
 	}
-	disc, err := kube.Discover(clients.Discovery)
+	disc, err := kube.Discover(ctx, clients.Discovery)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +99,14 @@ func (c *discoveryCache) get(clients *kube.Clients) (*kube.Discovery, error) {
 }
 
 // rediscoverer is a later pass's discovery: afresh, as the controller
-// does, or shared with the other namespaces purged together (c not nil).
-func (c *discoveryCache) rediscoverer(clients *kube.Clients) func() (*kube.Discovery, error) {
+// does, or shared with the other namespaces purged together (c not nil);
+// ending with the run's ctx.
+func (c *discoveryCache) rediscoverer(ctx context.Context, clients *kube.Clients) func() (*kube.Discovery, error) {
 	return func() (*kube.Discovery, error) {
 		if c != nil {
-			return c.get(clients)
+			return c.get(ctx, clients)
 		}
-		return kube.Discover(clients.Discovery)
+		return kube.Discover(ctx, clients.Discovery)
 	}
 }
 

@@ -77,11 +77,11 @@ func PrepareRestore(ctx context.Context, c *kube.Clients, namespace, dir string)
 	if folder.Manifest.Namespace != namespace {
 		return nil, fmt.Errorf("%w: %s holds a backup of namespace %s", ErrNotABackup, dir, folder.Manifest.Namespace)
 	}
-	disc, err := kube.Discover(c.Discovery)
+	disc, err := kube.Discover(ctx, c.Discovery)
 	if err != nil {
 		return nil, err
 	}
-	gitVersion, _ := kube.ServerVersion(c.Discovery)
+	gitVersion, _ := kube.ServerVersion(ctx, c.Discovery)
 	ordering, err := compat.OrderingFor("auto", gitVersion)
 	if err != nil {
 		return nil, err

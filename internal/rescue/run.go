@@ -74,7 +74,7 @@ func prepare(ctx context.Context, c *kube.Clients, namespace, backupDir string, 
 		return nil, err
 	}
 	p := &Plan{Namespace: namespace, Hold: HoldName(namespace), BackupDir: backupDir}
-	if p.Needs, err = holdNeeds(c, namespace); err != nil {
+	if p.Needs, err = holdNeeds(ctx, c, namespace); err != nil {
 		return nil, err
 	}
 	if checkAccess {
@@ -97,13 +97,13 @@ func prepare(ctx context.Context, c *kube.Clients, namespace, backupDir string, 
 // holdNeeds are what a rescue needs: the hold, the volumes, the
 // namespace, and the list of every namespaced type it saves (Secrets
 // among them).
-func holdNeeds(c *kube.Clients, namespace string) ([]access.Permission, error) {
+func holdNeeds(ctx context.Context, c *kube.Clients, namespace string) ([]access.Permission, error) {
 	needs := policyPermissions("get", "create", "patch")
 	needs = append(needs,
 		access.Permission{Verb: "get", Resource: "namespaces"},
 		access.Permission{Verb: "list", Resource: "persistentvolumes"},
 		access.Permission{Verb: "patch", Resource: "persistentvolumes"})
-	d, err := kube.Discover(c.Discovery)
+	d, err := kube.Discover(ctx, c.Discovery)
 	if err != nil {
 		return nil, err
 	}

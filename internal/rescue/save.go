@@ -75,7 +75,7 @@ func save(ctx context.Context, c *kube.Clients, ns *corev1.Namespace, volumes []
 	if err := saveCluster(main, ns, volumes); err != nil {
 		return out, err
 	}
-	d, err := kube.Discover(c.Discovery)
+	d, err := kube.Discover(ctx, c.Discovery)
 	if err != nil {
 		return out, err
 	}

@@ -192,6 +192,11 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(key)
+	if ctx.Err() != nil {
+		// A queue shut down still hands out what it holds: thousands of
+		// namespaces left would each start a diagnosis bound to fail.
+		return false
+	}
 	if err := w.sync(ctx, key); err != nil {
 		if ctx.Err() == nil {
 			utilruntime.HandleErrorWithContext(ctx, err, "diagnosing a namespace", "namespace", key)
@@ -222,6 +227,9 @@ func (w *Watcher) sync(ctx context.Context, name string) error {
 	report, err := w.diagnose(ctx, ns)
 	if err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // stopping: a report cut short is no report
 	}
 	change := w.state.set(name, report)
 	if report.Verdict.State == diagnose.StateStuck && w.Recorder != nil {

@@ -232,3 +232,25 @@ func TestJanitorOutcome(t *testing.T) {
 		}
 	}
 }
+
+// A watch told to stop takes nothing more from its queue: a queue shut
+// down still hands out what it holds, and thousands of namespaces queued
+// would each start a diagnosis bound to fail. Nothing is diagnosed, no
+// Event recorded, and what was queued stays unforgotten.
+func TestStoppingTakesNoMoreFromTheQueue(t *testing.T) {
+	w, rec := testWatcher(t, heldCluster(), Options{Resync: time.Minute})
+	w.queue.Add("stuck")
+	w.queue.Add("young")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.queue.ShutDown()
+	if w.processNext(ctx) {
+		t.Error("a worker told to stop asked for more")
+	}
+	if got := events(rec); len(got) != 0 {
+		t.Errorf("a stopping watch diagnosed: %q", got)
+	}
+	if n := testutil.CollectAndCount(w.Metrics, "nsdoctor_namespace_stuck"); n != 0 {
+		t.Errorf("%d stuck series after the stop, want none", n)
+	}
+}
