@@ -203,12 +203,13 @@ func (b *bench) jsonPath() string {
 func (b *bench) startControlPlane(ctx context.Context, plane string) (err error) {
 	opts, what := controlplane.Options{WithoutControllerManager: true}, "etcd and kube-apiserver (namespace controller off)"
 	if plane == "rescue" {
-		// A cluster's controllers as rescue meets them: the namespace
-		// controller and the garbage collector as their own service accounts,
-		// and the status controller that type-checks a new policy, which
-		// rescue waits for (at most 5 s) before it applies the binding.
-		opts = controlplane.Options{ControllerCredentials: "serviceaccounts", Controllers: []string{"validatingadmissionpolicy-status-controller"}}
-		what = "etcd, kube-apiserver and kube-controller-manager (namespace, garbagecollector, validatingadmissionpolicy-status-controller; service account credentials)"
+		// A cluster as rescue and restore meet it: every default
+		// controller as its own service account (the status controller
+		// that type-checks a new policy, which rescue waits for, at most
+		// 5 s, before it applies the binding; the ServiceAccount
+		// controller restore waits for), a scheduler and nodes.
+		opts = controlplane.Options{ControllerCredentials: "serviceaccounts"}
+		what = "the full test bed: etcd, kube-apiserver, kube-controller-manager (its default controllers; service account credentials), kube-scheduler, two kwok nodes and a lost one"
 	}
 	logf("starting %s", what)
 	if b.cp, err = controlplane.Start(ctx, opts); err != nil {
@@ -220,6 +221,7 @@ func (b *bench) startControlPlane(ctx context.Context, plane string) (err error)
 	if b.Cluster, err = scenario.NewCluster(cfg); err != nil {
 		return err
 	}
+	b.LostNode = b.cp.LostNode()
 	b.kinds = []kind{{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "ConfigMap", "data"}, {schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", "stringData"}}
 	add := func(key, on, kubeconfig string) *meter {
 		b.paths = append(b.paths, &meter{key: key, on: on, client: b.Kube, servers: b.cp.ServerPIDs, env: append(os.Environ(), "PATH="+b.tmp+string(os.PathListSeparator)+os.Getenv("PATH"),

@@ -17,9 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/test/support/plugintest"
 )
@@ -523,6 +525,8 @@ var (
 	rescueInForce = regexp.MustCompile(`(?m)^rescue: hold in force after (\S+):`)
 	rescueSaved   = regexp.MustCompile(`(?m)^rescue: (\d+) object\(s\) saved to `)
 	rescueKept    = regexp.MustCompile(`(?m)^rescue: (\d+) volume\(s\) set to Retain`)
+	// restoreApplied is restore's progress line once every object was applied.
+	restoreApplied = regexp.MustCompile(`(?m)^restore: (\d+) object\(s\) restored, `)
 )
 
 // rescue is issue #41's: per run and contender a fresh terminating namespace
@@ -574,7 +578,67 @@ func (b *bench) rescue(ctx context.Context) error {
 			}
 			return x, err
 		}}
-	return race(ctx, "rescue", b.runs(6), settle, rescued, saved)
+	restored := b.restoreContender(sec, c, argv)
+	return race(ctx, "rescue", b.runs(6), settle, rescued, saved, restored)
+}
+
+// restoreContender is issue #46's: the same namespace rescued (outside the
+// time), then `rescue NS --restore --yes` timed from its start to its exit:
+// the hold released, the deletion finished by purge's pass, the namespace
+// Active again with every saved object applied. Its pod stops within a
+// 1 s grace period (kwok's node deletes it then): a pod's own grace period
+// is its application's to spend, not restore's, and the rescued
+// contender's pods wait out 30 s and more.
+func (b *bench) restoreContender(sec *Section, c content, rescue func(ns, dir string) []string) contender {
+	c.Pods = 0
+	restore := func(ns string) []string { return []string{"kubectl", "ns-doctor", "rescue", ns, "--restore", "--yes"} }
+	sec.Commands = append(sec.Commands, strings.Join(restore("NS"), " "))
+	fresh := func(ctx context.Context, ns string) error {
+		if err := b.namespaces(ctx, []string{ns}, nil, true, c); err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-000", Namespace: ns}, Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/none"}}}}
+		if _, err := b.CreatePod(ctx, pod); err != nil {
+			return fmt.Errorf("creating %s/pod-000: %w", ns, err)
+		}
+		return b.DeleteNamespace(ctx, ns)
+	}
+	objects := c.Objects + 1 + c.Claims
+	return contender{Series: sec.series("restore", "`kubectl ns-doctor rescue NS --restore --yes`, from its start to the namespace Active with everything applied"), fresh: fresh,
+		measure: func(ctx context.Context, ns string) (Sample, error) {
+			cmd := exec.CommandContext(ctx, "kubectl", rescue(ns, filepath.Join(b.tmp, "rescue", ns))[1:]...)
+			cmd.Env = b.meter.env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return Sample{}, fmt.Errorf("rescue before the restore: %v\n%s", err, out)
+			}
+			x, stderr, err := b.meter.runMarked(ctx, 0, "", restore(ns))
+			if err == nil {
+				err = restoredAll(ctx, b, ns, stderr, objects)
+			}
+			return x, err
+		}}
+}
+
+// restoredAll checks the restore's work: the namespace Active, its claim
+// Bound again, and restore's own count of what it applied.
+func restoredAll(ctx context.Context, b *bench, ns, stderr string, objects int) error {
+	got, err := b.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil || got.Status.Phase != corev1.NamespaceActive {
+		return fmt.Errorf("namespace %s not Active after --restore (%v):\n%s", ns, err, plugintest.Tail(stderr, 40))
+	}
+	claims, err := b.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(claims.Items) == 0 || claims.Items[0].Spec.VolumeName == "" {
+		return fmt.Errorf("the claim of %s not back on its volume (%v):\n%s", ns, err, plugintest.Tail(stderr, 40))
+	}
+	n := 0
+	if m := restoreApplied.FindStringSubmatch(stderr); m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	if n < objects {
+		return fmt.Errorf("restore applied %d objects of %d:\n%s", n, objects, plugintest.Tail(stderr, 40))
+	}
+	return nil
 }
 
 // rescueSaid checks rescue's steps on stderr (every object saved, the

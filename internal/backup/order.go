@@ -45,6 +45,10 @@ func Order() []Stage {
 	}
 }
 
+// Stage is the step's stage in Order: steps of one stage may be applied
+// together, those of a later stage only once the earlier ones are.
+func (s Step) Stage() int { return rankOf(s.GroupResource()) }
+
 // rankOf is a type's stage in Order, and for the types no stage lists,
 // the stage that holds them.
 func rankOf(gr schema.GroupResource) int {

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ns-doctor/ns-doctor/internal/apierror"
@@ -83,6 +84,7 @@ type passLoop struct {
 func (r *passLoop) passes(ctx context.Context) error {
 	backoff := retryBackoff()
 	for pass := 1; ; {
+		var awaited []schema.GroupVersionResource
 		wait, acted, err := r.onePass(ctx, pass)
 		var stop *stopError
 		switch {
@@ -118,13 +120,53 @@ func (r *passLoop) passes(ctx context.Context) error {
 		default:
 			pass, backoff = pass+1, retryBackoff()
 			r.emit(Event{Kind: EventWaiting, Until: time.Now().Add(wait), For: r.waitingFor(), Remaining: r.report.Remaining})
+			awaited = r.awaited()
 		}
-		select {
-		case <-ctx.Done():
-			return r.stopped(ctx, ctx.Err())
-		case <-time.After(wait):
+		if err := r.sleep(ctx, wait, awaited); err != nil {
+			return r.stopped(ctx, err)
 		}
 	}
+}
+
+// awaited are the types whose content the wait before the next pass is
+// for: the pods while they go first, else what the pass left still going
+// (held by finalizers, or ending gracefully); none when the pass failed to
+// delete something (the next pass retries it).
+func (r *passLoop) awaited() []schema.GroupVersionResource {
+	switch r.waitingFor() {
+	case WaitPods:
+		return []schema.GroupVersionResource{deletion.PodsGVR}
+	case WaitFinalizers:
+		if r.lastContent == nil {
+			return nil
+		}
+		out := make([]schema.GroupVersionResource, 0, len(r.lastContent.Totals.GVRToNumRemaining))
+		for gvr := range r.lastContent.Totals.GVRToNumRemaining {
+			out = append(out, gvr)
+		}
+		return out
+	}
+	return nil
+}
+
+// sleep waits before the next pass: wait, or until the content it is for
+// is gone (contentGone, watched for this wait only), or until ctx ends.
+func (r *passLoop) sleep(ctx context.Context, wait time.Duration, awaited []schema.GroupVersionResource) error {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var wake <-chan struct{}
+	if len(awaited) > 0 {
+		watchCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wake = contentGone(watchCtx, r.clients, r.ns, awaited)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	case <-wake:
+	}
+	return nil
 }
 
 // retryBackoff is the wait before retrying an API server that is away:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,12 +19,14 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/backup"
 )
 
-// applier applies a plan's steps, one after another: an owner's new uid
-// is known before its dependents go.
+// applier applies a plan's steps, run after run (batches.go): an owner's
+// new uid is known before its dependents go.
 type applier struct {
 	*Restorer
 	into string
-	// uids maps a saved object's uid to its restored copy's.
+	// uids maps a saved object's uid to its restored copy's; mu guards
+	// it while a run's applies write it.
+	mu   sync.Mutex
 	uids map[string]types.UID
 	// accountReady: the namespace's default ServiceAccount is there.
 	accountReady bool
@@ -35,13 +38,6 @@ func (a *applier) one(ctx context.Context, s backup.Step) Object {
 	if s.Verdict != backup.Restore {
 		return o
 	}
-	if needsAccount(s) && !a.accountReady {
-		if err := a.waitForDefaultAccount(ctx); err != nil {
-			o.Status, o.Why = Failed, err.Error()
-			return o
-		}
-		a.accountReady = true
-	}
 	obj := copyOf(s, a.into)
 	o.Notes = append(o.Notes, a.mapOwners(obj)...)
 	applied, notes, err := a.apply(ctx, s, obj)
@@ -51,7 +47,9 @@ func (a *applier) one(ctx context.Context, s backup.Step) Object {
 		return o
 	}
 	if s.UID != "" {
+		a.mu.Lock()
 		a.uids[s.UID] = applied.GetUID()
+		a.mu.Unlock()
 	}
 	return o
 }
@@ -91,6 +89,8 @@ func (a *applier) mapOwners(obj *unstructured.Unstructured) []string {
 	}
 	var kept []metav1.OwnerReference
 	var notes []string
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, r := range refs {
 		uid, ok := a.uids[string(r.UID)]
 		if !ok {

@@ -177,11 +177,12 @@ func (r *Restorer) Run(ctx context.Context, f *backup.Folder, p *backup.Plan) (*
 		return rep, err
 	}
 	a := &applier{Restorer: r, into: p.Into, uids: map[string]types.UID{}}
-	for _, s := range p.Steps {
-		o := a.one(ctx, s)
-		rep.Objects = append(rep.Objects, o)
-		if r.Object != nil {
-			r.Object(o)
+	for _, run := range batches(p.Steps) {
+		for _, o := range a.applyBatch(ctx, run) {
+			rep.Objects = append(rep.Objects, o)
+			if r.Object != nil {
+				r.Object(o)
+			}
 		}
 	}
 	r.told(StepApplied, rep)

@@ -73,3 +73,35 @@ func TestNeedsAccount(t *testing.T) {
 		t.Error("the default account's additions do not wait for it")
 	}
 }
+
+// Runs applied together: one stage of the order each, cut before a step
+// whose owner is in the run; every step once, in the plan's order.
+func TestBatchesKeepTheOrderAndOwnersFirst(t *testing.T) {
+	step := func(resource, name, uid, owner string) backup.Step {
+		s := backup.Step{Entry: backup.Entry{Resource: resource, Name: name, UID: uid}, Verdict: backup.Restore,
+			Object: &unstructured.Unstructured{Object: map[string]any{}}}
+		if owner != "" {
+			s.Object.SetOwnerReferences([]metav1.OwnerReference{{Kind: "ConfigMap", Name: owner, UID: types.UID(owner)}})
+		}
+		return s
+	}
+	steps := []backup.Step{
+		step("serviceaccounts", "app", "sa", ""),
+		step("configmaps", "a", "a", ""), step("secrets", "s", "s", ""), step("configmaps", "b", "b", ""),
+		step("configmaps", "owned-by-a", "c", "a"), step("secrets", "t", "t", ""),
+		step("services", "web", "web", ""),
+		step("pods", "p", "p", ""),
+	}
+	var got [][]string
+	for _, run := range batches(steps) {
+		var names []string
+		for _, s := range run {
+			names = append(names, s.Name)
+		}
+		got = append(got, names)
+	}
+	want := [][]string{{"app"}, {"a", "s", "b"}, {"owned-by-a", "t"}, {"web"}, {"p"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
+	}
+}
