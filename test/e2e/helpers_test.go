@@ -87,6 +87,14 @@ func (e explained) agrees(t *testing.T) {
 // waitCondition waits until the controller has set condition t to status.
 func waitCondition(t *testing.T, name string, ct v1.NamespaceConditionType, status v1.ConditionStatus) *v1.Namespace {
 	t.Helper()
+	return waitConditionSaying(t, name, ct, status, "")
+}
+
+// waitConditionSaying waits until the controller has set condition t to
+// status with a message that says said: a pass made once what it read
+// earlier is gone.
+func waitConditionSaying(t *testing.T, name string, ct v1.NamespaceConditionType, status v1.ConditionStatus, said string) *v1.Namespace {
+	t.Helper()
 	var ns *v1.Namespace
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
@@ -94,14 +102,14 @@ func waitCondition(t *testing.T, name string, ct v1.NamespaceConditionType, stat
 			return false, err
 		}
 		for _, c := range ns.Status.Conditions {
-			if c.Type == ct && c.Status == status {
+			if c.Type == ct && c.Status == status && strings.Contains(c.Message, said) {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s=%s on %s: %v (status %+v)", ct, status, name, err, ns.Status)
+		t.Fatalf("waiting for %s=%s saying %q on %s: %v (status %+v)", ct, status, said, name, err, ns.Status)
 	}
 	return ns
 }

@@ -151,7 +151,11 @@ func TestNoStepTheEvidenceRulesOut(t *testing.T) {
 	plugintest.Must(t, err)
 	plugintest.Must(t, cluster.CreateCustomResource(ctx, v1GVR, "Conv", name, "old"))
 	plugintest.Must(t, cluster.DeleteNamespace(ctx, name))
-	waitCondition(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue)
+	// The pass that deletes the Service fails on the custom resource
+	// while the Service is still there (its message then says what
+	// dialling it met); the pass after says it is not found: that is the
+	// state explain reads.
+	waitConditionSaying(t, name, v1.NamespaceDeletionContentFailure, v1.ConditionTrue, `service "converter" not found`)
 
 	e := explain(t, cp.Kubeconfig, name)
 	e.agrees(t)
