@@ -115,6 +115,11 @@ func comparable(resource, ns string, o *unstructured.Unstructured) map[string]an
 	for _, a := range noiseAnnotations {
 		delete(annotations, a)
 	}
+	if len(annotations) == 0 {
+		// Only the binder's annotations, removed: none, whether the
+		// binder has written them yet or not.
+		annotations = nil
+	}
 	var owners []string
 	for _, r := range o.GetOwnerReferences() {
 		owners = append(owners, r.Kind+"/"+r.Name)
