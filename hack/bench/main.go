@@ -45,7 +45,14 @@ var phases = []phase{
 	{"purge-1000", "purge-1000", (*bench).purge1000},
 	{"watch", "watch", (*bench).watch},
 	{"rescue", "rescue", (*bench).rescue},
+	{"scale-explain", "scale", (*bench).scaleExplain},
+	{"scale-guard", "scale", (*bench).scaleGuard},
+	{"scale-watch", "scale", (*bench).scaleWatch},
+	{"scale-purge", "scale", (*bench).scalePurge},
 }
+
+// scalePhases is what -phases=scale names: every phase of the scale plane.
+const scalePhases = "scale"
 
 type phase struct {
 	name, plane string
@@ -55,6 +62,7 @@ type phase struct {
 type options struct {
 	phases               map[string]bool
 	sizes                []size
+	scaleSizes           []int
 	scale                float64
 	runs                 int
 	out, render, compare string
@@ -66,7 +74,14 @@ func parseFlags() (o options, err error) {
 	for _, p := range phases {
 		names = append(names, p.name)
 	}
-	phaseList := flag.String("phases", strings.Join(names, ","), "phases to run, of "+strings.Join(names, ",")+"; fewer than all merge into the JSON beside -out if there is one (the other phases' sections kept, the new ones marked with this run)")
+	var regular []string
+	for _, p := range phases {
+		if p.plane != scalePhases {
+			regular = append(regular, p.name)
+		}
+	}
+	phaseList := flag.String("phases", strings.Join(regular, ","), "phases to run, of "+strings.Join(names, ",")+", or "+scalePhases+" for every scale-* phase (not run by default: about an hour at 10,000 namespaces); fewer than all merge into the JSON beside -out if there is one (the other phases' sections kept, the new ones marked with this run)")
+	scaleList := flag.String("scale-sizes", "100,1000,10000", "the scale phases' sizes: terminating namespaces (scale-explain, scale-watch, scale-purge) or objects in the namespace deleted (scale-guard)")
 	sizeList := flag.String("sizes", "small,medium,large", "explain's fixtures: small (40 types, 200 objects), medium (150, 10k), large (150, 100k), or a number of objects over 150 types; explain-link, guard and purge take the second (or only), purge-memory the last, purge-1000 the last one's types, rescue the first one's types")
 	flag.Float64Var(&o.scale, "scale", 1, "namespaces of many (50), purge-many (20), purge-1000 (1000) and watch (1000, 20 then 40 stuck), and rescue's objects (1000), times this")
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender in every phase (0: explain 5, 3 at 100k objects; guard 30 DELETEs each way, 6 content deletions; purge 6; many and purge-many 3; purge-1000 1; rescue 6)")
@@ -77,9 +92,22 @@ func parseFlags() (o options, err error) {
 	flag.Parse()
 	o.phases = map[string]bool{}
 	for p := range strings.SplitSeq(*phaseList, ",") {
-		if o.phases[p] = true; !slices.Contains(names, p) {
-			return o, fmt.Errorf("unknown phase %q (phases: %s)", p, strings.Join(names, ","))
+		if p == scalePhases {
+			for _, s := range phases {
+				o.phases[s.name] = o.phases[s.name] || s.plane == scalePhases
+			}
+			continue
 		}
+		if o.phases[p] = true; !slices.Contains(names, p) {
+			return o, fmt.Errorf("unknown phase %q (phases: %s, or %s)", p, strings.Join(names, ","), scalePhases)
+		}
+	}
+	for s := range strings.SplitSeq(*scaleList, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("-scale-sizes: %q is not a positive number", s)
+		}
+		o.scaleSizes = append(o.scaleSizes, n)
 	}
 	o.phases["explain-link"] = o.phases["explain-link"] && o.linkDelay > 0 // no link, nothing to compare
 	for name := range strings.SplitSeq(*sizeList, ",") {                   // a name of sizes, or a number of objects over 150 types

@@ -122,11 +122,11 @@ func (m *meter) runMarked(ctx context.Context, ok int, mark string, argvs ...[]s
 			if err != nil {
 				return err
 			}
-			own.Seconds, own.CPU, own.MaxRSS, own.Marked = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS), one.Marked
+			own.Seconds, own.CPU, own.MaxRSS, own.Marked, own.Output = own.Seconds+one.Seconds, own.CPU+one.CPU, max(own.MaxRSS, one.MaxRSS), one.Marked, own.Output+one.Output
 		}
 		return nil
 	})
-	s.Seconds, s.CPU, s.MaxRSS, s.Marked = own.Seconds, own.CPU, own.MaxRSS, own.Marked
+	s.Seconds, s.CPU, s.MaxRSS, s.Marked, s.Output = own.Seconds, own.CPU, own.MaxRSS, own.Marked, own.Output
 	return s, stderr.String(), err
 }
 
@@ -146,7 +146,7 @@ func (m *meter) spawn(ctx context.Context, argv []string, ok int, mark string) (
 		return s, stderr.String(), fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, plugintest.Tail(stderr.String(), 40))
 	}
 	marked := -1.0
-	if _, err = fmt.Sscan(string(out), &s.Seconds, &s.MaxRSS, &s.CPU, &marked); err == nil && mark != "" {
+	if _, err = fmt.Sscan(string(out), &s.Seconds, &s.MaxRSS, &s.CPU, &marked, &s.Output); err == nil && mark != "" {
 		if marked < 0 {
 			return s, stderr.String(), fmt.Errorf("%s: no stderr line starting with %q; its stderr:\n%s", strings.Join(argv, " "), mark, plugintest.Tail(stderr.String(), 40))
 		}
@@ -155,13 +155,15 @@ func (m *meter) spawn(ctx context.Context, argv []string, ok int, mark string) (
 	return s, stderr.String(), err
 }
 
-// spawn runs a command, output unread, and prints its time, ru_maxrss (KiB),
-// CPU, and the time from its start to its first stderr line starting with
-// $NSDOCTOR_BENCH_MARK (-1: none, or no mark). Go starts children with vfork,
+// spawn runs a command, output counted, and prints its time, ru_maxrss
+// (KiB), CPU, the time from its start to its first stderr line starting with
+// $NSDOCTOR_BENCH_MARK (-1: none, or no mark), and its stdout's bytes. Go starts children with vfork,
 // and Linux charges the parent's peak RSS to the child's: from the bench,
 // which holds 100k objects.
 func spawn(argv []string) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	out := &counter{}
+	cmd.Stdout = out
 	mark := &marker{prefix: []byte(os.Getenv(markEnv)), out: os.Stderr, at: -1}
 	cmd.Stderr = os.Stderr
 	if len(mark.prefix) > 0 { // else the child writes to stderr itself
@@ -174,8 +176,16 @@ func spawn(argv []string) {
 		os.Exit(127)
 	}
 	ps := cmd.ProcessState
-	fmt.Printf("%f %d %f %f\n", time.Since(mark.start).Seconds(), ps.SysUsage().(*syscall.Rusage).Maxrss, (ps.UserTime() + ps.SystemTime()).Seconds(), mark.at)
+	fmt.Printf("%f %d %f %f %d\n", time.Since(mark.start).Seconds(), ps.SysUsage().(*syscall.Rusage).Maxrss, (ps.UserTime() + ps.SystemTime()).Seconds(), mark.at, out.n)
 	os.Exit(ps.ExitCode())
+}
+
+// counter counts what is written to it.
+type counter struct{ n int64 }
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
 }
 
 // marker passes a child's stderr on, noting when the first line starting

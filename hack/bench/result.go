@@ -70,6 +70,9 @@ type Section struct {
 	Steps                   []WatchStep   `json:",omitempty"`
 	Webhook, Predictions    Histogram     `json:",omitzero"`  // the guard's answers as kube-apiserver timed them; its predictions
 	FailedOpen              float64       `json:",omitempty"` // the guard's and kube-apiserver's counts
+	GuardRSS                int64         `json:",omitempty"` // the guard's VmHWM (KiB) at the end
+	FromInformers           float64       `json:",omitempty"` // the guard's predictions that read from its informers (nsdoctor_guard_prediction_duration_seconds{reads="informers"})
+	Watch                   *ScaleWatch   `json:",omitempty"` // scale-watch's
 	Run                     *Run          `json:",omitempty"` // the run that measured it when not the whole file's: a -phases subset merged in
 	Cols                    []string      `json:"-"`          // the metrics of its table being rendered
 }
@@ -110,6 +113,8 @@ type Sample struct {
 	Marked                       float64            `json:",omitempty"` // from the command's start to its first stderr line starting with the phase's mark (rescue: `rescue: hold in force`)
 	Told                         float64            `json:",omitempty"` // what the command said of the marked step itself (rescue: its inForce.afterMs)
 	CPU, ServerCPU               float64            `json:",omitempty"` // its user + system s, and etcd's and kube-apiserver's meanwhile
+	Output                       int64              `json:",omitempty"` // bytes it wrote to stdout
+	Rejected                     float64            `json:",omitempty"` // 429s kube-apiserver answered meanwhile (scale-purge)
 	ByVerb                       map[string]float64 `json:",omitempty"` // by "VERB resource"; a series' first run only
 }
 
@@ -152,6 +157,8 @@ var metrics = map[string]struct {
 	"rss":         {"max RSS MiB", 1, func(x Sample) float64 { return float64(x.MaxRSS) / 1024 }},
 	"cpu":         {"CPU s", 2, func(x Sample) float64 { return x.CPU }},
 	"server":      {"etcd + kube-apiserver CPU s", 2, func(x Sample) float64 { return x.ServerCPU }},
+	"output":      {"stdout MB", 2, func(x Sample) float64 { return float64(x.Output) / 1e6 }},
+	"rejected":    {"429s", 0, func(x Sample) float64 { return x.Rejected }},
 }
 
 // floats are one metric over runs.
@@ -220,6 +227,19 @@ type WatchStep struct {
 	Stuck, Resyncs int
 	Sample
 	Diagnoses, DiagSeconds, Errors float64 `json:",omitempty"` // per resync; the watch's seconds per diagnosis; its errors at the end
+}
+
+// ScaleWatch is scale-watch's: when the NamespaceStuck Events came, the
+// watch settled (a window of scaleWindow), its stop, and
+// kube-controller-manager over the same namespaces.
+type ScaleWatch struct {
+	FirstEvent, AllEvents float64 // s from the watch's start to the first namespace's Event, to the last's
+	Settled               Sample  // the window after every Event: requests, CPU and VmHWM (MaxRSS) of the watch
+	Stop                  float64 // s from SIGTERM to its exit
+	LeaseReleased         bool
+	Controller            Sample  // kube-controller-manager's window, likewise
+	ControllerAfter       float64 // s from its start to the window's end
+	ControllerDone        int     // namespaces with conditions by then
 }
 
 // Own is the watch's requests per resync beyond the API server alone's.

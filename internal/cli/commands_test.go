@@ -62,8 +62,15 @@ func TestExplainThroughTheCommand(t *testing.T) {
 		t.Fatalf("-o json: exit %d, %v, %+v", code, err, r.Namespace)
 	}
 	code, out, _ = runFake(t, c, "explain", "-o", "yaml")
-	if code != ExitStuck || !strings.Contains(out, "kind: NamespaceDiagnosisList") {
-		t.Fatalf("no name -o yaml: exit %d\n%s", code, out)
+	if code != ExitStuck || !strings.Contains(out, "kind: NamespaceSummaryList") || strings.Contains(out, "conditions:") {
+		t.Fatalf("no name -o yaml, the list view: exit %d\n%s", code, out)
+	}
+	code, out, _ = runFake(t, c, "explain", "-o", "yaml", "--full")
+	if code != ExitStuck || !strings.Contains(out, "kind: NamespaceDiagnosisList") || !strings.Contains(out, "conditions:") {
+		t.Fatalf("no name -o yaml --full, the full reports: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := runFake(t, c, "explain", "--orphans", "--full"); code != ExitUsage || !strings.Contains(errOut, "--full") {
+		t.Fatalf("--orphans --full: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = runFake(t, c, "explain", "gone")
 	if code != ExitNotFound || !strings.Contains(errOut, `namespace "gone" not found`) {
@@ -182,11 +189,28 @@ func TestRefusedPurgeNamesWhatIsMissing(t *testing.T) {
 		c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", ns, "plain"))
 	}
 	c.Allowed = func(a kubetest.ResourceAttributes) bool {
-		return a.Verb != "deletecollection" && a.Subresource != "finalize"
+		// As RBAC: who may not deletecollection may not do everything.
+		return a.Verb != "*" && a.Verb != "deletecollection" && a.Subresource != "finalize"
 	}
 	code, out, errOut := runFake(t, c, "purge", "a", "b", "--force", "--yes", "--backup-dir", t.TempDir())
 	if code != ExitError || !strings.Contains(errOut, "missing ") || !strings.Contains(errOut, "permission(s): deletecollection ") ||
 		!strings.Contains(errOut, "more (the report lists all); nothing was changed") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// Over several namespaces, a caller who may do everything is asked once,
+// not once per namespace.
+func TestPurgeOfManyAsksOnceWhoMayDoEverything(t *testing.T) {
+	c := kubetest.New()
+	for _, ns := range []string{"a", "b", "c"} {
+		c.AddNamespace(ns, time.Minute)
+		c.Add(kubetest.ConfigMaps, kubetest.Object("ConfigMap", ns, "plain"))
+	}
+	if code, out, errOut := runFake(t, c, "purge", "a", "b", "c", "--force", "--yes", "--backup-dir", t.TempDir()); code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if rules, reviews := len(c.RequestsMatching("ask selfsubjectrulesreviews")), len(c.RequestsMatching("ask selfsubjectaccessreviews")); rules != 0 || reviews != 1 {
+		t.Errorf("%d rules reviews and %d access reviews, want one access review for the three namespaces", rules, reviews)
 	}
 }

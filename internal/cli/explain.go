@@ -39,7 +39,10 @@ type ExplainOptions struct {
 	Wait            time.Duration
 	DeleteNamespace bool
 	Orphans         bool
-	Fleet           fleetFlags
+	// Full prints each namespace's full report where the list view would
+	// be (no NAME, -l, many clusters).
+	Full  bool
+	Fleet fleetFlags
 
 	factory Factory
 	flags   *genericclioptions.ConfigFlags
@@ -56,7 +59,9 @@ func newExplainCommand(f Factory, flags *genericclioptions.ConfigFlags, streams 
 		Short: "Explain why a namespace is stuck in Terminating",
 		Long: `Explain why a namespace is stuck in Terminating: its conditions beside ns-doctor's
 own evaluation, what remains in it per resource type, and each blocker with the next step.
-With no NAME: one line for every terminating namespace, sharing one API discovery.
+With no NAME: one line for every terminating namespace, sharing one API discovery; -o json|yaml
+prints that list view as data (NamespaceSummaryList), and --full the full report of each
+(NamespaceDiagnosisList), as with NAMEs.
 
 --wait waits for the namespaces to be gone, watching them, and says as it goes what still holds
 each; if they are not gone in time, it prints the full report of each one still there.
@@ -76,6 +81,10 @@ gone in time; with --orphans: leftovers found),
   # Every terminating namespace, a line each; or those with a label
   kubectl ns-doctor explain
   kubectl ns-doctor explain -l team=a
+
+  # The same as data; or every namespace's full report
+  kubectl ns-doctor explain -o json
+  kubectl ns-doctor explain -o json --full
 
   # In a teardown script: wait for the namespaces to go, and say why not
   kubectl delete namespace ci-1 ci-2 --wait=false
@@ -110,6 +119,7 @@ gone in time; with --orphans: leftovers found),
 	fs.DurationVar(&o.Wait, "wait", 0, "Wait up to this long for the namespaces to be gone, showing what holds each meanwhile; then report those still there")
 	fs.BoolVar(&o.Orphans, "orphans", false, "List what namespaces that no longer exist left in storage (a finalize forced with content left); a NAME: that former namespace only")
 	fs.BoolVar(&o.DeleteNamespace, "delete-namespace", false, "With --wait: delete the namespaces that are Active first (without it, an Active one is an error)")
+	fs.BoolVar(&o.Full, "full", false, "With no NAME or with -l: print each namespace's full report instead of a line each (-o: a NamespaceDiagnosisList instead of a NamespaceSummaryList)")
 	o.Fleet.addFlags(fs)
 	registerContextCompletion(cmd, flags)
 	return cmd
@@ -148,8 +158,8 @@ func (o *ExplainOptions) Validate() error {
 		return usageErrorf("--delete-namespace goes with --wait: explain deletes nothing otherwise")
 	case o.Wait > 0 && o.IfDeleted:
 		return usageErrorf("--wait conflicts with --if-deleted: choose one")
-	case o.Orphans && (len(o.Names) > 1 || o.Selector != "" || o.Wait > 0 || o.IfDeleted):
-		return usageErrorf("--orphans takes at most one NAME (a former namespace), and no -l, --wait or --if-deleted")
+	case o.Orphans && (len(o.Names) > 1 || o.Selector != "" || o.Wait > 0 || o.IfDeleted || o.Full):
+		return usageErrorf("--orphans takes at most one NAME (a former namespace), and no -l, --wait, --if-deleted or --full")
 	}
 	if err := o.validateFleet(); err != nil {
 		return err
@@ -215,11 +225,8 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 func (o *ExplainOptions) targets(ctx context.Context, in *inspect.Inspector) ([]v1.Namespace, []string, error) {
 	if len(o.Names) == 0 {
 		if o.Selector != "" {
-			list, err := o.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
-			if err != nil {
-				return nil, nil, fmt.Errorf("listing namespaces: %w", err)
-			}
-			return list.Items, nil, nil
+			out, err := in.Selected(ctx, o.Selector)
+			return out, nil, err
 		}
 		out, err := in.Terminating(ctx, "")
 		return out, nil, err
@@ -244,26 +251,16 @@ func (o *ExplainOptions) targets(ctx context.Context, in *inspect.Inspector) ([]
 
 // print renders the reports: one full report for one named namespace (or
 // several, one after another), a line each for every terminating one or a
-// selector's.
+// selector's, unless --full.
 func (o *ExplainOptions) print(reports []diagnose.Report) error {
 	pr := o.PrintFlags.toPrinter(o.Out)
 	switch {
 	case len(o.Names) == 1 && len(reports) == 1 && o.Wait == 0:
 		return pr.Diagnosis(o.Out, reports[0])
-	case len(o.Names) > 0 && !o.PrintFlags.isMachine():
-		for i, r := range reports {
-			if i > 0 {
-				if _, err := fmt.Fprintln(o.Out); err != nil {
-					return err
-				}
-			}
-			if err := pr.Diagnosis(o.Out, r); err != nil {
-				return err
-			}
-		}
-		return nil
+	case len(o.Names) > 0 || o.Full:
+		return pr.Diagnoses(o.Out, reports)
 	}
-	return pr.Diagnoses(o.Out, reports)
+	return pr.Summaries(o.Out, reports)
 }
 
 // exitFor is the worst namespace's exit: not found, then stuck.
@@ -358,20 +355,8 @@ func (o *ExplainOptions) leftAfterWait(ctx context.Context, in *inspect.Inspecto
 		reports = append(reports, report)
 	}
 	if o.PrintFlags.isMachine() || len(reports) > 0 {
-		pr := o.PrintFlags.toPrinter(o.Out)
-		if o.PrintFlags.isMachine() {
-			if err := pr.Diagnoses(o.Out, reports); err != nil {
-				return err
-			}
-		} else {
-			for i, r := range reports {
-				if i > 0 {
-					_, _ = fmt.Fprintln(o.Out)
-				}
-				if err := pr.Diagnosis(o.Out, r); err != nil {
-					return err
-				}
-			}
+		if err := o.PrintFlags.toPrinter(o.Out).Diagnoses(o.Out, reports); err != nil {
+			return err
 		}
 	}
 	if len(reports) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/ns-doctor/ns-doctor/internal/fleet"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
+	"github.com/ns-doctor/ns-doctor/internal/printer"
 )
 
 // fleetTimeout is each request's timeout on a fleet when --request-timeout
@@ -202,7 +203,11 @@ func (o *ExplainOptions) runFleet(ctx context.Context) error {
 		}
 		return o.explainCluster(ctx, clients)
 	})
-	if err := o.PrintFlags.toPrinter(o.Out).Fleet(o.Out, results); err != nil {
+	pr, print := o.PrintFlags.toPrinter(o.Out), printer.Printer.Fleet
+	if o.Full {
+		print = printer.Printer.FleetDiagnoses
+	}
+	if err := print(pr, o.Out, results); err != nil {
 		return err
 	}
 	if failed := fleet.Failed(results); len(failed) > 0 {

@@ -152,9 +152,10 @@ func (o *WatchOptions) startGuard(ctx context.Context, clients *kube.Clients, me
 		return nil, fmt.Errorf("%w: choose a free address with --guard-addr", err)
 	}
 	mode := guard.Mode(g.Mode)
+	reads := &guard.Reads{Clients: clients, Refresh: guard.DefaultRefresh, Notice: func(s string) { o.notice("warning: %s", s) }}
 	h := &guard.Guard{Clients: clients, Words: printer.GuardWords{}, Metrics: guard.NewMetrics(metrics.Registry, mode),
 		Opts:      guard.Options{Mode: mode, Timeout: g.Timeout, ExemptGroups: g.ExemptGroups, Inspect: opts},
-		OnVerdict: func(v guard.Verdict) { o.notice("%s", printer.GuardLine(time.Now(), v)) }}
+		OnVerdict: func(v guard.Verdict) { o.notice("%s", printer.GuardLine(time.Now(), v)) }, Reads: reads}
 	src := &webhookcert.Source{}
 	rg := &runningGuard{srv: srv, undo: func() {},
 		serve: func(ctx context.Context) error { return srv.Serve(ctx, h, src.GetCertificate) }}
@@ -162,6 +163,8 @@ func (o *WatchOptions) startGuard(ctx context.Context, clients *kube.Clients, me
 		_ = srv.Close()
 		return nil, err
 	}
+	// Registered: its reads are kept ready from now on.
+	go reads.Run(ctx)
 	return rg, nil
 }
 

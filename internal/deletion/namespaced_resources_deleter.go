@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,7 +66,50 @@ type NamespacedResourcesDeleter struct {
 	// only FinalizerToken (purge --remove-namespace-finalizers).
 	RemoveNamespaceFinalizers bool
 
+	// Deletable, when set, is what DeletableOf derived from the resources
+	// DiscoverResourcesFn returns: explain's diagnoses of thousands of
+	// namespaces over one discovery derive it once. Nil: each pass
+	// derives it, as upstream.
+	Deletable *Deletable
+
 	opCache operationNotSupportedCache
+}
+
+// Deletable is what a pass derives from discovery before deleting: the
+// resources supporting delete, as group-version-resources, and the error
+// deriving them met (upstream's FilteredBy and GroupVersionResources).
+type Deletable struct {
+	resources []*metav1.APIResourceList
+	gvrs      map[schema.GroupVersionResource]struct{}
+	err       error
+}
+
+// DeletableOf derives a Deletable from resources; it is read only.
+func DeletableOf(resources []*metav1.APIResourceList) *Deletable {
+	deletableResources := discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete"}}, resources)
+	gvrs, err := discovery.GroupVersionResources(deletableResources)
+	return &Deletable{resources: resources, gvrs: gvrs, err: err}
+}
+
+// Only is d restricted to those of gvrs it holds.
+func (d *Deletable) Only(gvrs ...schema.GroupVersionResource) *Deletable {
+	out := &Deletable{resources: d.resources, gvrs: make(map[schema.GroupVersionResource]struct{}, len(gvrs)), err: d.err}
+	for _, gvr := range gvrs {
+		if _, ok := d.gvrs[gvr]; ok {
+			out.gvrs[gvr] = struct{}{}
+		}
+	}
+	return out
+}
+
+// deletable is d.Deletable when it was derived from resources, else
+// derived now.
+func (d *NamespacedResourcesDeleter) deletable(resources []*metav1.APIResourceList) (map[schema.GroupVersionResource]struct{}, error) {
+	if dd := d.Deletable; dd != nil && len(dd.resources) == len(resources) && (len(resources) == 0 || &dd.resources[0] == &resources[0]) {
+		return dd.gvrs, dd.err
+	}
+	dd := DeletableOf(resources)
+	return dd.gvrs, dd.err
 }
 
 // Stage is where a call of Delete ended.
@@ -219,12 +263,8 @@ func (d *NamespacedResourcesDeleter) initOpCache(resources []*metav1.APIResource
 		}
 		for _, r := range rl.APIResources {
 			gvr := gv.WithResource(r.Name)
-			verbs := map[string]bool{}
-			for _, v := range r.Verbs {
-				verbs[v] = true
-			}
 			for _, op := range []string{operationList, operationDeleteCollection} {
-				if !verbs[op] {
+				if !slices.Contains(r.Verbs, op) {
 					d.opCache.setNotSupported(operationKey{op, gvr})
 				}
 			}
@@ -542,8 +582,7 @@ func (d *NamespacedResourcesDeleter) deleteAllContent(ctx context.Context, ns *v
 		errs = append(errs, err)
 		conditionUpdater.ProcessDiscoverResourcesErr(err)
 	}
-	deletableResources := discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete"}}, resources)
-	groupVersionResources, err := discovery.GroupVersionResources(deletableResources)
+	groupVersionResources, err := d.deletable(resources)
 	if err != nil {
 		// discovery errors are not fatal.  We often have some set of resources we can operate against even if we don't have a complete list
 		errs = append(errs, err)
@@ -608,14 +647,23 @@ type gvrOutcome struct {
 // resource) whatever order they finished in: upstream walks a map, so no
 // order is part of its contract, and the condition messages are sorted.
 func (d *NamespacedResourcesDeleter) deleteEach(ctx context.Context, gvrs []schema.GroupVersionResource, namespace string, deletedAt metav1.Time) []gvrOutcome {
-	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
+	sortByName(gvrs)
 	out := make([]gvrOutcome, len(gvrs))
-	// Every piece runs, whatever the context: a cancelled one fails its
-	// requests, as upstream's would.
-	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), max(d.Workers, 1), len(gvrs), func(i int) {
+	one := func(i int) {
 		meta, err := d.deleteAllContentForGroupVersionResource(ctx, gvrs[i], namespace, deletedAt)
 		out[i] = gvrOutcome{gvr: gvrs[i], meta: meta, err: err}
-	})
+	}
+	if d.Workers <= 1 {
+		// A diagnosis plays the pass over a snapshot, thousands of times
+		// over as many namespaces: no goroutines for nothing to wait on.
+		for i := range gvrs {
+			one(i)
+		}
+		return out
+	}
+	// Every piece runs, whatever the context: a cancelled one fails its
+	// requests, as upstream's would.
+	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), d.Workers, len(gvrs), one)
 	return out
 }
 

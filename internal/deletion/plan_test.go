@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -313,5 +314,44 @@ func TestPlanOpsDrivesContentDeleter(t *testing.T) {
 				t.Errorf("first request %+v, want pods first", reqs[0])
 			}
 		})
+	}
+}
+
+// The order of names without making them is the order of the names.
+func TestCompareNamesIsTheNamesOrder(t *testing.T) {
+	parts := []string{"", "a", "ab", "b", "apps", "v1", "v1beta1", "v2", "x/y", "pods", "pods2", "z"}
+	var gvrs []schema.GroupVersionResource
+	for _, g := range parts {
+		for _, v := range parts[:6] {
+			for _, r := range parts[5:] {
+				gvrs = append(gvrs, schema.GroupVersionResource{Group: g, Version: v, Resource: r})
+			}
+		}
+	}
+	for _, a := range gvrs {
+		for _, b := range gvrs {
+			if got, want := compareNames(a, b), strings.Compare(a.String(), b.String()); got != want {
+				t.Fatalf("compareNames(%q, %q) = %d, want %d", a.String(), b.String(), got, want)
+			}
+		}
+	}
+}
+
+// A snapshot given its discovery's order picks its resources from it, in
+// the order it would sort them; one missing from the order is sorted in.
+func TestSortedGVRsFromOrder(t *testing.T) {
+	gvr := func(g, r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: g, Version: "v1", Resource: r}
+	}
+	snap := &Snapshot{Lists: map[schema.GroupVersionResource]*metav1.PartialObjectMetadataList{gvr("b", "x"): {}, gvr("", "pods"): {}, gvr("a", "y"): {}},
+		ListErrs: map[schema.GroupVersionResource]error{gvr("c", "z"): errors.New("down")}}
+	want := snap.SortedGVRs()
+	snap.Order = SortedByName([]schema.GroupVersionResource{gvr("c", "z"), gvr("a", "y"), gvr("zz", "unused"), gvr("b", "x"), gvr("", "pods")})
+	if got := snap.SortedGVRs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("from the order %v, want %v", got, want)
+	}
+	snap.Order = snap.Order[1:]
+	if got := snap.SortedGVRs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("from an order that lacks one %v, want %v", got, want)
 	}
 }

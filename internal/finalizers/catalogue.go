@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"sync/atomic"
 
 	"sigs.k8s.io/yaml"
 )
@@ -61,8 +62,31 @@ func Catalogue() ([]Entry, error) {
 }
 
 // Lookup returns the entry for a finalizer: an exact entry first, then the
-// first glob matching it; nil when the catalogue does not know it.
+// first glob matching it; nil when the catalogue does not know it. Each
+// answer is remembered (up to lookupsKept finalizers): explain over ten
+// thousand namespaces asks the same few again and again, and an unknown
+// one is matched against every glob.
 func Lookup(finalizer string) *Entry {
+	if e, ok := lookups.Load(finalizer); ok {
+		return e.(*Entry)
+	}
+	e := lookup(finalizer)
+	if lookupsStored.Add(1) <= lookupsKept {
+		lookups.Store(finalizer, e)
+	}
+	return e
+}
+
+// lookupsKept bounds the answers Lookup remembers: a cluster's finalizers
+// are a few dozen, and a hostile one's must not grow a watch's memory.
+const lookupsKept = 4096
+
+var (
+	lookups       sync.Map // finalizer -> *Entry (nil: unknown)
+	lookupsStored atomic.Int64
+)
+
+func lookup(finalizer string) *Entry {
 	all, err := Catalogue()
 	if err != nil {
 		return nil

@@ -97,6 +97,9 @@ type Guard struct {
 	Metrics *Metrics
 	// OnVerdict hears every verdict (the watch logs it); nil: nobody.
 	OnVerdict func(Verdict)
+	// Reads, when running, are what predictions read with (reads.go); nil
+	// or not warm yet: each prediction reads afresh.
+	Reads *Reads
 
 	once  sync.Once
 	slots chan struct{}
@@ -244,10 +247,11 @@ func (g *Guard) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) V
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, g.Opts.Timeout)
 	defer cancel()
-	findings, err := g.predictWithin(ctx, target, req.OldObject.Raw)
+	in, reads := g.inspector()
+	findings, err := g.predictWithin(ctx, target, req.OldObject.Raw, in, reads)
 	took := time.Since(started)
 	if g.Metrics != nil {
-		g.Metrics.predicted(took)
+		g.Metrics.predicted(took, reads)
 	}
 	switch {
 	case errors.Is(err, errTimeout):
@@ -293,7 +297,7 @@ var errTimeout = errors.New("no prediction within the budget")
 
 // predictWithin runs the prediction and gives up when ctx ends (the
 // budget): the prediction, which reads with ctx, stops soon after.
-func (g *Guard) predictWithin(ctx context.Context, target Target, raw []byte) ([]Finding, error) {
+func (g *Guard) predictWithin(ctx context.Context, target Target, raw []byte, in *inspect.Inspector, reads ReadsFrom) ([]Finding, error) {
 	select {
 	case g.turns() <- struct{}{}:
 	case <-ctx.Done():
@@ -306,7 +310,7 @@ func (g *Guard) predictWithin(ctx context.Context, target Target, raw []byte) ([
 	done := make(chan result, 1)
 	go func() {
 		defer func() { <-g.turns() }()
-		f, err := g.predict(ctx, target, raw)
+		f, err := g.predict(ctx, target, raw, in, reads)
 		done <- result{f, err}
 	}()
 	select {
@@ -332,10 +336,26 @@ func (g *Guard) turns() chan struct{} {
 	return g.slots
 }
 
-// predict reads what the deletion would meet, with a fresh inspector: a
-// prediction must see the API as it is at this moment.
-func (g *Guard) predict(ctx context.Context, target Target, raw []byte) ([]Finding, error) {
-	in := inspect.New(g.Clients, inspect.Config{Compact: true})
+// inspector is what a prediction reads with: the Reads kept ready (the
+// content as the informers have it now, the rest at most a Refresh old),
+// else a fresh inspector; and which.
+func (g *Guard) inspector() (*inspect.Inspector, ReadsFrom) {
+	if in := g.Reads.Inspector(); in != nil {
+		return in, ReadsInformers
+	}
+	return inspect.New(g.Clients, inspect.Config{Compact: true}), ReadsLive
+}
+
+// predict reads what the deletion would meet with in.
+func (g *Guard) predict(ctx context.Context, target Target, raw []byte, in *inspect.Inspector, reads ReadsFrom) ([]Finding, error) {
+	if reads == ReadsInformers {
+		// Kept reads go stale unseen when the API server cannot be
+		// reached: one request proves it answers, else the guard fails
+		// open as a fresh read would.
+		if _, err := kube.ServerVersion(ctx, g.Clients.Discovery); err != nil {
+			return nil, err
+		}
+	}
 	switch target {
 	case TargetNamespace:
 		ns := &v1.Namespace{}

@@ -290,3 +290,42 @@ func TestCRDDeletion(t *testing.T) {
 		t.Errorf("a CRD serving no version: %s %v, want failed open with the error", v.Outcome, v.Err)
 	}
 }
+
+// With its reads kept ready, the guard's predictions never list the
+// namespace in the path of its DELETE (its content comes from the
+// informers), nor anything again (the discovery and the rest come from
+// the warm inspector); and the verdicts are those read afresh.
+func TestReadsKeptReady(t *testing.T) {
+	c := cluster()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := testGuard(c, ModeDeny)
+	g.Reads = &Reads{Clients: g.Clients, Refresh: time.Hour}
+	go g.Reads.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for synced, watched := g.Reads.Synced(); g.Reads.Inspector() == nil || watched == 0 || synced < watched; synced, watched = g.Reads.Synced() {
+		if time.Now().After(deadline) {
+			t.Fatalf("reads not ready after 30s: %d of %d types synced", synced, watched)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for name, want := range map[string]Outcome{"held": OutcomeDenied, "unknown": OutcomeWarned, "clean": OutcomeAllowed} {
+		req := deleteRequest(t, namespaces, c.Namespace(name))
+		// The namespace is never listed; what is read once per inspector
+		// (a catalogued owner's workloads) only the first time.
+		for round := range 2 {
+			before := len(c.RequestsMatching(""))
+			if v := g.Decide(ctx, req); v.Outcome != want {
+				t.Errorf("%s: outcome %s, want %s (findings %+v, err %v)", name, v.Outcome, want, v.Findings, v.Err)
+			}
+			for _, r := range c.RequestsMatching("")[before:] {
+				if strings.HasPrefix(r, "list ") && (round > 0 || strings.Contains(r, " "+name+"/")) {
+					t.Errorf("%s, prediction %d: %s in the path of the DELETE", name, round+1, r)
+				}
+			}
+		}
+		if fresh := testGuard(c, ModeDeny).Decide(ctx, req); fresh.Outcome != want {
+			t.Errorf("%s: read afresh, outcome %s, want %s", name, fresh.Outcome, want)
+		}
+	}
+}

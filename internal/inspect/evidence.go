@@ -77,7 +77,7 @@ func (i *Inspector) Evidence(ctx context.Context, ns *v1.Namespace, snap *deleti
 		})
 	}
 	g.Go(func() error {
-		ev.Events = i.events(ctx, ns.Name, ev)
+		ev.Events = i.events(ctx, ns, ev)
 		return nil
 	})
 	g.Go(func() error {
@@ -400,26 +400,73 @@ func managedBy(a map[string]string) *diagnose.Manager {
 
 // events reads the namespace's Warning events, latest first: in pages,
 // keeping only the latest few, so 10,000 events cost one page of memory.
-func (i *Inspector) events(ctx context.Context, namespace string, ev *evidence) []diagnose.Event {
-	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", v1.EventTypeWarning).String(), Limit: eventsPage}
-	var out []diagnose.Event
+// A census that read them across the cluster has them already.
+func (i *Inspector) events(ctx context.Context, ns *v1.Namespace, ev *evidence) []diagnose.Event {
+	namespace := ns.Name
+	if events, ok := i.Census().eventsOf(ns); ok {
+		return events
+	}
+	latest := map[string][]diagnose.Event{}
+	if i.cfg.Warnings != nil {
+		if events, ok := i.cfg.Warnings(namespace); ok {
+			for _, e := range events {
+				keepLatest(latest, e)
+			}
+			return latest[namespace]
+		}
+	}
+	if err := i.warnings(ctx, namespace, warningsOnly(), func(ns string) bool { return ns == namespace }, latest); err != nil {
+		ev.unchecked(diagnose.UncheckedEvents, "", err)
+	}
+	return latest[namespace]
+}
+
+// warningsOnly selects Warning events.
+func warningsOnly() fields.Selector { return fields.OneTermEqualSelector("type", v1.EventTypeWarning) }
+
+// clusterEvents reads the Warning events of every namespace chosen, the
+// latest few of each, in one paged list across the cluster; nil when it
+// cannot (each namespace then reads its own).
+func (i *Inspector) clusterEvents(ctx context.Context, chosen map[string]bool) map[string][]diagnose.Event {
+	latest := map[string][]diagnose.Event{}
+	selector := warningsOnly()
+	if !chosen[metav1.NamespaceDefault] {
+		// Events about cluster-scoped objects (the watch's own, about
+		// namespaces) are filed in default, which is never terminating.
+		selector = fields.AndSelectors(selector, fields.OneTermNotEqualSelector("metadata.namespace", metav1.NamespaceDefault))
+	}
+	if err := i.warnings(ctx, "", selector, func(ns string) bool { return chosen[ns] }, latest); err != nil {
+		return nil
+	}
+	return latest
+}
+
+// warnings lists the Warning events of namespace ("": all) page by page
+// and keeps in latest, for each namespace chosen, its maxEvents latest.
+func (i *Inspector) warnings(ctx context.Context, namespace string, selector fields.Selector, chosen func(string) bool, latest map[string][]diagnose.Event) error {
+	opts := metav1.ListOptions{FieldSelector: selector.String(), Limit: eventsPage}
 	for {
 		list, err := i.clients.Kube.CoreV1().Events(namespace).List(ctx, opts)
 		if err != nil {
-			ev.unchecked(diagnose.UncheckedEvents, "", err)
-			return out
+			return err
 		}
 		for _, e := range list.Items {
-			out = append(out, eventOf(e))
-		}
-		sort.Slice(out, func(a, b int) bool { return out[a].Last.After(out[b].Last) })
-		if len(out) > maxEvents {
-			out = out[:maxEvents]
+			if chosen(e.Namespace) {
+				keepLatest(latest, e)
+			}
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
-			return out
+			return nil
 		}
 	}
+}
+
+// keepLatest adds e to its namespace's events, keeping the maxEvents
+// latest, latest first.
+func keepLatest(latest map[string][]diagnose.Event, e v1.Event) {
+	out := append(latest[e.Namespace], eventOf(e))
+	sort.Slice(out, func(a, b int) bool { return out[a].Last.After(out[b].Last) })
+	latest[e.Namespace] = out[:min(len(out), maxEvents)]
 }
 
 // eventsPage is the page of the events' list.

@@ -2,17 +2,20 @@ package inspect
 
 import (
 	"context"
+	"maps"
 	"path"
 	"slices"
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/ns-doctor/ns-doctor/internal/deletion"
@@ -140,7 +143,7 @@ func (i *Inspector) contentOwner(ctx context.Context, namespace string, snap *de
 				names = append(names, item.Name)
 			}
 			if len(managers) < inferManagers {
-				managers = append(managers, owners.ManagersOf(item.ManagedFields, owners.MetadataFinalizers, f, deletion.ResourceName(gvr)+"/"+item.Name)...)
+				managers = append(managers, i.fields.ManagersOf(item.ManagedFields, owners.MetadataFinalizers, f, deletion.ResourceName(gvr)+"/"+item.Name)...)
 			}
 		}
 		if len(names) > 0 {
@@ -173,7 +176,7 @@ func (i *Inspector) namespaceOwners(ctx context.Context, ns *v1.Namespace, ev *e
 	for _, f := range list {
 		state := goesWith(i.owner(ctx, f.name), ns.Name)
 		if needsInference(state) {
-			managers := owners.ManagersOf(ns.ManagedFields, f.field, f.name, "namespace/"+ns.Name)
+			managers := i.fields.ManagersOf(ns.ManagedFields, f.field, f.name, "namespace/"+ns.Name)
 			in := i.infer(ctx, ns.Name, f.name, []owners.Access{f.access}, managers, ev)
 			in.Object = i.ownerObject(ctx, ns, f.name, ev)
 			state = i.withInference(f.name, state, in)
@@ -208,8 +211,8 @@ func (i *Inspector) infer(ctx context.Context, namespace, finalizer string, acce
 	for _, a := range i.apiAccesses(finalizer, namespace) {
 		req.APIGrants = append(req.APIGrants, rbac.index.Who(a)...)
 	}
-	read := func(key string, list func() workloadsRead) {
-		w := i.inference.workloads.get(key, list)
+	read := func(key string) {
+		w := i.workloadsOf(ctx, key)
 		req.Workloads = append(req.Workloads, w.items...)
 		if w.unchecked != nil {
 			req.WorkloadsRead = false
@@ -217,15 +220,10 @@ func (i *Inspector) infer(ctx context.Context, namespace, finalizer string, acce
 		}
 	}
 	for _, n := range owners.Namespaces(req.Grants) {
-		read("ns/"+n, func() workloadsRead { return i.readWorkloads(ctx, n, metav1.ListOptions{}, "in namespace "+n) })
+		read("ns/" + n)
 	}
 	for _, m := range owners.ManagerNames(managers) {
-		byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", m).String()}
-		read("name/"+m, func() workloadsRead {
-			r := i.readWorkloads(ctx, "", byName, "named "+m)
-			r.items = slices.DeleteFunc(r.items, func(w owners.Workload) bool { return w.Name != m })
-			return r
-		})
+		read("name/" + m)
 	}
 	seen := map[string]bool{namespace: true}
 	for _, n := range append(owners.Namespaces(req.Grants), workloadNamespaces(req.Workloads)...) {
@@ -324,6 +322,21 @@ func (i *Inspector) readEverywhere(ctx context.Context) everywhereRead {
 		return everywhereRead{unchecked: &diagnose.Unchecked{Subject: diagnose.UncheckedWorkloads, Name: "in all namespaces", Error: err.Error()}}
 	}
 	return out
+}
+
+// workloadsOf reads, once per inspector, the workloads of key: "ns/NAME"
+// those of a namespace, "name/NAME" those of that name in any.
+func (i *Inspector) workloadsOf(ctx context.Context, key string) workloadsRead {
+	return i.inference.workloads.get(key, func() workloadsRead {
+		kind, name, _ := strings.Cut(key, "/")
+		if kind == "ns" {
+			return i.readWorkloads(ctx, name, metav1.ListOptions{}, "in namespace "+name)
+		}
+		byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+		r := i.readWorkloads(ctx, "", byName, "named "+name)
+		r.items = slices.DeleteFunc(r.items, func(w owners.Workload) bool { return w.Name != name })
+		return r
+	})
 }
 
 // finalizersAccess asks who may update the holders' finalizers
@@ -626,7 +639,7 @@ func (i *Inspector) ownerObject(ctx context.Context, ns *v1.Namespace, finalizer
 // deleted, or gone (a new object of that name is not it).
 func (i *Inspector) readOwnerObject(ctx context.Context, ref metav1.OwnerReference) objectRead {
 	name := ref.Kind + " " + ref.Name
-	gvr, ok, err := i.clusterResource(ref.APIVersion, ref.Kind)
+	gvr, ok, err := i.clusterResource(ctx, ref.APIVersion, ref.Kind)
 	switch {
 	case err != nil:
 		return objectRead{state: owners.ObjectUnknown, unchecked: &diagnose.Unchecked{Subject: diagnose.UncheckedOwnerObject, Name: name, Error: err.Error()}}
@@ -650,12 +663,12 @@ func (i *Inspector) readOwnerObject(ctx context.Context, ref metav1.OwnerReferen
 // clusterResource finds the cluster-scoped resource of a kind in its
 // group-version's discovery (the shared discovery holds namespaced types
 // only); a kind the API no longer serves has no objects.
-func (i *Inspector) clusterResource(apiVersion, kind string) (schema.GroupVersionResource, bool, error) {
+func (i *Inspector) clusterResource(ctx context.Context, apiVersion, kind string) (schema.GroupVersionResource, bool, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return schema.GroupVersionResource{}, false, nil
 	}
-	rl, err := i.clients.Discovery.ServerResourcesForGroupVersion(gv.String())
+	rl, err := discovery.ToDiscoveryInterfaceWithContext(i.clients.Discovery).ServerResourcesForGroupVersionWithContext(ctx, gv.String())
 	switch {
 	case apierrors.IsNotFound(err):
 		return schema.GroupVersionResource{}, false, nil
@@ -668,4 +681,52 @@ func (i *Inspector) clusterResource(apiVersion, kind string) (schema.GroupVersio
 		}
 	}
 	return schema.GroupVersionResource{}, false, nil
+}
+
+// Warm reads ahead what this inspector reads once for all its diagnoses:
+// the discovery (with webhooks, CRDs, APIServices and their backends),
+// RBAC for owner inference, and whatever else earlier (the inspector it
+// replaces, nil for none) had read by then (workloads, namespaces, the
+// catalogued owners), so that a long-running reader swapping it in makes
+// no diagnosis wait for them.
+func (i *Inspector) Warm(ctx context.Context, earlier *Inspector) error {
+	if _, err := i.Discover(ctx); err != nil {
+		return err
+	}
+	i.inference.rbac.get(struct{}{}, func() *rbacRead { return i.readRBAC(ctx) })
+	if earlier == nil {
+		return ctx.Err()
+	}
+	var g errgroup.Group
+	g.SetLimit(evidenceConcurrency)
+	for _, key := range earlier.inference.workloads.keys() {
+		g.Go(func() error {
+			i.workloadsOf(ctx, key)
+			return nil
+		})
+	}
+	for _, n := range earlier.inference.namespaces.keys() {
+		g.Go(func() error {
+			i.inference.namespaces.get(n, func() string { return i.namespaceState(ctx, n) })
+			return nil
+		})
+	}
+	earlier.mu.Lock()
+	finalizers := slices.Collect(maps.Keys(earlier.owners))
+	earlier.mu.Unlock()
+	for _, f := range finalizers {
+		g.Go(func() error {
+			i.owner(ctx, f)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return ctx.Err()
+}
+
+// keys are the keys computed or being computed.
+func (c *memo[K, V]) keys() []K {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.m))
 }

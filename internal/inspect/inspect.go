@@ -34,7 +34,10 @@ type Inspector struct {
 	clients *kube.Clients
 	cfg     Config
 	disc    *kube.Discovery
-	apisvcs []apiregv1.APIService
+	// discovering is closed when the discovery in flight ends: the others
+	// wait for it, or for their context, never for the lock.
+	discovering chan struct{}
+	apisvcs     []apiregv1.APIService
 	// apisvcsRead: APIServices are read once, only when some group failed
 	// discovery or some list failed.
 	apisvcsRead bool
@@ -48,6 +51,18 @@ type Inspector struct {
 	owners map[string]diagnose.OwnerState
 	// census, when taken, spares reading types a namespace cannot hold.
 	census *Census
+	// fields reads who set finalizers, each distinct managedFields once.
+	fields owners.Fields
+	// sweep is sweepOptions' answer for the discovery sweepOf, sorted
+	// order's for sortedOf.
+	sweep    *kube.SweepOptions
+	sweepOf  *kube.Discovery
+	sorted   []schema.GroupVersionResource
+	sortedOf *kube.Discovery
+	// deletable is what the controller's pass derives from the discovery
+	// deletableOf, derived once for the diagnoses sharing it.
+	deletable   *deletion.Deletable
+	deletableOf *kube.Discovery
 	// ownerPods are where running owners have their pods, and
 	// ownerLogCache the tails of their logs read so far.
 	ownerPods     map[string]ownerPods
@@ -64,6 +79,9 @@ type Config struct {
 	// Compact sweeps keep only the objects a diagnosis reads one by one
 	// (see kube.SweepOptions).
 	Compact bool
+	// Warnings, when set, gives a namespace's Warning events instead of a
+	// list of them, when it has them (kube.MetadataCache's).
+	Warnings func(namespace string) ([]v1.Event, bool)
 }
 
 // New returns an inspector over clients.
@@ -117,18 +135,35 @@ func (i *Inspector) Namespace(ctx context.Context, name string) (*v1.Namespace, 
 // Terminating lists the namespaces being deleted, oldest deletion first,
 // among those selector (a label selector, empty for all) selects.
 func (i *Inspector) Terminating(ctx context.Context, selector string) ([]v1.Namespace, error) {
-	list, err := i.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	all, err := i.Selected(ctx, selector)
 	if err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
+		return nil, err
 	}
 	var out []v1.Namespace
-	for _, ns := range list.Items {
+	for _, ns := range all {
 		if ns.DeletionTimestamp != nil {
 			out = append(out, ns)
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].DeletionTimestamp.Before(out[b].DeletionTimestamp) })
 	return out, nil
+}
+
+// Selected lists the namespaces selector (a label selector, empty for
+// all) selects, in the API's order.
+func (i *Inspector) Selected(ctx context.Context, selector string) ([]v1.Namespace, error) {
+	list, err := i.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for k := range list.Items {
+		if !hasOwnFinalizers(&list.Items[k]) {
+			// Only who set a namespace's own finalizers is read of its
+			// managed fields; ten thousand namespaces' would weigh.
+			list.Items[k].ManagedFields = nil
+		}
+	}
+	return list.Items, nil
 }
 
 // Discovery is the discovery shared by this inspector's observations (nil
@@ -140,13 +175,36 @@ func (i *Inspector) Discovery() *kube.Discovery {
 }
 
 // Discover runs the shared discovery (and the reads that go with it) once.
+// Callers that find one in flight wait for it or for their own context;
+// after a failed one, the next caller tries again.
 func (i *Inspector) Discover(ctx context.Context) (*kube.Discovery, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if err := i.discover(ctx); err != nil {
-		return nil, err
+	for {
+		i.mu.Lock()
+		if d := i.disc; d != nil {
+			i.mu.Unlock()
+			return d, nil
+		}
+		if inFlight := i.discovering; inFlight != nil {
+			i.mu.Unlock()
+			select {
+			case <-inFlight:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("waiting for the API's discovery: %w", context.Cause(ctx))
+			}
+		}
+		done := make(chan struct{})
+		i.discovering = done
+		i.mu.Unlock()
+		err := i.discover(ctx)
+		i.mu.Lock()
+		i.discovering = nil
+		i.mu.Unlock()
+		close(done)
+		if err != nil {
+			return nil, err
+		}
 	}
-	return i.disc, nil
 }
 
 // Observe reads one namespace's content, discovering the API once per
@@ -157,9 +215,10 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace, opts Options)
 		return diagnose.Observation{}, err
 	}
 	census := i.Census()
+	kept := census.content(ns)
 	var gvrs []schema.GroupVersionResource
 	for gvr, r := range disc.DeletableResources() {
-		if hasVerb(r.Verbs, "list") && !census.Skips(ns.Name, gvr) {
+		if hasVerb(r.Verbs, "list") && !kept.Has(gvr) && !census.Skips(ns.Name, gvr) {
 			gvrs = append(gvrs, gvr)
 		}
 	}
@@ -167,7 +226,14 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace, opts Options)
 	sweep := i.sweepOptions()
 	i.mu.Unlock()
 	sweep.KeepOlderThan = ns.CreationTimestamp.Time
-	snap := snapshotOf(kube.Sweep(ctx, i.clients, ns.Name, gvrs, sweep))
+	lists := kept
+	if len(gvrs) > 0 || kept == nil {
+		lists = kube.Sweep(ctx, i.clients, ns.Name, gvrs, sweep).With(kept)
+	}
+	snap := snapshotOf(lists)
+	i.mu.Lock()
+	snap.Order = i.order()
+	i.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}
@@ -199,6 +265,10 @@ func (i *Inspector) ObservationOf(ctx context.Context, ns *v1.Namespace, snap *d
 		i.readBackends(ctx, snap, disc)
 	}
 	obs.Resources, obs.DiscoveryErr, obs.FailedGroups = disc.Resources, disc.Err, disc.Failed
+	if i.deletableOf != disc {
+		i.deletable, i.deletableOf = deletion.DeletableOf(disc.Resources), disc
+	}
+	obs.Deletable = i.deletable
 	obs.APIServices, obs.Webhooks, obs.CRDs, obs.Services = i.apisvcs, i.webhooks, i.crds, maps.Clone(i.services)
 	i.uncheckedMu.Lock()
 	obs.Unchecked = slices.Clone(i.unchecked)
@@ -226,10 +296,9 @@ func (i *Inspector) Diagnose(ctx context.Context, ns *v1.Namespace, snap *deleti
 	return diagnose.Diagnose(obs)
 }
 
+// discover reads discovery, webhooks and CRDs without the lock (it is the
+// only discovery in flight), then keeps them and reads what they point at.
 func (i *Inspector) discover(ctx context.Context) error {
-	if i.disc != nil {
-		return nil
-	}
 	// Discovery and the cluster-wide lists go at once: over a slow link
 	// each round trip counts.
 	var (
@@ -246,6 +315,8 @@ func (i *Inspector) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
 	i.disc, i.webhooks, i.crds = d, webhooks, crds
 	if len(d.Failed) > 0 {
 		i.listAPIServices(ctx)
@@ -298,9 +369,28 @@ func (i *Inspector) readBackends(ctx context.Context, snap *deletion.Snapshot, d
 // sweepOptions compacts unless some webhook selects objects by label: its
 // matching then needs every object's labels.
 // Either way, a held object keeps of its managedFields who set its
-// finalizers (owner inference), and nothing more.
+// finalizers (owner inference), and nothing more. Made once per
+// discovery: every namespace's sweep shares it (callers hold mu).
 func (i *Inspector) sweepOptions() kube.SweepOptions {
-	plain := kube.SweepOptions{FinalizerFields: owners.KeepFinalizerEntries, FinalizerFieldsPer: inferManagers}
+	if i.sweep == nil || i.sweepOf != i.disc {
+		o := i.makeSweepOptions()
+		i.sweep, i.sweepOf = &o, i.disc
+	}
+	return *i.sweep
+}
+
+// order is the discovery's deletable resources in SortedGVRs' order,
+// made once per discovery (callers hold mu).
+func (i *Inspector) order() []schema.GroupVersionResource {
+	if i.sorted == nil || i.sortedOf != i.disc {
+		i.sorted = deletion.SortedByName(slices.Collect(maps.Keys(i.disc.DeletableResources())))
+		i.sortedOf = i.disc
+	}
+	return i.sorted
+}
+
+func (i *Inspector) makeSweepOptions() kube.SweepOptions {
+	plain := kube.SweepOptions{FinalizerFields: i.fields.KeepFinalizerEntries, FinalizerFieldsPer: inferManagers}
 	if !i.cfg.Compact {
 		return plain
 	}
@@ -317,7 +407,7 @@ func (i *Inspector) sweepOptions() kube.SweepOptions {
 			whole[gvr] = true
 		}
 	}
-	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole, FinalizerFields: owners.KeepFinalizerEntries, FinalizerFieldsPer: inferManagers}
+	return kube.SweepOptions{Compact: true, KeepPlain: diagnose.MaxExamples, Whole: whole, FinalizerFields: i.fields.KeepFinalizerEntries, FinalizerFieldsPer: inferManagers}
 }
 
 // snapshotOf turns what a sweep read into what a pass plans over.

@@ -69,6 +69,9 @@ func (t *apfTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 // without a client-side rate limit once a response showed the server runs
 // API Priority and Fairness, the rate-limited Metadata client otherwise.
 func (c *Clients) SweepMetadata() metadata.Interface {
+	if c.sweep != nil {
+		return c.sweep
+	}
 	if !c.unthrottled() {
 		return c.Metadata
 	}

@@ -32,6 +32,8 @@ type Clients struct {
 	Placement PodPlacement
 
 	apf *apf
+	// sweep, when set, answers sweeps instead (MetadataCache).
+	sweep metadata.Interface
 }
 
 // NewClients builds the clients from kubectl's flags.

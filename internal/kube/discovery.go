@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +21,10 @@ type Discovery struct {
 	Err error
 	// Failed names each group-version that could not be discovered.
 	Failed map[schema.GroupVersion]error
+
+	// deletable is DeletableResources, made on first use: thousands of
+	// diagnoses share one discovery.
+	deletable atomic.Pointer[map[schema.GroupVersionResource]metav1.APIResource]
 }
 
 // Discover runs the controller's discovery call, ending with ctx: a watch
@@ -42,8 +47,18 @@ func Discover(ctx context.Context, client discovery.DiscoveryInterface) (*Discov
 }
 
 // DeletableResources are the resources the controller deletes: namespaced,
-// preferred version, supporting delete.
+// preferred version, supporting delete. The map is shared: callers must not
+// change it.
 func (d *Discovery) DeletableResources() map[schema.GroupVersionResource]metav1.APIResource {
+	if m := d.deletable.Load(); m != nil {
+		return *m
+	}
+	out := d.deletableResources()
+	d.deletable.Store(&out)
+	return out
+}
+
+func (d *Discovery) deletableResources() map[schema.GroupVersionResource]metav1.APIResource {
 	out := map[schema.GroupVersionResource]metav1.APIResource{}
 	deletable := discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete"}}, d.Resources)
 	for _, rl := range deletable {
@@ -66,4 +81,26 @@ func ServerVersion(ctx context.Context, client discovery.DiscoveryInterface) (st
 		return "", fmt.Errorf("reading the server's version: %w", err)
 	}
 	return info.GitVersion, nil
+}
+
+// Served are those of gvrs the API server serves: one discovery request per
+// group-version, a group-version that cannot be read left out.
+func Served(ctx context.Context, client discovery.DiscoveryInterface, gvrs []schema.GroupVersionResource) []schema.GroupVersionResource {
+	byGV := map[schema.GroupVersion]map[string]bool{}
+	var out []schema.GroupVersionResource
+	for _, gvr := range gvrs {
+		gv := gvr.GroupVersion()
+		if byGV[gv] == nil {
+			byGV[gv] = map[string]bool{}
+			if rl, err := discovery.ToDiscoveryInterfaceWithContext(client).ServerResourcesForGroupVersionWithContext(ctx, gv.String()); err == nil {
+				for _, r := range rl.APIResources {
+					byGV[gv][r.Name] = true
+				}
+			}
+		}
+		if byGV[gv][gvr.Resource] {
+			out = append(out, gvr)
+		}
+	}
+	return out
 }

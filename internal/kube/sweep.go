@@ -84,29 +84,57 @@ func Sweep(ctx context.Context, c *Clients, namespace string, gvrs []schema.Grou
 	// list, and says so in Errs.
 	workqueue.ParallelizeUntil(context.WithoutCancel(ctx), sweepConcurrency, len(gvrs), func(i int) {
 		gvr := gvrs[i]
-		keep := keepAll
-		switch {
-		case opts.Keep != nil:
-			keep = opts.Keep
-		case opts.Compact && !opts.Whole[gvr]:
-			keep = keepInteresting(opts.KeepPlain, opts.KeepOlderThan)
-		}
-		list, omitted, err := listMetadata(ctx, c.SweepMetadata(), gvr, namespace, keep, opts.fieldsKeeper())
+		k := opts.keeper(gvr)
+		err := eachMetadata(ctx, c.SweepMetadata(), gvr, namespace, k.add)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			snap.Errs[gvr] = err
 			return
 		}
-		snap.Items[gvr] = list
-		if omitted > 0 {
-			snap.Omitted[gvr] = omitted
+		snap.Items[gvr] = k.list
+		if k.omitted > 0 {
+			snap.Omitted[gvr] = k.omitted
 		}
 	})
 	return snap
 }
 
 func keepAll(*metav1.PartialObjectMetadata) bool { return true }
+
+// keeper is what a sweep keeps of one type's list in one namespace, and
+// how many objects it counted without keeping.
+type keeper struct {
+	keep    func(*metav1.PartialObjectMetadata) bool
+	fields  func(*metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry
+	list    *metav1.PartialObjectMetadataList
+	omitted int
+}
+
+// keeper is a fresh keeper of gvr's objects in one namespace, by o's rules.
+func (o SweepOptions) keeper(gvr schema.GroupVersionResource) *keeper {
+	k := &keeper{keep: keepAll, fields: o.fieldsKeeper(), list: &metav1.PartialObjectMetadataList{}}
+	switch {
+	case o.Keep != nil:
+		k.keep = o.Keep
+	case o.Compact && !o.Whole[gvr]:
+		k.keep = keepInteresting(o.KeepPlain, o.KeepOlderThan)
+	}
+	return k
+}
+
+// add keeps item's trimmed metadata, or counts it as omitted.
+func (k *keeper) add(item *metav1.PartialObjectMetadata) {
+	if !k.keep(item) {
+		k.omitted++
+		return
+	}
+	meta := trimMeta(item.ObjectMeta)
+	if k.fields != nil && len(item.Finalizers) > 0 {
+		meta.ManagedFields = k.fields(item)
+	}
+	k.list.Items = append(k.list.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: meta})
+}
 
 // fieldsKeeper is FinalizerFields for one list, counting the objects kept
 // per finalizer against FinalizerFieldsPer; nil when none are kept.
@@ -153,37 +181,33 @@ func keepInteresting(n int, olderThan time.Time) func(*metav1.PartialObjectMetad
 // only the metadata ns-doctor reads (managed fields and annotations can be
 // most of an object's size).
 func ListMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
-	list, _, err := listMetadata(ctx, client, gvr, namespace, keepAll, nil)
-	return list, err
+	k := SweepOptions{}.keeper(gvr)
+	if err := eachMetadata(ctx, client, gvr, namespace, k.add); err != nil {
+		return nil, err
+	}
+	return k.list, nil
 }
 
-// listMetadata is ListMetadata keeping only the objects keep accepts; it
-// returns how many it did not keep.
-func listMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string,
-	keep func(*metav1.PartialObjectMetadata) bool, fields func(*metav1.PartialObjectMetadata) []metav1.ManagedFieldsEntry) (*metav1.PartialObjectMetadataList, int, error) {
-	out := &metav1.PartialObjectMetadataList{}
-	omitted := 0
+// eachMetadata lists gvr in namespace ("": every namespace) page by page,
+// handing each object to fn as it comes (fn must not keep or change it):
+// from a MetadataCache's memory when it holds the type, no copy made.
+func eachMetadata(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, namespace string, fn func(*metav1.PartialObjectMetadata)) error {
+	if cached, ok := client.(cachedMetadata); ok {
+		if objs, held := cached.m.objects(gvr, namespace); held {
+			for _, o := range objs {
+				fn(o)
+			}
+			return ctx.Err()
+		}
+	}
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	})
 	p.PageSize = listPageSize
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		item := obj.(*metav1.PartialObjectMetadata)
-		if !keep(item) {
-			omitted++
-			return nil
-		}
-		meta := trimMeta(item.ObjectMeta)
-		if fields != nil && len(item.Finalizers) > 0 {
-			meta.ManagedFields = fields(item)
-		}
-		out.Items = append(out.Items, metav1.PartialObjectMetadata{TypeMeta: item.TypeMeta, ObjectMeta: meta})
+	return p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		fn(obj.(*metav1.PartialObjectMetadata))
 		return nil
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, omitted, nil
 }
 
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,45 @@ func IsApplier(manager string) bool {
 		}
 	}
 	return false
+}
+
+// Fields reads who set finalizers out of managedFields, each distinct
+// fieldsV1 decoded once: the thousands of objects one manager created
+// alike share a few, and decoding each was most of a diagnosis over ten
+// thousand namespaces. Safe for concurrent use; the zero value is ready,
+// and a nil one remembers nothing.
+type Fields struct {
+	mu   sync.Mutex
+	read map[fieldsKey][]string
+}
+
+type fieldsKey struct{ field, raw string }
+
+// fieldsRemembered bounds what a Fields keeps: past it, each entry is
+// decoded as if none were kept.
+const fieldsRemembered = 4096
+
+func (x *Fields) finalizersIn(e metav1.ManagedFieldsEntry, field string) []string {
+	if x == nil || e.FieldsV1 == nil {
+		return finalizersIn(e, field)
+	}
+	k := fieldsKey{field, e.FieldsV1.GetRawString()}
+	x.mu.Lock()
+	out, ok := x.read[k]
+	x.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = finalizersIn(e, field)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.read == nil {
+		x.read = map[fieldsKey][]string{}
+	}
+	if len(x.read) < fieldsRemembered {
+		x.read[k] = out
+	}
+	return out
 }
 
 // finalizersIn are the finalizer values a managedFields entry owns under
@@ -111,12 +151,17 @@ func hasValues(set map[string]json.RawMessage) bool {
 // whole managedFields). It names those of finalizers that an entry
 // ManagersOf reads owns.
 func KeepFinalizerEntries(entries []metav1.ManagedFieldsEntry, finalizers []string) (kept []metav1.ManagedFieldsEntry, named []string) {
+	return (*Fields)(nil).KeepFinalizerEntries(entries, finalizers)
+}
+
+// KeepFinalizerEntries is the package's, remembering what it decoded.
+func (x *Fields) KeepFinalizerEntries(entries []metav1.ManagedFieldsEntry, finalizers []string) (kept []metav1.ManagedFieldsEntry, named []string) {
 	if len(finalizers) == 0 {
 		return nil, nil
 	}
 	var out []metav1.ManagedFieldsEntry
 	for _, e := range entries {
-		owned := finalizersIn(e, MetadataFinalizers)
+		owned := x.finalizersIn(e, MetadataFinalizers)
 		if len(owned) == 0 {
 			continue
 		}
@@ -149,6 +194,11 @@ func quote(s string) string {
 // ManagersOf are the field managers that own finalizer under field,
 // latest write first.
 func ManagersOf(entries []metav1.ManagedFieldsEntry, field, finalizer, object string) []Manager {
+	return (*Fields)(nil).ManagersOf(entries, field, finalizer, object)
+}
+
+// ManagersOf is the package's, remembering what it decoded.
+func (x *Fields) ManagersOf(entries []metav1.ManagedFieldsEntry, field, finalizer, object string) []Manager {
 	var out []Manager
 	for _, e := range entries {
 		if e.Subresource == "finalize" {
@@ -156,7 +206,7 @@ func ManagersOf(entries []metav1.ManagedFieldsEntry, field, finalizer, object st
 			// it takes the list over, but set none of the others.
 			continue
 		}
-		for _, f := range finalizersIn(e, field) {
+		for _, f := range x.finalizersIn(e, field) {
 			if f != finalizer && f != allFinalizers {
 				continue
 			}

@@ -3,6 +3,7 @@ package owners
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +140,12 @@ type Index struct {
 	// namespace: a question about one namespace scans only its own.
 	cluster []bound
 	local   map[string][]bound
+
+	// clusterWho are the ClusterRoleBindings' grants of each access asked
+	// (its namespace aside): explain over thousands of namespaces asks
+	// the same of each.
+	mu         sync.Mutex
+	clusterWho map[string][]Grant
 }
 
 type bound struct {
@@ -312,12 +319,33 @@ func subjectsOf(in []rbacv1.Subject, namespace string) []Subject {
 // Who lists every subject a binding allows the access, once per subject
 // and binding: the ClusterRoleBindings' first, in the order read.
 func (x *Index) Who(a Access) []Grant {
-	var out []Grant
+	out := slices.Clone(x.clusterGrants(a))
 	// A RoleBinding's grants hold in its namespace only.
-	bindings := x.cluster
 	if a.Namespace != "" {
-		bindings = append(slices.Clone(bindings), x.local[a.Namespace]...)
+		out = x.grants(out, x.local[a.Namespace], a)
 	}
+	return out
+}
+
+// clusterGrants are the ClusterRoleBindings' grants of a, each access
+// computed once; callers must not change them.
+func (x *Index) clusterGrants(a Access) []Grant {
+	key := strings.Join([]string{strings.Join(a.Verbs, ","), a.Group, a.Resource, a.Subresource, strings.Join(a.Names, ",")}, "/")
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if g, ok := x.clusterWho[key]; ok {
+		return g
+	}
+	if x.clusterWho == nil {
+		x.clusterWho = map[string][]Grant{}
+	}
+	g := x.grants(nil, x.cluster, a)
+	x.clusterWho[key] = g
+	return g
+}
+
+// grants appends to out every subject of bindings allowed a.
+func (x *Index) grants(out []Grant, bindings []bound, a Access) []Grant {
 	for _, b := range bindings {
 		verb, scope, ok := allows(b.rules, a)
 		if !ok {

@@ -25,6 +25,7 @@ const (
 	APIVersion        = "ns-doctor.dev/v1alpha1"
 	DiagnosisKind     = "NamespaceDiagnosis"
 	DiagnosisListKind = "NamespaceDiagnosisList"
+	SummaryListKind   = "NamespaceSummaryList"
 	OrphansKind       = "OrphanedContent"
 )
 
@@ -125,6 +126,41 @@ type DiagnosisListDocument struct {
 	Clusters []ClusterDocument `json:"clusters,omitempty"`
 }
 
+// SummaryListDocument is explain's list view as data: a line per
+// namespace, what the table shows and no more (--full prints the
+// DiagnosisListDocument instead).
+type SummaryListDocument struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []SummaryDocument `json:"items"`
+	// Clusters, over many clusters, as in DiagnosisListDocument.
+	Clusters []ClusterDocument `json:"clusters,omitempty"`
+}
+
+// SummaryDocument is one namespace's line of the list view: its
+// DiagnosisDocument cut to what the line shows, the fields it keeps under
+// the same names (a script reading .verdict.state, .namespace.name or
+// .blockers[].kind reads either).
+type SummaryDocument struct {
+	Context   string             `json:"context,omitempty"`
+	Cluster   string             `json:"cluster,omitempty"`
+	Verdict   VerdictDocument    `json:"verdict"`
+	Namespace diagnose.Namespace `json:"namespace"`
+	// Remaining counts the objects left in the types listed.
+	Remaining int `json:"remaining"`
+	// Blockers are the report's, in its order, each named and summed up;
+	// the first but ListForbidden is the table's TOP BLOCKER.
+	Blockers []BlockerSummaryDocument `json:"blockers"`
+}
+
+// BlockerSummaryDocument is a blocker as the list view names it; explain
+// NAME gives its evidence and next steps.
+type BlockerSummaryDocument struct {
+	Kind    diagnose.BlockerKind `json:"kind"`
+	Subject string               `json:"subject,omitempty"`
+	Summary string               `json:"summary"`
+}
+
 // ClusterDocument is one cluster of a fleet, read or not.
 type ClusterDocument struct {
 	fleet.Context
@@ -206,15 +242,54 @@ func DiagnosisList(rs []diagnose.Report) DiagnosisListDocument {
 	return l
 }
 
-// FleetList is many clusters' diagnoses as one list.
-func FleetList(results []fleet.Result) DiagnosisListDocument {
-	l := DiagnosisListDocument{APIVersion: APIVersion, Kind: DiagnosisListKind, Items: []DiagnosisDocument{}, Clusters: []ClusterDocument{}}
+// Summary is one namespace's line of the list view.
+func Summary(r diagnose.Report) SummaryDocument {
+	d := SummaryDocument{Namespace: r.Namespace, Remaining: r.Remaining(),
+		Verdict: VerdictDocument{State: r.Verdict.State, Summary: VerdictSummary(r)}, Blockers: []BlockerSummaryDocument{}}
+	for _, b := range r.Blockers {
+		d.Blockers = append(d.Blockers, BlockerSummaryDocument{Kind: b.Kind, Subject: b.Subject, Summary: WordsOf(b).Summary})
+	}
+	return d
+}
+
+// SummaryList is the list view of several diagnoses.
+func SummaryList(rs []diagnose.Report) SummaryListDocument {
+	l := SummaryListDocument{APIVersion: APIVersion, Kind: SummaryListKind, Items: make([]SummaryDocument, 0, len(rs))}
+	for _, r := range rs {
+		l.Items = append(l.Items, Summary(r))
+	}
+	return l
+}
+
+// FleetSummaryList is the list view of many clusters.
+func FleetSummaryList(results []fleet.Result) SummaryListDocument {
+	l := SummaryListDocument{APIVersion: APIVersion, Kind: SummaryListKind, Items: []SummaryDocument{}, Clusters: clusterDocuments(results)}
+	for _, r := range results {
+		for _, rep := range r.Reports {
+			d := Summary(rep)
+			d.Context, d.Cluster = r.Name, r.Cluster
+			l.Items = append(l.Items, d)
+		}
+	}
+	return l
+}
+
+func clusterDocuments(results []fleet.Result) []ClusterDocument {
+	out := make([]ClusterDocument, 0, len(results))
 	for _, r := range results {
 		c := ClusterDocument{Context: r.Context, Reach: r.Reach, Namespaces: len(r.Reports)}
 		if r.Err != nil {
 			c.Error = r.Err.Error()
 		}
-		l.Clusters = append(l.Clusters, c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// FleetList is many clusters' diagnoses as one list.
+func FleetList(results []fleet.Result) DiagnosisListDocument {
+	l := DiagnosisListDocument{APIVersion: APIVersion, Kind: DiagnosisListKind, Items: []DiagnosisDocument{}, Clusters: clusterDocuments(results)}
+	for _, r := range results {
 		for _, rep := range r.Reports {
 			d := Diagnosis(rep)
 			d.Context, d.Cluster = r.Name, r.Cluster

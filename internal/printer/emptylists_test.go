@@ -128,7 +128,7 @@ func TestNoSentenceSaysAnEmptyList(t *testing.T) {
 	if err := h.Diagnosis(&out, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Diagnoses(&out, []diagnose.Report{r}); err != nil {
+	if err := h.Summaries(&out, []diagnose.Report{r}); err != nil {
 		t.Fatal(err)
 	}
 	assertNoEmptyList(t, "explain's human view", out.String())

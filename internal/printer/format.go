@@ -25,8 +25,14 @@ import (
 // implement it, so commands never branch on the output format.
 type Printer interface {
 	Diagnosis(w io.Writer, r diagnose.Report) error
+	// Diagnoses prints several full reports; Summaries the list view of
+	// them (explain with no NAME or -l, unless --full).
 	Diagnoses(w io.Writer, rs []diagnose.Report) error
+	Summaries(w io.Writer, rs []diagnose.Report) error
+	// Fleet prints the list view of many clusters; FleetDiagnoses their
+	// full reports.
 	Fleet(w io.Writer, results []fleet.Result) error
+	FleetDiagnoses(w io.Writer, results []fleet.Result) error
 	Purge(w io.Writer, r *purge.Report) error
 	Purges(w io.Writer, rs []*purge.Report) error
 	Orphans(w io.Writer, r diagnose.OrphanReport) error
@@ -54,25 +60,41 @@ func (m Machine) Diagnosis(w io.Writer, r diagnose.Report) error {
 	return m.print(w, Diagnosis(r), r.Namespace.Name)
 }
 
-// Diagnoses prints the list of every terminating namespace's diagnosis.
+// Diagnoses prints several diagnoses as one list of full reports.
 func (m Machine) Diagnoses(w io.Writer, rs []diagnose.Report) error {
+	return m.print(w, DiagnosisList(rs), namesOf(rs)...)
+}
+
+// Summaries prints the list view's document: a line per namespace.
+func (m Machine) Summaries(w io.Writer, rs []diagnose.Report) error {
+	return m.print(w, SummaryList(rs), namesOf(rs)...)
+}
+
+func namesOf(rs []diagnose.Report) []string {
 	names := make([]string, 0, len(rs))
 	for _, r := range rs {
 		names = append(names, r.Namespace.Name)
 	}
-	return m.print(w, DiagnosisList(rs), names...)
+	return names
 }
 
-// Fleet prints the diagnoses of many clusters as one list, each item with
+// Fleet prints the list view of many clusters as one list, each item with
 // its context, and the clusters that could not be read.
 func (m Machine) Fleet(w io.Writer, results []fleet.Result) error {
+	return m.print(w, FleetSummaryList(results), fleetNames(results)...)
+}
+
+// FleetDiagnoses prints the full reports of many clusters as one list.
+func (m Machine) FleetDiagnoses(w io.Writer, results []fleet.Result) error {
+	return m.print(w, FleetList(results), fleetNames(results)...)
+}
+
+func fleetNames(results []fleet.Result) []string {
 	var names []string
 	for _, r := range results {
-		for _, rep := range r.Reports {
-			names = append(names, rep.Namespace.Name)
-		}
+		names = append(names, namesOf(r.Reports)...)
 	}
-	return m.print(w, FleetList(results), names...)
+	return names
 }
 
 // Purge prints a purge report's document.
@@ -121,6 +143,15 @@ func (m Machine) print(w io.Writer, doc typed, names ...string) error {
 		}
 		return nil
 	}
+	if m.Format == "json" {
+		// cli-runtime's JSONPrinter's bytes (MarshalIndent, four spaces, a
+		// newline), marshalled once: it marshals the document, then again
+		// to indent it, which over ten thousand namespaces costs more than
+		// diagnosing a thousand of them.
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "    ")
+		return enc.Encode(doc)
+	}
 	if err := m.Printer.PrintObj(&object{doc: doc}, w); err != nil {
 		// cli-runtime's template errors carry the whole document for
 		// debugging; the first line says what failed.
@@ -137,6 +168,7 @@ type typed interface {
 
 func (d DiagnosisDocument) typeMeta() (string, string)     { return d.APIVersion, d.Kind }
 func (d DiagnosisListDocument) typeMeta() (string, string) { return d.APIVersion, d.Kind }
+func (d SummaryListDocument) typeMeta() (string, string)   { return d.APIVersion, d.Kind }
 func (d OrphansDocument) typeMeta() (string, string)       { return d.APIVersion, d.Kind }
 func (d PurgeDocument) typeMeta() (string, string)         { return d.APIVersion, d.Kind }
 func (d PurgeListDocument) typeMeta() (string, string)     { return d.APIVersion, d.Kind }

@@ -31,7 +31,7 @@ func FuzzHumanPrinter(f *testing.F) {
 			if err := h.Diagnosis(&out, hostileDiagnosis(s)); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Diagnoses(&out, []diagnose.Report{hostileDiagnosis(s)}); err != nil {
+			if err := h.Summaries(&out, []diagnose.Report{hostileDiagnosis(s)}); err != nil {
 				t.Fatal(err)
 			}
 			if err := h.Purge(&out, hostilePurge(s)); err != nil {

@@ -480,8 +480,47 @@ func (e *errWriter) fail(err error) {
 	}
 }
 
-// Diagnoses renders one line per namespace: explain with no name.
+// Diagnoses renders several full reports, a blank line between them.
 func (h Human) Diagnoses(w io.Writer, reports []diagnose.Report) error {
+	for i, r := range reports {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		if err := h.Diagnosis(w, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FleetDiagnoses renders the full reports of many clusters, each after a
+// line naming its context, and a line for each cluster that could not be
+// read.
+func (h Human) FleetDiagnoses(w io.Writer, results []fleet.Result) error {
+	p := &errWriter{w: w}
+	first := true
+	for _, r := range results {
+		if r.Err != nil {
+			p.printf("context %s: %s: %s\n", r.Name, r.Reach, ReachWords(r.Err))
+		}
+		for _, rep := range r.Reports {
+			if !first {
+				p.printf("\n")
+			}
+			first = false
+			p.printf("context %s:\n", r.Name)
+			if err := h.Diagnosis(w, rep); err != nil {
+				p.fail(err)
+			}
+		}
+	}
+	return p.err
+}
+
+// Summaries renders one line per namespace: explain with no name.
+func (h Human) Summaries(w io.Writer, reports []diagnose.Report) error {
 	p := &errWriter{w: w}
 	if len(reports) == 0 {
 		p.printf("no namespace is being deleted\n")

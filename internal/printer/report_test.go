@@ -106,7 +106,7 @@ func TestHumanSummaryGolden(t *testing.T) {
 	active.Verdict = diagnose.Verdict{State: diagnose.StateActive}
 	active.Blockers = nil
 	var buf bytes.Buffer
-	if err := (Human{Now: now}).Diagnoses(&buf, []diagnose.Report{stuckReport(), active}); err != nil {
+	if err := (Human{Now: now}).Summaries(&buf, []diagnose.Report{stuckReport(), active}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "summary.golden", buf.Bytes())
@@ -198,7 +198,7 @@ func golden(t *testing.T, name string, got []byte) {
 // to them shows up here as a golden diff.
 func TestMachineGolden(t *testing.T) {
 	for _, format := range []string{"json", "yaml"} {
-		var diag, list, pur bytes.Buffer
+		var diag, list, pur, summaries bytes.Buffer
 		// A printer per print, as a command prints once.
 		if err := machine(format).Diagnosis(&diag, stuckReport()); err != nil {
 			t.Fatal(err)
@@ -209,9 +209,13 @@ func TestMachineGolden(t *testing.T) {
 		if err := machine(format).Purge(&pur, incompleteReport()); err != nil {
 			t.Fatal(err)
 		}
+		if err := machine(format).Summaries(&summaries, []diagnose.Report{stuckReport()}); err != nil {
+			t.Fatal(err)
+		}
 		golden(t, "stuck."+format, diag.Bytes())
 		golden(t, "empty-list."+format, list.Bytes())
 		golden(t, "purge-incomplete."+format, pur.Bytes())
+		golden(t, "summary-list."+format, summaries.Bytes())
 	}
 }
 

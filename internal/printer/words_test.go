@@ -345,7 +345,7 @@ func TestOtherViews(t *testing.T) {
 		t.Errorf("status line: %s", line)
 	}
 	buf.Reset()
-	_ = (Human{}).Diagnoses(&buf, nil)
+	_ = (Human{}).Summaries(&buf, nil)
 	if !strings.Contains(buf.String(), "no namespace is being deleted") {
 		t.Errorf("no diagnoses: %q", buf.String())
 	}

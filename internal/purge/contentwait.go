@@ -30,29 +30,36 @@ func contentGone(ctx context.Context, c *kube.Clients, namespace string, types [
 		return gone
 	}
 	left := &leftover{names: map[string]bool{}, gone: gone}
-	var watches []watch.Interface
-	for _, gvr := range types {
-		res := c.Metadata.Resource(gvr).Namespace(namespace)
-		list, err := res.List(ctx, metav1.ListOptions{})
-		var w watch.Interface
-		if err == nil {
-			w, err = res.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-		}
+	// Every type is listed first: content already gone (the usual after a
+	// pass that stripped the last finalizers) needs no watch at all.
+	lists := make([]*metav1.PartialObjectMetadataList, len(types))
+	for i, gvr := range types {
+		list, err := c.Metadata.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			for _, w := range watches {
-				w.Stop()
-			}
 			return gone
 		}
-		watches = append(watches, w)
+		lists[i] = list
 		for _, o := range list.Items {
 			left.add(gvr.Resource + "/" + o.Name)
 		}
 	}
+	if left.check() {
+		return gone
+	}
+	var watches []watch.Interface
+	for i, gvr := range types {
+		w, err := c.Metadata.Resource(gvr).Namespace(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: lists[i].ResourceVersion})
+		if err != nil {
+			for _, w := range watches {
+				w.Stop()
+			}
+			return make(chan struct{}) // never closed: the wait lasts as the controller's would
+		}
+		watches = append(watches, w)
+	}
 	for i, w := range watches {
 		go left.follow(types[i].Resource, w)
 	}
-	left.check()
 	return gone
 }
 

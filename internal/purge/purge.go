@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ns-doctor/ns-doctor/internal/access"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -55,6 +56,8 @@ type Purger struct {
 	// shared are reads the runs of several namespaces share (the
 	// escalations' leftovers of killed runs).
 	shared *sharedReads
+	// listed are the terminating namespaces RunMany's census listed.
+	listed map[string]*v1.Namespace
 }
 
 // Precheck reads what the escalations' values name across the cluster
@@ -179,6 +182,12 @@ func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 	if len(names) >= inspect.CensusMin && p.Inspector.Census() == nil {
 		p.takeCensus(ctx, names)
 	}
+	checked := p.Opts.AccessChecked
+	if !checked && len(names) > 1 {
+		// One question for all, when its answer covers each run's own
+		// check; else each run checks its namespace, as alone.
+		checked, _ = access.Everything(ctx, p.Clients.Kube.AuthorizationV1())
+	}
 	out := make([]Result, len(names))
 	// The census's reads told whether the server runs priority and
 	// fairness: the bound on runs at once follows it.
@@ -187,6 +196,7 @@ func (p *Purger) RunMany(ctx context.Context, names []string) []Result {
 		bound.acquire()
 		defer bound.release()
 		one := *p
+		one.Opts.AccessChecked = checked
 		if p.Opts.BackupDir != "" && len(names) > 1 {
 			one.Opts.BackupDir = filepath.Join(p.Opts.BackupDir, names[i])
 		}
@@ -208,7 +218,7 @@ func (p *Purger) now() time.Time {
 func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 	r := &Report{Namespace: name, Mode: p.Opts.DryRun, Ordering: p.Opts.OrderedDeletion, Orphans: p.Opts.Orphans,
 		Context: p.Opts.Context, Cluster: p.Opts.Cluster}
-	ns, err := p.Clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	ns, err := p.namespace(ctx, name)
 	switch {
 	case p.Opts.Orphans && err == nil:
 		return r, ErrNamespaceExists
@@ -233,11 +243,12 @@ func (p *Purger) Run(ctx context.Context, name string) (*Report, error) {
 	return r, run.do(ctx, ns)
 }
 
-// takeCensus reads which of the namespaces hold which types, once for all
-// (inspect.Census): their runs then ask only about those. The namespaces
-// are read first, so that only those already terminating are covered. It
-// is an optimisation: when it cannot be taken, every run asks about every
-// type, as the controller does.
+// takeCensus reads which of the namespaces hold which types, and what
+// each holds, once for all (inspect.Census): each run's first snapshot is
+// then the census's, and its passes ask only about those types. The
+// namespaces are read first, so that only those already terminating are
+// covered. It is an optimisation: when it cannot be taken, every run reads
+// its namespace and asks about every type, as the controller does.
 func (p *Purger) takeCensus(ctx context.Context, names []string) {
 	list, err := p.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -248,10 +259,22 @@ func (p *Purger) takeCensus(ctx context.Context, names []string) {
 		chosen[n] = true
 	}
 	var terminating []v1.Namespace
-	for _, ns := range list.Items {
+	p.listed = map[string]*v1.Namespace{}
+	for k, ns := range list.Items {
 		if chosen[ns.Name] && ns.DeletionTimestamp != nil {
 			terminating = append(terminating, ns)
+			p.listed[ns.Name] = &list.Items[k]
 		}
 	}
-	_, _ = p.Inspector.TakeCensus(ctx, terminating)
+	_, _ = p.Inspector.TakeCensusOfContent(ctx, terminating)
+}
+
+// namespace is the namespace a run starts from: the census's read of it
+// (seconds old; the run's first pass reads it again, as the controller's
+// does), else read now.
+func (p *Purger) namespace(ctx context.Context, name string) (*v1.Namespace, error) {
+	if ns := p.listed[name]; ns != nil {
+		return ns.DeepCopy(), nil
+	}
+	return p.Clients.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 }

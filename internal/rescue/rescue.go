@@ -35,6 +35,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 
 	"github.com/ns-doctor/ns-doctor/internal/access"
@@ -61,8 +62,8 @@ func check(ctx context.Context, c *kube.Clients, needs []access.Permission) erro
 
 // checkPolicyAPI refuses a cluster without the policy API: nothing can
 // hold a namespace there.
-func checkPolicyAPI(c *kube.Clients) error {
-	list, err := c.Discovery.ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
+func checkPolicyAPI(ctx context.Context, c *kube.Clients) error {
+	list, err := discovery.ToDiscoveryInterfaceWithContext(c.Discovery).ServerResourcesForGroupVersionWithContext(ctx, admissionv1.SchemeGroupVersion.String())
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("discovering %s: %w", admissionv1.SchemeGroupVersion, err)
 	}

@@ -70,7 +70,7 @@ func prepare(ctx context.Context, c *kube.Clients, namespace, backupDir string, 
 	if ns.DeletionTimestamp == nil {
 		return nil, ErrActive
 	}
-	if err := checkPolicyAPI(c); err != nil {
+	if err := checkPolicyAPI(ctx, c); err != nil {
 		return nil, err
 	}
 	p := &Plan{Namespace: namespace, Hold: HoldName(namespace), BackupDir: backupDir}
@@ -215,7 +215,7 @@ type Released struct {
 // PrepareRelease checks what release needs, and says what it will do; it
 // changes nothing.
 func PrepareRelease(ctx context.Context, c *kube.Clients, namespace string) (*Released, error) {
-	if err := checkPolicyAPI(c); err != nil {
+	if err := checkPolicyAPI(ctx, c); err != nil {
 		return nil, err
 	}
 	if err := check(ctx, c, releaseNeeds()); err != nil {
@@ -262,7 +262,7 @@ type Protected struct {
 // nothing. A namespace being deleted already needs rescue, not protect.
 func PrepareProtect(ctx context.Context, c *kube.Clients, namespace string, remove bool) (*Protected, error) {
 	p := &Protected{Namespace: namespace, Policy: protectName(namespace), Removed: remove, Annotation: ConfirmAnnotation + "=" + namespace}
-	if err := checkPolicyAPI(c); err != nil {
+	if err := checkPolicyAPI(ctx, c); err != nil {
 		return nil, err
 	}
 	if !remove {

@@ -18,6 +18,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -103,9 +104,8 @@ type Watcher struct {
 	// janitorQueue holds the namespaces offered to the janitor.
 	janitorQueue workqueue.TypedInterface[string]
 
-	mu     sync.Mutex
-	insp   *inspect.Inspector
-	inspAt time.Time
+	mu    sync.Mutex
+	round *round
 }
 
 func (w *Watcher) now() time.Time {
@@ -245,7 +245,11 @@ func (w *Watcher) sync(ctx context.Context, name string) error {
 // diagnose runs explain's engine on one namespace, timing it.
 func (w *Watcher) diagnose(ctx context.Context, ns *v1.Namespace) (diagnose.Report, error) {
 	started := time.Now()
-	report, err := w.inspector().ExplainSince(ctx, ns, w.state.earlierRead(ns.Name), w.Opts.Inspect)
+	in, err := w.inspector(ctx)
+	var report diagnose.Report
+	if err == nil {
+		report, err = in.ExplainSince(ctx, ns, w.state.earlierRead(ns.Name), w.Opts.Inspect)
+	}
 	if w.Metrics != nil {
 		w.Metrics.diagnosed(time.Since(started), err)
 	}
@@ -256,24 +260,64 @@ func (w *Watcher) diagnose(ctx context.Context, ns *v1.Namespace) (diagnose.Repo
 	return report, nil
 }
 
-// inspector is shared by the diagnoses of one resync round: one discovery
-// and one read of webhooks, CRDs and APIServices serve them all. A newer
-// one is made once it is half a resync old, so each round sees the API as
-// it is.
-func (w *Watcher) inspector() *inspect.Inspector {
+// round is the inspector a resync round's diagnoses share, and its census.
+type round struct {
+	in *inspect.Inspector
+	at time.Time
+	// ready is closed once the census is read (or could not be).
+	ready chan struct{}
+}
+
+// inspector is shared by the diagnoses of one resync round: one discovery,
+// one read of webhooks, CRDs and APIServices, and, over enough terminating
+// namespaces, one census of their content (a list per type across the
+// cluster, as the namespace controller's informers read it) serve them
+// all; a namespace changed since the census is read on its own. A newer
+// one is made once it is three quarters of a resync old: the first
+// diagnosis of each resync round reads the API as it is, and the round's
+// others share it (half a resync split a round of ten thousand namespaces
+// over two censuses). The diagnoses wait for its census, or for ctx.
+func (w *Watcher) inspector(ctx context.Context) (*inspect.Inspector, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.insp == nil || w.now().Sub(w.inspAt) >= w.Opts.Resync/2 {
-		w.insp = inspect.New(w.Clients, inspect.Config{Compact: true})
-		w.inspAt = w.now()
+	r := w.round
+	if r == nil || w.now().Sub(r.at) >= 3*w.Opts.Resync/4 {
+		r = &round{in: inspect.New(w.Clients, inspect.Config{Compact: true}), at: w.now(), ready: make(chan struct{})}
+		w.round = r
+		w.mu.Unlock()
+		defer close(r.ready)
+		if nss := w.terminating(); len(nss) >= inspect.CensusMin {
+			// Without a census (no permission to read APIServices, say),
+			// each namespace is read on its own, as before.
+			_, _ = r.in.TakeCensusOfContent(ctx, nss)
+		}
+		return r.in, ctx.Err()
 	}
-	return w.insp
+	w.mu.Unlock()
+	select {
+	case <-r.ready:
+		return r.in, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the round's census: %w", context.Cause(ctx))
+	}
+}
+
+// terminating are the namespaces the informer has seen terminating for
+// After: those a round diagnoses.
+func (w *Watcher) terminating() []v1.Namespace {
+	all, _ := w.lister.List(labels.Everything())
+	var out []v1.Namespace
+	for _, ns := range all {
+		if ns.DeletionTimestamp != nil && w.now().Sub(ns.DeletionTimestamp.Time) >= w.Opts.After {
+			out = append(out, *ns)
+		}
+	}
+	return out
 }
 
 func (w *Watcher) dropInspector() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.insp = nil
+	w.round = nil
 }
 
 // forget drops a namespace that went (or stopped terminating): its series

@@ -51,10 +51,21 @@ func TestExplainManyWithOneCensus(t *testing.T) {
 		waitCondition(t, ns, v1.NamespaceFinalizersRemaining, v1.ConditionTrue)
 	}
 
-	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-l", "batch="+batch, "-o", "json", "--grace=0s")
+	r := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-l", "batch="+batch, "-o", "json", "--grace=0s", "--full")
 	var list printer.DiagnosisListDocument
 	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || len(list.Items) != len(names) {
-		t.Fatalf("explain -l: exit %d, %v, %d items\n%s", r.Code, err, len(list.Items), r.Stderr)
+		t.Fatalf("explain -l --full: exit %d, %v, %d items\n%s", r.Code, err, len(list.Items), r.Stderr)
+	}
+	// The list view says of each what its full report says, in less.
+	r2 := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-l", "batch="+batch, "-o", "json", "--grace=0s")
+	var lines printer.SummaryListDocument
+	if err := json.Unmarshal([]byte(r2.Stdout), &lines); err != nil || len(lines.Items) != len(names) || len(r2.Stdout)*3 > len(r.Stdout) {
+		t.Fatalf("explain -l: exit %d, %v, %d items, %d bytes against --full's %d\n%s", r2.Code, err, len(lines.Items), len(r2.Stdout), len(r.Stdout), r2.Stderr)
+	}
+	for k, many := range list.Items {
+		if got, want := summaryLine(lines.Items[k]), fullLine(many); got != want {
+			t.Errorf("%s: the list view's line %s, its full report's %s", many.Namespace.Name, got, want)
+		}
 	}
 	for _, many := range list.Items {
 		alone := explain(t, cp.Kubeconfig, many.Namespace.Name).report
@@ -90,4 +101,26 @@ func summary(d printer.DiagnosisDocument) string {
 		}
 	}
 	return strings.Join(append(lines, content...), "\n")
+}
+
+// summaryLine is what the list view says of a namespace; fullLine the
+// same read from its full report.
+func summaryLine(s printer.SummaryDocument) string {
+	line := fmt.Sprintf("%s %s remaining %d", s.Namespace.Name, s.Verdict.State, s.Remaining)
+	for _, b := range s.Blockers {
+		line += fmt.Sprintf("; %s %s", b.Kind, b.Subject)
+	}
+	return line
+}
+
+func fullLine(d printer.DiagnosisDocument) string {
+	remaining := 0
+	for _, c := range d.Content {
+		remaining += c.Count
+	}
+	line := fmt.Sprintf("%s %s remaining %d", d.Namespace.Name, d.Verdict.State, remaining)
+	for _, b := range d.Blockers {
+		line += fmt.Sprintf("; %s %s", b.Kind, b.Subject)
+	}
+	return line
 }

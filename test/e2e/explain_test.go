@@ -90,22 +90,42 @@ func TestExplainAllTerminatingNamespaces(t *testing.T) {
 			t.Errorf("line for %s: %q", ns, line)
 		}
 	}
+	// -o json is the list view as data: each line's name, state and
+	// blockers, no more.
 	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json", "--grace=0s")
-	var list printer.DiagnosisListDocument
-	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || list.Kind != diagnose.ListKind {
-		t.Fatalf("explain -o json: %v, kind %q", err, list.Kind)
+	var lines printer.SummaryListDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &lines); err != nil || lines.Kind != printer.SummaryListKind {
+		t.Fatalf("explain -o json: %v, kind %q", err, lines.Kind)
 	}
 	found := 0
-	for _, item := range list.Items {
+	for _, item := range lines.Items {
 		if item.Namespace.DeletionTimestamp == nil {
 			t.Errorf("active namespace %s in the list", item.Namespace.Name)
 		}
 		if item.Namespace.Name == a || item.Namespace.Name == b {
 			found++
+			if item.Verdict.State != diagnose.StateStuck || len(item.Blockers) == 0 || item.Blockers[0].Kind != diagnose.BlockerFinalizers || item.Remaining != 2 { // the ConfigMap and the Secret
+				t.Errorf("line of %s: %+v", item.Namespace.Name, item)
+			}
 		}
 	}
 	if found != 2 {
-		t.Errorf("found %d of the 2 stuck namespaces in %d items", found, len(list.Items))
+		t.Errorf("found %d of the 2 stuck namespaces in %d items", found, len(lines.Items))
+	}
+	// --full: every namespace's full report, the document of old.
+	r = plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "-o", "json", "--grace=0s", "--full")
+	var list printer.DiagnosisListDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || list.Kind != diagnose.ListKind || len(list.Items) != len(lines.Items) {
+		t.Fatalf("explain -o json --full: %v, kind %q, %d items for %d lines", err, list.Kind, len(list.Items), len(lines.Items))
+	}
+	for k, item := range list.Items {
+		if item.Namespace.Name != lines.Items[k].Namespace.Name || item.Verdict != lines.Items[k].Verdict {
+			t.Errorf("item %d: %s %+v, its line %s %+v", k, item.Namespace.Name, item.Verdict, lines.Items[k].Namespace.Name, lines.Items[k].Verdict)
+		}
+	}
+	human := plugin.Kubectl(t, cp.Kubeconfig, "ns-doctor", "explain", "--grace=0s", "--full")
+	if human.Code != 3 || strings.Count(human.Stdout, "\nBlockers\n") < 2 || !strings.Contains(human.Stdout, a) || !strings.Contains(human.Stdout, b) {
+		t.Errorf("explain --full: exit %d, want the full report of each\n%s", human.Code, human.Stdout)
 	}
 }
 

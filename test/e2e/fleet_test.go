@@ -55,16 +55,27 @@ func TestExplainAcrossClusters(t *testing.T) {
 		t.Errorf("two clusters: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 
+	// The list view as data; --full the full reports, as before.
 	r = run("--contexts=east,west", "-o", "json")
+	var lines printer.SummaryListDocument
+	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &lines))
+	contextOf := map[string]string{}
+	for _, item := range lines.Items {
+		contextOf[item.Namespace.Name] = item.Context
+	}
+	if r.Code != 3 || lines.Kind != printer.SummaryListKind || contextOf[eastName] != "east" || contextOf[westName] != "west" || len(lines.Clusters) != 2 ||
+		lines.Clusters[0].Reach != fleet.Reachable || lines.Clusters[1].Reach != fleet.Reachable {
+		t.Errorf("-o json: exit %d, kind %s, contexts %v, clusters %+v", r.Code, lines.Kind, contextOf, lines.Clusters)
+	}
+	r = run("--contexts=east,west", "-o", "json", "--full")
 	var list printer.DiagnosisListDocument
 	plugintest.Must(t, json.Unmarshal([]byte(r.Stdout), &list))
-	contextOf := map[string]string{}
+	clear(contextOf)
 	for _, item := range list.Items {
 		contextOf[item.Namespace.Name] = item.Context
 	}
-	if r.Code != 3 || contextOf[eastName] != "east" || contextOf[westName] != "west" || len(list.Clusters) != 2 ||
-		list.Clusters[0].Reach != fleet.Reachable || list.Clusters[1].Reach != fleet.Reachable {
-		t.Errorf("-o json: exit %d, contexts %v, clusters %+v", r.Code, contextOf, list.Clusters)
+	if r.Code != 3 || list.Kind != printer.DiagnosisListKind || contextOf[eastName] != "east" || contextOf[westName] != "west" || len(list.Clusters) != 2 {
+		t.Errorf("-o json --full: exit %d, kind %s, contexts %v, clusters %+v", r.Code, list.Kind, contextOf, list.Clusters)
 	}
 
 	r = run("--all-contexts", "--request-timeout=3s")

@@ -115,9 +115,26 @@ func (p *guardProc) waitStarted(t *testing.T) {
 // moment after it is written.
 func (p *guardProc) waitCalled(t *testing.T) {
 	t.Helper()
+	p.probe(t, "kube-apiserver calling the guard", func(name string) bool {
+		return strings.Contains(p.Stderr.String(), "DELETE namespace "+name+" ")
+	})
+}
+
+// waitWarm deletes namespaces until the guard predicts from its informers
+// (its reads kept ready, warm).
+func (p *guardProc) waitWarm(t *testing.T) {
+	t.Helper()
+	p.probe(t, "a prediction from the guard's informers", func(string) bool {
+		return p.metric(t, "nsdoctor_guard_prediction_duration_seconds_count", `reads="informers"`) > 0
+	})
+}
+
+// probe creates and deletes a namespace of its own until seen says so.
+func (p *guardProc) probe(t *testing.T, what string, seen func(name string) bool) {
+	t.Helper()
 	ctx := context.Background()
 	n := 0
-	poll(t, time.Minute, "kube-apiserver calling the guard", func() (bool, error) {
+	poll(t, time.Minute, what, func() (bool, error) {
 		n++
 		name := fmt.Sprintf("probe-%s-%d", plugintest.UniqueName(t), n)
 		if len(name) > 63 {
@@ -131,7 +148,7 @@ func (p *guardProc) waitCalled(t *testing.T) {
 			return false, err
 		}
 		time.Sleep(200 * time.Millisecond)
-		return strings.Contains(p.Stderr.String(), "DELETE namespace "+name+" "), nil
+		return seen(name), nil
 	})
 }
 

@@ -50,6 +50,11 @@ func TestGuardWarns(t *testing.T) {
 	must(t, cluster.CreateNamespace(ctx, api))
 
 	g := startGuard(t, cp.Kubeconfig, "--guard=warn")
+	// Every prediction below but those after the APIService appears (a
+	// change that makes the kept reads stale) reads the content from the
+	// guard's informers: their words are the ones read afresh gave.
+	g.waitWarm(t)
+	fromInformers := g.metric(t, "nsdoctor_guard_prediction_duration_seconds_count", `reads="informers"`)
 	before := apiserverMetric(t, "apiserver_admission_webhook_admission_duration_seconds_count", `name="guard.ns-doctor.io"`)
 
 	r, took := deleteNamespace(t, cp.Kubeconfig, clean)
@@ -72,6 +77,9 @@ func TestGuardWarns(t *testing.T) {
 		r, took := deleteNamespace(t, cp.Kubeconfig, c.ns)
 		t.Logf("kubectl delete namespace %s (%s):\n%s%s", c.ns, took.Round(time.Millisecond), r.Stdout, r.Stderr)
 		checkWarned(t, r, c.ns, c.want...)
+	}
+	if n := g.metric(t, "nsdoctor_guard_prediction_duration_seconds_count", `reads="informers"`) - fromInformers; n < 5 {
+		t.Errorf("%v of the 5 predictions so far read from the guard's informers, want all", n)
 	}
 
 	// An unavailable APIService holds every namespace's deletion: it is

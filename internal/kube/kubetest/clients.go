@@ -199,13 +199,25 @@ func (c *Cluster) typed(action clienttesting.Action) (bool, runtime.Object, erro
 		// Served by the fake's tracker (the typed objects given to
 		// Clients); logged and failed here, so tests count them.
 		return c.trackerAction(action)
+	case "selfsubjectrulesreviews":
+		c.logged(action)
+		return false, nil, nil
 	case "selfsubjectaccessreviews":
+		c.logged(action)
 		review := action.(clienttesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
 		a := review.Spec.ResourceAttributes
 		review.Status.Allowed = c.Allowed == nil || c.Allowed(ResourceAttributes{Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource, Namespace: a.Namespace})
 		return true, review, nil
 	}
 	return false, nil, nil
+}
+
+// logged logs a question (a self-subject review) as "ask RESOURCE", so
+// that tests count it apart from the writes.
+func (c *Cluster) logged(action clienttesting.Action) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log("ask", action.GetResource(), action.GetSubresource(), action.GetNamespace(), "", false)
 }
 
 // trackerAction logs a request the fake's tracker serves, and fails it
@@ -456,6 +468,10 @@ type dryRunCollections struct {
 	metadata.Interface
 	c *Cluster
 }
+
+// IsWatchListSemanticsUnSupported tells informers over it to list, then
+// watch, as the fake it wraps does: a fake sends no initial events.
+func (d *dryRunCollections) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (d *dryRunCollections) Resource(gvr schema.GroupVersionResource) metadata.Getter {
 	g := d.Interface.Resource(gvr)
