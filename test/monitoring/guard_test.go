@@ -102,9 +102,14 @@ func TestGuardManifests(t *testing.T) {
 	}) || role.Namespace != svc.Namespace {
 		t.Errorf("the Role %+v does not let the guard update its Secret ns-doctor-guard-tls in %s (--guard-secret's default)", role.Rules, svc.Namespace)
 	}
+	// Its ClusterRole: patch of its own webhook configuration, and watch
+	// of every resource (the predictions' informers, guard.Reads); nothing
+	// more.
 	cr := findObject[rbacv1.ClusterRole](t, "deploy/guard/rbac.yaml", "ClusterRole", "ns-doctor-guard")
-	if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].ResourceNames, []string{vwc.Name}) || !slices.Equal(cr.Rules[0].Verbs, []string{"patch"}) {
-		t.Errorf("the ClusterRole %+v: want patch of validatingwebhookconfigurations %s only", cr.Rules, vwc.Name)
+	watchAll := rbacv1.PolicyRule{Verbs: []string{"watch"}, APIGroups: []string{"*"}, Resources: []string{"*"}}
+	if len(cr.Rules) != 2 || !slices.Equal(cr.Rules[0].ResourceNames, []string{vwc.Name}) || !slices.Equal(cr.Rules[0].Verbs, []string{"patch"}) ||
+		!equality.Semantic.DeepEqual(cr.Rules[1], watchAll) {
+		t.Errorf("the ClusterRole %+v: want patch of validatingwebhookconfigurations %s, and watch of every resource, only", cr.Rules, vwc.Name)
 	}
 
 	// The cert-manager variant: its webhook, annotated; its Deployment,
