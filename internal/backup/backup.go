@@ -161,6 +161,20 @@ func (w *Writer) SavePlaced(gvr schema.GroupVersionResource, obj *Object) (recor
 	return record, s.err
 }
 
+// Holds tells whether this run saved the object named name of gvr (in
+// objects/ or record/): a write may then start from a fresher read of its
+// metadata alone, its full copy being on disk already.
+func (w *Writer) Holds(gvr schema.GroupVersionResource, name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, place := range []string{ObjectsDir, RecordDir} {
+		if w.saved[place+"/"+FileName(gvr)+"/"+name] == saved {
+			return true
+		}
+	}
+	return false
+}
+
 // saved marks an object saved: one value for all, so 100,000 saved
 // objects do not each keep a channel.
 var saved = func() *saving {

@@ -42,6 +42,28 @@ func TestSaveKeepsTheFirstCopy(t *testing.T) {
 	}
 }
 
+// Holds answers for this run's completed saves only, whichever folder the
+// restore table put the object in, and by type and name.
+func TestHoldsWhatThisRunSaved(t *testing.T) {
+	w, err := New(t.TempDir(), "purge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	if w.Holds(cms, "a") {
+		t.Fatal("holds a before saving it")
+	}
+	if err := w.Save(cms, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Holds(cms, "a") || w.Holds(cms, "b") || w.Holds(secrets, "a") {
+		t.Errorf("Holds(configmaps a, configmaps b, secrets a) = %v %v %v, want true false false",
+			w.Holds(cms, "a"), w.Holds(cms, "b"), w.Holds(secrets, "a"))
+	}
+}
+
 // Objects of one type share a file, one document each, whatever order the
 // concurrent saves of a pass append them in; other types have their own.
 func TestSaveAppendsOneDocumentPerObject(t *testing.T) {

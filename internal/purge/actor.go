@@ -24,6 +24,13 @@ type actor interface {
 	read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 	// list lists what the escalation may change.
 	list(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
+	// listed is what the pass's recount of gvr found moments ago (nil
+	// when it listed none): an escalation starts from it rather than
+	// listing again.
+	listed(gvr schema.GroupVersionResource) *metav1.PartialObjectMetadataList
+	// saved tells whether the run's backup holds the object in full: a
+	// write may then start from its metadata alone.
+	saved(gvr schema.GroupVersionResource, name string) bool
 	// listPods lists the namespace's pods in full.
 	listPods(ctx context.Context) ([]v1.Pod, error)
 	// node reads a pod's node, as it is (a plan too: it says where pods
@@ -57,6 +64,8 @@ type runActor struct {
 	// refused says who refused a request.
 	refused func(ctx context.Context, gvr schema.GroupVersionResource, err error) *diagnose.Refusal
 	nodeOf  func(ctx context.Context, name string) (*v1.Node, error)
+	// seen is the pass's recount of a type; nil before the passes.
+	seen func(gvr schema.GroupVersionResource) *metav1.PartialObjectMetadataList
 }
 
 func (a *runActor) namespace() string { return a.ns }
@@ -67,6 +76,17 @@ func (a *runActor) read(ctx context.Context, gvr schema.GroupVersionResource, na
 
 func (a *runActor) list(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error) {
 	return a.w.list(ctx, gvr, namespace)
+}
+
+func (a *runActor) listed(gvr schema.GroupVersionResource) *metav1.PartialObjectMetadataList {
+	if a.seen == nil {
+		return nil
+	}
+	return a.seen(gvr)
+}
+
+func (a *runActor) saved(gvr schema.GroupVersionResource, name string) bool {
+	return a.w.saved(gvr, name)
 }
 
 func (a *runActor) listPods(ctx context.Context) ([]v1.Pod, error) {

@@ -120,7 +120,12 @@ func (r *passLoop) passes(ctx context.Context) error {
 		default:
 			pass, backoff = pass+1, retryBackoff()
 			r.emit(Event{Kind: EventWaiting, Until: time.Now().Add(wait), For: r.waitingFor(), Remaining: r.report.Remaining})
-			awaited = r.awaited()
+			if acted == 0 {
+				// After escalations acted the wait is short and the next
+				// pass's own list sees what they left: watching for it
+				// would cost one more list per type.
+				awaited = r.awaited()
+			}
 		}
 		if err := r.sleep(ctx, wait, awaited); err != nil {
 			return r.stopped(ctx, err)
@@ -413,18 +418,34 @@ func (r *passLoop) afterPass(ctx context.Context, res deletion.Result, err error
 	return time.Duration(res.Content.Estimate/2+1) * time.Second, 0, nil
 }
 
-// goneAfterFinalize confirms with one GET that a namespace finalized with
-// both finalizer lists empty is gone (the API server deletes it in the
-// finalize request itself), instead of a whole pass with its discovery.
+// goneAfterFinalize tells whether a namespace finalized with both
+// finalizer lists empty is gone (the API server deletes it in the finalize
+// request itself, instead of a whole pass with its discovery): the
+// finalize answer says so when it is the API server's (ShouldDeleteDuringUpdate:
+// terminating, no finalizers, no grace left); else one GET confirms.
 func (r *passLoop) goneAfterFinalize(ctx context.Context, res deletion.Result) error {
 	ns := res.Namespace
 	if ns == nil || len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
 		return nil
 	}
+	if r.pre.real && deletedByFinalize(ns) {
+		return errGone
+	}
 	if _, err := r.deleter.NsClient.Get(ctx, r.ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return errGone
 	}
 	return nil
+}
+
+// deletedByFinalize tells whether the API server's answer to a finalize
+// is the namespace it deleted in that request: terminating, both finalizer
+// lists empty, and no grace period left (what the registry checks before
+// deleting during an update). An answer without a UID is not the server's
+// (a former namespace's, played in memory).
+func deletedByFinalize(ns *v1.Namespace) bool {
+	grace := ns.DeletionGracePeriodSeconds
+	return ns.UID != "" && ns.DeletionTimestamp != nil && len(ns.Spec.Finalizers) == 0 && len(ns.Finalizers) == 0 &&
+		(grace == nil || *grace == 0)
 }
 
 // noteRecreated reports what came back in this pass and returns the types

@@ -126,6 +126,14 @@ func (r *recorder) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1.
 	return list, err
 }
 
+// listed is what this pass's recount of gvr found; nil when it listed
+// none, or the list failed.
+func (r *recorder) listed(gvr schemaGVR) *metav1.PartialObjectMetadataList {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lists[gvr]
+}
+
 // Steps are the recorded requests in a stable order whatever order they
 // were sent in: pods first (ordered deletion sends them first), then by
 // resource, each resource's requests in the order they were sent.

@@ -127,7 +127,12 @@ func (r *passLoop) beforePasses(ctx context.Context) (func(), error) {
 
 // actor is what the escalations act through: the run's writer.
 func (r *passLoop) actor() actor {
-	return newActor(r.ns, r.pre.w, r.l, r.pre.real, r.whoRefused, r.clients)
+	a := newActor(r.ns, r.pre.w, r.l, r.pre.real, r.whoRefused, r.clients)
+	if r.pre.real {
+		// A plan's escalations read the plan's own state instead.
+		a.seen = r.rec.listed
+	}
+	return a
 }
 
 // newActor is an actor whose reads and writes go through w; real is the

@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/access"
@@ -242,12 +245,17 @@ func (s *stripper) needs(sc scope) []access.Permission {
 // strips tells a former namespace's run that stripping needs it re-created.
 func (s *stripper) strips(held []string) bool { return len(s.match(held)) > 0 }
 
-// afterPass strips the finalizers from what the pass left; it returns how
-// many objects it changed (or would).
+// afterPass strips the finalizers from what the pass left, starting from
+// the pass's own recount when it has one; it returns how many objects it
+// changed (or would).
 func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.ContentResult) int {
 	changed := 0
 	for _, gvr := range stripCandidates(content) { // none: nothing left to strip
-		list, err := a.list(ctx, gvr, a.namespace())
+		list := a.listed(gvr)
+		var err error
+		if list == nil {
+			list, err = a.list(ctx, gvr, a.namespace())
+		}
 		if err != nil && content.Totals.GVRToNumRemaining[gvr] == 0 {
 			continue // its deletion failed already, and the pass says why
 		}
@@ -255,7 +263,8 @@ func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.Con
 			a.fail(ctx, gvr, Failure{Verb: "list", Resource: deletion.ResourceName(gvr)}, err)
 			continue
 		}
-		for _, item := range list.Items {
+		for i := range list.Items {
+			item := &list.Items[i]
 			if len(s.match(item.Finalizers)) == 0 {
 				continue
 			}
@@ -263,7 +272,7 @@ func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.Con
 				s.leftAlone(a, gvr, item.Name, back)
 				continue
 			}
-			st := s.stripOne(ctx, a, gvr, item.Name)
+			st := s.stripOne(ctx, a, gvr, item)
 			a.record(func(r *Report) { r.Rows = addRow(r.Rows, st) })
 			if st.Counts() {
 				changed++
@@ -273,21 +282,30 @@ func (s *stripper) afterPass(ctx context.Context, a actor, content *deletion.Con
 	return changed
 }
 
-// stripOne reads the object, saves it, and patches its finalizers guarded
-// by its resourceVersion; after a concurrent change it reads again and
-// retries.
-func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name string) Row {
+// stripOne patches the object's finalizers guarded by its resourceVersion.
+// When the backup holds the object in full already (the pass saved it
+// before deleting), the listed metadata is all the patch needs; otherwise
+// it reads the object and saves it first. After a concurrent change it
+// reads again and retries.
+func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, item *metav1.PartialObjectMetadata) Row {
+	name := item.Name
 	st := Row{Kind: RowStrip, Resource: deletion.ResourceName(gvr), Name: name, Extra: Strip{}}
 	var strip []string
 	var sent Sent
+	listed := metadataOf(a, gvr, item)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := a.read(ctx, gvr, a.namespace(), name)
-		if apierrors.IsNotFound(err) {
-			st.Status = RowGone
-			return nil
-		}
-		if err != nil {
-			return err
+		obj, save := listed, (*unstructured.Unstructured)(nil)
+		listed = nil // a retry reads afresh
+		if obj == nil {
+			read, err := a.read(ctx, gvr, a.namespace(), name)
+			if apierrors.IsNotFound(err) {
+				st.Status = RowGone
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			obj, save = read, read
 		}
 		strip = s.match(obj.GetFinalizers())
 		if len(strip) == 0 {
@@ -301,11 +319,15 @@ func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name st
 		if err != nil {
 			return err
 		}
-		sent, err = a.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: a.namespace(), Name: name, Patch: patch, Op: "UPDATE", Save: obj,
+		sent, err = a.send(ctx, Write{Verb: "patch", Resource: gvr, Namespace: a.namespace(), Name: name, Patch: patch, Op: "UPDATE", Save: save,
 			Play:   func(p *planState) { p.ops.RemoveFinalizers(gvr, name, strip) },
 			Change: &Change{Kind: ChangeStrippedFinalizers, Resource: st.Resource, Name: name, Finalizers: strip}})
 		if apierrors.IsConflict(err) {
 			a.warn(Warning{Kind: WarnConflict, Resource: st.Resource, Name: name})
+		}
+		if apierrors.IsNotFound(err) && save == nil {
+			st.Status = RowGone // gone since the recount
+			return nil
 		}
 		return err
 	})
@@ -319,6 +341,19 @@ func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, name st
 		s.stripped[key] = append(s.stripped[key], strip...)
 	}
 	return st
+}
+
+// metadataOf is the listed object's metadata as a patch's starting point,
+// when the backup holds the whole object already; nil otherwise.
+func metadataOf(a actor, gvr schemaGVR, item *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	if item.ResourceVersion == "" || !a.saved(gvr, item.Name) {
+		return nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&item.ObjectMeta)
+	if err != nil {
+		return nil
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"metadata": m}}
 }
 
 // putBack returns the finalizers purge already removed from the object

@@ -28,11 +28,17 @@ func TestStripRetriesOnConflict(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		conflicts int
-		status    RowStatus
-		changes   int
+		// saved: the pass saved the object before deleting it, so the
+		// first patch starts from the listed metadata, unread.
+		saved   bool
+		status  RowStatus
+		changes int
+		reads   int
 	}{
-		{"one concurrent change", 1, RowDone, 1},
-		{"keeps changing", retry.DefaultRetry.Steps, RowFailed, 0},
+		{"one concurrent change", 1, false, RowDone, 1, 2},
+		{"keeps changing", retry.DefaultRetry.Steps, false, RowFailed, 0, retry.DefaultRetry.Steps},
+		{"saved by the pass", 0, true, RowDone, 1, 0},
+		{"saved by the pass, then changed", 1, true, RowDone, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, patches := fakePurger(t, tc.conflicts)
@@ -40,16 +46,26 @@ func TestStripRetriesOnConflict(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.saved {
+				if err := bk.Save(widgets, widget()); err != nil {
+					t.Fatal(err)
+				}
+			}
 			run := newRun(p, &Report{Namespace: "ns", Mode: DryRunNone})
 			w := newRealWriter(p.Clients, bk, run.rc, nil)
 			loop := run.passLoop(prepared{w: w, tally: realTally{content: w.content}, real: true, backup: bk})
 			r := run.report
-			s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), loop.actor(), widgets, "w1")
+			listed := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "ns", ResourceVersion: "7",
+				Finalizers: []string{"example.com/cleanup", "other.io/keep"}}}
+			s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), loop.actor(), widgets, listed)
 			if s.Status != tc.status || len(r.Changes) != tc.changes {
 				t.Fatalf("status %q, changes %v, failures %v", s.Status, r.Changes, r.Failures)
 			}
 			if *patches != min(tc.conflicts+1, retry.DefaultRetry.Steps) {
 				t.Errorf("%d patches sent", *patches)
+			}
+			if got := reads(p.Clients.Dynamic.(*dynamicfake.FakeDynamicClient)); got != tc.reads {
+				t.Errorf("%d reads of the object, want %d", got, tc.reads)
 			}
 			if tc.conflicts > 0 && !hasWarning(r, WarnConflict) {
 				t.Errorf("conflict not reported: %v", r.Warnings)
@@ -61,16 +77,30 @@ func TestStripRetriesOnConflict(t *testing.T) {
 	}
 }
 
+func reads(c *dynamicfake.FakeDynamicClient) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "get" {
+			n++
+		}
+	}
+	return n
+}
+
+func widget() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w1", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "finalizers": []any{"example.com/cleanup", "other.io/keep"}},
+	}}
+}
+
 func fakePurger(t *testing.T, conflicts int) (*Purger, *int) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "w1", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "finalizers": []any{"example.com/cleanup", "other.io/keep"}},
-	}}
+	obj := widget()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgets: "WidgetList"}, obj)
 	meta := metadatafake.NewSimpleMetadataClient(scheme, &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"},

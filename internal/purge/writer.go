@@ -98,6 +98,8 @@ type channel interface {
 	read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error)
 	list(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (*metav1.PartialObjectMetadataList, error)
 	listPods(ctx context.Context, namespace string) ([]v1.Pod, error)
+	// saved tells whether the run's backup holds the object in full.
+	saved(gvr schema.GroupVersionResource, name string) bool
 	// send sends a write.
 	send(ctx context.Context, w Write) (Sent, error)
 }
@@ -117,6 +119,8 @@ func (c clusterReader) list(ctx context.Context, gvr schemaGVR, namespace string
 func (c clusterReader) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
 	return kube.PodLister{Client: c.clients.Kube}.ListPods(ctx, namespace)
 }
+
+func (clusterReader) saved(schemaGVR, string) bool { return false }
 
 func (c clusterReader) send(context.Context, Write) (Sent, error) {
 	return Sent{}, errors.New("no write before preflight ends")
@@ -262,6 +266,8 @@ func (w *realWriter) list(ctx context.Context, gvr schemaGVR, namespace string) 
 	return kube.ListMetadata(ctx, w.clients.SweepMetadata(), gvr, namespace)
 }
 
+func (w *realWriter) saved(gvr schemaGVR, name string) bool { return w.bk.Holds(gvr, name) }
+
 func (w *realWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
 	list, err := w.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -369,6 +375,9 @@ func (w *planWriter) read(ctx context.Context, gvr schemaGVR, namespace, name st
 func (w *planWriter) list(ctx context.Context, gvr schemaGVR, namespace string) (*metav1.PartialObjectMetadataList, error) {
 	return w.ops.List(ctx, gvr, namespace)
 }
+
+// saved: a plan saves nothing.
+func (*planWriter) saved(schemaGVR, string) bool { return false }
 
 func (w *planWriter) listPods(ctx context.Context, namespace string) ([]v1.Pod, error) {
 	return w.ops.ListPods(ctx, namespace)
