@@ -3,6 +3,7 @@ package deletion
 import (
 	"cmp"
 	"context"
+	"iter"
 	"maps"
 	"slices"
 	"sync"
@@ -31,6 +32,114 @@ type Snapshot struct {
 	// discovery's, shared by the snapshots of many namespaces):
 	// SortedGVRs then picks from it instead of sorting.
 	Order []schema.GroupVersionResource
+	// sealed is what Seal made: the resources in order, with their lists,
+	// and the sizes of Lists and ListErrs then (no code deletes from them,
+	// so the same sizes are the same keys).
+	sealed   []listedType
+	sealedAt [2]int
+	isSealed bool
+}
+
+// listedType is one resource of a sealed snapshot; list is nil when its
+// list failed.
+type listedType struct {
+	gvr  schema.GroupVersionResource
+	list *metav1.PartialObjectMetadataList
+}
+
+// Seal records the snapshot's resources in order, once its lists are
+// complete: a diagnosis walks them several times (GVRs, Listed), 10,000
+// namespaces at once, each walk then a slice's. Lists must not change
+// after; a snapshot whose maps grew since is walked as if unsealed.
+func (s *Snapshot) Seal() {
+	// A fresh slice: a copy of the snapshot may share the old one.
+	s.isSealed = false
+	s.sealed = make([]listedType, 0, len(s.Lists)+len(s.ListErrs))
+	for gvr := range s.GVRs() {
+		s.sealed = append(s.sealed, listedType{gvr: gvr, list: s.Lists[gvr]})
+	}
+	s.sealedAt, s.isSealed = [2]int{len(s.Lists), len(s.ListErrs)}, true
+}
+
+func (s *Snapshot) sealedNow() bool {
+	return s.isSealed && s.sealedAt == [2]int{len(s.Lists), len(s.ListErrs)}
+}
+
+// Listed yields each resource that was listed (not those whose list
+// failed) with its list, in SortedGVRs' order.
+func (s *Snapshot) Listed() iter.Seq2[schema.GroupVersionResource, *metav1.PartialObjectMetadataList] {
+	return func(yield func(schema.GroupVersionResource, *metav1.PartialObjectMetadataList) bool) {
+		if s.sealedNow() {
+			for _, t := range s.sealed {
+				if t.list != nil && !yield(t.gvr, t.list) {
+					return
+				}
+			}
+			return
+		}
+		for gvr := range s.GVRs() {
+			if list := s.Lists[gvr]; list != nil && !yield(gvr, list) {
+				return
+			}
+		}
+	}
+}
+
+// GVRs yields the snapshot's resources in SortedGVRs' order; with Order
+// set and covering them, without making a slice: a diagnosis walks them
+// several times, 10,000 namespaces at once.
+func (s *Snapshot) GVRs() iter.Seq[schema.GroupVersionResource] {
+	return func(yield func(schema.GroupVersionResource) bool) {
+		if s.sealedNow() {
+			for _, t := range s.sealed {
+				if !yield(t.gvr) {
+					return
+				}
+			}
+			return
+		}
+		if !s.orderCovers() {
+			for _, gvr := range s.SortedGVRs() {
+				if !yield(gvr) {
+					return
+				}
+			}
+			return
+		}
+		for _, gvr := range s.Order {
+			if s.has(gvr) && !yield(gvr) {
+				return
+			}
+		}
+	}
+}
+
+// has tells whether gvr was listed, or its list failed.
+func (s *Snapshot) has(gvr schema.GroupVersionResource) bool {
+	if _, listed := s.Lists[gvr]; listed {
+		return true
+	}
+	_, failed := s.ListErrs[gvr]
+	return failed
+}
+
+// orderCovers tells whether Order holds every resource listed or failed.
+func (s *Snapshot) orderCovers() bool {
+	if s.Order == nil {
+		return false
+	}
+	n := len(s.Lists)
+	for gvr := range s.ListErrs {
+		if _, ok := s.Lists[gvr]; !ok {
+			n++
+		}
+	}
+	for _, gvr := range s.Order {
+		if s.has(gvr) {
+			n--
+		}
+	}
+	return n == 0
 }
 
 // SortedGVRs returns the snapshot's resources in a stable order.

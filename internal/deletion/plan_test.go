@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -235,6 +236,41 @@ func TestSnapshotSortedGVRs(t *testing.T) {
 	want := []schema.GroupVersionResource{gvrConfigMaps, gvrPods, gvrReadOnly, gvrWidgets}
 	if got := snap.SortedGVRs(); !reflect.DeepEqual(got, want) {
 		t.Errorf("SortedGVRs = %v, want %v", got, want)
+	}
+	// GVRs yields the same, from an Order that covers them (with types
+	// the snapshot lacks), or by sorting when it does not cover them all.
+	for _, order := range [][]schema.GroupVersionResource{nil, want, {gvrConfigMaps, gvrPods, gvrWidgets},
+		{gvrConfigMaps, {Resource: "absent"}, gvrPods, gvrReadOnly, gvrWidgets}} {
+		snap.Order = order
+		if got := slices.Collect(snap.GVRs()); !reflect.DeepEqual(got, want) {
+			t.Errorf("GVRs with Order %v = %v, want %v", order, got, want)
+		}
+	}
+	for range snap.GVRs() {
+		break // stopping early is allowed
+	}
+	// Sealed, it walks the same, Listed leaving out the failed list; a
+	// type added after the seal is walked too.
+	snap.Seal()
+	listed := func() (out []schema.GroupVersionResource) {
+		for gvr, list := range snap.Listed() {
+			if list != snap.Lists[gvr] {
+				t.Errorf("Listed gave %s another list", gvr)
+			}
+			out = append(out, gvr)
+		}
+		return out
+	}
+	if got := slices.Collect(snap.GVRs()); !reflect.DeepEqual(got, want) {
+		t.Errorf("sealed GVRs = %v, want %v", got, want)
+	}
+	if got, want := listed(), []schema.GroupVersionResource{gvrConfigMaps, gvrPods, gvrWidgets}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sealed Listed = %v, want %v", got, want)
+	}
+	late := schema.GroupVersionResource{Version: "v1", Resource: "aaa"}
+	snap.Lists[late] = &metav1.PartialObjectMetadataList{}
+	if got := listed(); len(got) != 4 || got[0] != late {
+		t.Errorf("Listed after a type was added = %v, want it first", got)
 	}
 }
 

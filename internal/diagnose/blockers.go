@@ -464,10 +464,9 @@ func deletableLeft(obs Observation, result deletion.ContentResult, rejected map[
 		return nil
 	}
 	var out []string
-	for _, gvr := range obs.Snapshot.SortedGVRs() {
-		list := obs.Snapshot.Lists[gvr]
+	for gvr, list := range obs.Snapshot.Listed() {
 		// A webhook rejecting the DELETE explains it better.
-		if list == nil || rejected[gvr] != nil {
+		if rejected[gvr] != nil {
 			continue
 		}
 		for _, item := range list.Items {
@@ -557,11 +556,7 @@ func foregroundWaits(snap *deletion.Snapshot, owner schema.GroupVersionResource)
 		}
 	}
 	var out []ForegroundWait
-	for _, gvr := range snap.SortedGVRs() {
-		list := snap.Lists[gvr]
-		if list == nil {
-			continue
-		}
+	for gvr, list := range snap.Listed() {
 		for _, item := range list.Items {
 			for _, ref := range item.OwnerReferences {
 				name, ok := owners[string(ref.UID)]
@@ -581,9 +576,8 @@ func waitingOwners(obs Observation, gvr schema.GroupVersionResource) []WaitingOw
 	res := resourceName(gvr)
 	held := heldNames(obs.Snapshot, gvr)
 	var out []WaitingOwner
-	for _, owner := range obs.Snapshot.SortedGVRs() {
-		list := obs.Snapshot.Lists[owner]
-		if owner == gvr || list == nil {
+	for owner, list := range obs.Snapshot.Listed() {
+		if owner == gvr {
 			// An owner of the same type names its dependents in its own
 			// blocker (foregroundWaits).
 			continue

@@ -269,7 +269,7 @@ func apiServiceOf(svc *apiregv1.APIService, namespace string) *APIService {
 
 func contentOf(snap *deletion.Snapshot) []Content {
 	out := []Content{}
-	for _, gvr := range snap.SortedGVRs() {
+	for gvr := range snap.GVRs() {
 		c := Content{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
 		if err := snap.ListErrs[gvr]; err != nil {
 			c.Error = err.Error()
@@ -421,11 +421,7 @@ func notesOf(obs Observation) []Note {
 	created := obs.Namespace.CreationTimestamp.Time
 	note := Note{Kind: NoteOlderContent, Namespace: obs.Namespace.Name, Created: created.UTC(),
 		Actions: []Action{{Kind: ActionExplainOrphans, Namespace: obs.Namespace.Name}}}
-	for _, gvr := range obs.Snapshot.SortedGVRs() {
-		list := obs.Snapshot.Lists[gvr]
-		if list == nil {
-			continue
-		}
+	for gvr, list := range obs.Snapshot.Listed() {
 		for _, item := range list.Items {
 			if item.CreationTimestamp.Time.Before(created) {
 				note.Older++

@@ -299,9 +299,8 @@ type holderTarget struct {
 // maxHolderReads in all, one per type first, in the order of the snapshot.
 func holderTargets(snap *deletion.Snapshot) []holderTarget {
 	var perType [][]holderTarget
-	for _, gvr := range snap.SortedGVRs() {
-		list := snap.Lists[gvr]
-		if list == nil || neverReadInFull[gvr.GroupResource()] || gvr == deletion.PodsGVR {
+	for gvr, list := range snap.Listed() {
+		if neverReadInFull[gvr.GroupResource()] || gvr == deletion.PodsGVR {
 			continue
 		}
 		var held []holderTarget

@@ -25,11 +25,7 @@ const maxForegroundOwners = 5
 func (i *Inspector) foregroundOwners(ctx context.Context, snap *deletion.Snapshot, ev *evidence) []diagnose.WaitingOwner {
 	var out []diagnose.WaitingOwner
 	read := map[string]bool{}
-	for _, gvr := range snap.SortedGVRs() {
-		list := snap.Lists[gvr]
-		if list == nil {
-			continue
-		}
+	for gvr, list := range snap.Listed() {
 		for _, item := range list.Items {
 			if len(item.Finalizers) == 0 {
 				continue

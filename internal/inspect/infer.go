@@ -129,11 +129,7 @@ func needsInference(s diagnose.OwnerState) bool {
 func (i *Inspector) contentOwner(ctx context.Context, namespace string, snap *deletion.Snapshot, f string, ev *evidence) owners.Inference {
 	var accesses []owners.Access
 	var managers []owners.Manager
-	for _, gvr := range snap.SortedGVRs() {
-		list := snap.Lists[gvr]
-		if list == nil {
-			continue
-		}
+	for gvr, list := range snap.Listed() {
 		var names []string
 		for _, item := range list.Items {
 			if !slices.Contains(item.Finalizers, f) {

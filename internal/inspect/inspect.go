@@ -234,6 +234,7 @@ func (i *Inspector) Observe(ctx context.Context, ns *v1.Namespace, opts Options)
 	i.mu.Lock()
 	snap.Order = i.order()
 	i.mu.Unlock()
+	snap.Seal()
 	if err := ctx.Err(); err != nil {
 		return diagnose.Observation{}, err
 	}

@@ -3,6 +3,7 @@
 package printer
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -147,7 +148,11 @@ func (m Machine) print(w io.Writer, doc typed, names ...string) error {
 		// cli-runtime's JSONPrinter's bytes (MarshalIndent, four spaces, a
 		// newline), marshalled once: it marshals the document, then again
 		// to indent it, which over ten thousand namespaces costs more than
-		// diagnosing a thousand of them.
+		// diagnosing a thousand of them. The list view goes an item at a
+		// time, never the whole document in memory.
+		if l, ok := doc.(SummaryListDocument); ok {
+			return encodeSummaryList(w, l)
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "    ")
 		return enc.Encode(doc)
@@ -204,4 +209,42 @@ func Print(w io.Writer, format string, v any) error {
 	}
 	_, err = w.Write(data)
 	return err
+}
+
+// encodeSummaryList writes json.MarshalIndent(d, "", "    ") and a newline,
+// an item at a time through a buffer: at 10,000 namespaces the whole
+// document's buffers, grown and indented, cost more CPU than its bytes.
+func encodeSummaryList(w io.Writer, d SummaryListDocument) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	apiVersion, _ := json.Marshal(d.APIVersion) // strings always marshal
+	kind, _ := json.Marshal(d.Kind)
+	fmt.Fprintf(bw, "{\n    \"apiVersion\": %s,\n    \"kind\": %s,\n    \"items\": ", apiVersion, kind)
+	if len(d.Items) == 0 {
+		bw.WriteString("[]")
+	} else {
+		bw.WriteString("[\n")
+		for n, item := range d.Items {
+			b, err := json.MarshalIndent(item, "        ", "    ")
+			if err != nil {
+				return err
+			}
+			bw.WriteString("        ")
+			bw.Write(b)
+			if n < len(d.Items)-1 {
+				bw.WriteByte(',')
+			}
+			bw.WriteByte('\n')
+		}
+		bw.WriteString("    ]")
+	}
+	if len(d.Clusters) > 0 {
+		b, err := json.MarshalIndent(d.Clusters, "    ", "    ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString(",\n    \"clusters\": ")
+		bw.Write(b)
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }

@@ -131,6 +131,28 @@ func (c *Cluster) ensureCRD(ctx context.Context, group, kind, plural, scope stri
 	if err != nil {
 		return gvr, fmt.Errorf("waiting for CRD %s.%s to serve: %w", plural, group, err)
 	}
+	// Nor is listable: the aggregated discovery the controller and
+	// ns-doctor read is rebuilt a moment later, longer on a loaded machine.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, lists, err := c.Kube.Discovery().ServerGroupsAndResources()
+		if err != nil && len(lists) == 0 {
+			return false, nil
+		}
+		for _, l := range lists {
+			if l.GroupVersion != gvr.GroupVersion().String() {
+				continue
+			}
+			for _, r := range l.APIResources {
+				if r.Name == plural {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return gvr, fmt.Errorf("waiting for CRD %s.%s in discovery: %w", plural, group, err)
+	}
 	return gvr, nil
 }
 
