@@ -83,6 +83,23 @@ func TestPurgeManyNamespacesInOneRun(t *testing.T) {
 	if n, most := discoveries(r.Stderr), 1+int(elapsed/(5*time.Second)); n < 1 || n > most {
 		t.Errorf("%v discoveries (GET /apis) for 20 namespaces in %s, want 1 to %d", n, elapsed.Round(time.Millisecond), most)
 	}
+	// The bed's admin may do everything: one access review answers for
+	// the 20 runs, and no namespace's rules are asked for.
+	if access, rules := posts(r.Stderr, "selfsubjectaccessreviews"), posts(r.Stderr, "selfsubjectrulesreviews"); access != 1 || rules != 0 {
+		t.Errorf("%d SelfSubjectAccessReviews and %d SelfSubjectRulesReviews for 20 namespaces, want 1 and 0", access, rules)
+	}
+}
+
+// posts counts the POSTs to a resource (its path's last segment) in a
+// -v=6 log.
+func posts(log, resource string) int {
+	n := 0
+	for _, m := range requestLine.FindAllStringSubmatch(log, -1) {
+		if m[1] == "POST" && strings.HasSuffix(m[2], "/"+resource) {
+			n++
+		}
+	}
+	return n
 }
 
 // The exit code is the worst namespace's: one held by a finalizer no flag
