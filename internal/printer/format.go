@@ -216,35 +216,38 @@ func Print(w io.Writer, format string, v any) error {
 // document's buffers, grown and indented, cost more CPU than its bytes.
 func encodeSummaryList(w io.Writer, d SummaryListDocument) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
+	// A bufio.Writer keeps its first error and Flush returns it: the
+	// writes before need no check of their own.
+	put := func(b []byte) { _, _ = bw.Write(b) }
 	apiVersion, _ := json.Marshal(d.APIVersion) // strings always marshal
 	kind, _ := json.Marshal(d.Kind)
-	fmt.Fprintf(bw, "{\n    \"apiVersion\": %s,\n    \"kind\": %s,\n    \"items\": ", apiVersion, kind)
+	put([]byte("{\n    \"apiVersion\": " + string(apiVersion) + ",\n    \"kind\": " + string(kind) + ",\n    \"items\": "))
 	if len(d.Items) == 0 {
-		bw.WriteString("[]")
+		put([]byte("[]"))
 	} else {
-		bw.WriteString("[\n")
+		put([]byte("[\n"))
 		for n, item := range d.Items {
 			b, err := json.MarshalIndent(item, "        ", "    ")
 			if err != nil {
 				return err
 			}
-			bw.WriteString("        ")
-			bw.Write(b)
+			put([]byte("        "))
+			put(b)
 			if n < len(d.Items)-1 {
-				bw.WriteByte(',')
+				put([]byte(","))
 			}
-			bw.WriteByte('\n')
+			put([]byte("\n"))
 		}
-		bw.WriteString("    ]")
+		put([]byte("    ]"))
 	}
 	if len(d.Clusters) > 0 {
 		b, err := json.MarshalIndent(d.Clusters, "    ", "    ")
 		if err != nil {
 			return err
 		}
-		bw.WriteString(",\n    \"clusters\": ")
-		bw.Write(b)
+		put([]byte(",\n    \"clusters\": "))
+		put(b)
 	}
-	bw.WriteString("\n}\n")
+	put([]byte("\n}\n"))
 	return bw.Flush()
 }
