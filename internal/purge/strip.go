@@ -2,6 +2,7 @@ package purge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ns-doctor/ns-doctor/internal/access"
@@ -326,8 +328,10 @@ func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, item *m
 			a.warn(Warning{Kind: WarnConflict, Resource: st.Resource, Name: name})
 		}
 		if apierrors.IsNotFound(err) && save == nil {
-			st.Status = RowGone // gone since the recount
-			return nil
+			// Gone since the recount, or refused in words of NotFound (a
+			// webhook selecting the labels of a namespace that no longer
+			// exists): a read tells which.
+			return errReadAgain
 		}
 		return err
 	})
@@ -342,6 +346,9 @@ func (s *stripper) stripOne(ctx context.Context, a actor, gvr schemaGVR, item *m
 	}
 	return st
 }
+
+// errReadAgain makes stripOne's retry read the object first.
+var errReadAgain = apierrors.NewConflict(schema.GroupResource{}, "", errors.New("read the object again"))
 
 // metadataOf is the listed object's metadata as a patch's starting point,
 // when the backup holds the whole object already; nil otherwise.

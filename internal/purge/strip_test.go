@@ -77,6 +77,39 @@ func TestStripRetriesOnConflict(t *testing.T) {
 	}
 }
 
+// A patch from the pass's list that meets NotFound is not taken for the
+// object's end: a webhook selecting a gone namespace's labels answers so
+// (--orphans). The object is read; still there, the patch is sent again
+// and its refusal reported.
+func TestStripReadsAfterNotFoundFromTheList(t *testing.T) {
+	p, patches := fakePurger(t, 0)
+	refused := apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")
+	p.Clients.Metadata.(*metadatafake.FakeMetadataClient).PrependReactor("patch", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		*patches++
+		return true, nil, refused
+	})
+	bk, err := backup.New(t.TempDir(), "purge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bk.Save(widgets, widget()); err != nil {
+		t.Fatal(err)
+	}
+	run := newRun(p, &Report{Namespace: "ns", Mode: DryRunNone})
+	w := newRealWriter(p.Clients, bk, run.rc, nil)
+	loop := run.passLoop(prepared{w: w, tally: realTally{content: w.content}, real: true, backup: bk})
+	listed := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "ns", ResourceVersion: "7",
+		Finalizers: []string{"example.com/cleanup"}}}
+	s := newStripper([]string{"example.com/*"}, false).stripOne(context.Background(), loop.actor(), widgets, listed)
+	if s.Status != RowFailed || *patches != 2 || reads(p.Clients.Dynamic.(*dynamicfake.FakeDynamicClient)) != 1 {
+		t.Errorf("status %q after %d patches and %d reads, want failed after 2 and 1", s.Status, *patches,
+			reads(p.Clients.Dynamic.(*dynamicfake.FakeDynamicClient)))
+	}
+	if len(run.report.Failures) != 1 || run.report.Failures[0].Error != refused.Error() {
+		t.Errorf("failures %+v, want the refusal", run.report.Failures)
+	}
+}
+
 func reads(c *dynamicfake.FakeDynamicClient) int {
 	n := 0
 	for _, a := range c.Actions() {
