@@ -229,7 +229,10 @@ func TestBypassSurvivesInterruptAndKill(t *testing.T) {
 		plugintest.Must(t, cluster.CreateConfigMap(ctx, ns, "held", nil, "other.io/hold"))
 	})
 	original := comparable(t, liveConfig(t, cfg))
-	args := []string{name, "--force", "--yes", "--remove-finalizers=example.com/*", "--bypass-webhook=" + cfg, "--timeout=60s", "--backup-dir", t.TempDir()}
+	// No strip: the gizmo the webhook guards stays for every run (a strip
+	// would end it within milliseconds of the first pass, before the
+	// signal, and leave the next run's bypass nothing to catch).
+	args := []string{name, "--force", "--yes", "--bypass-webhook=" + cfg, "--timeout=60s", "--backup-dir", t.TempDir()}
 
 	cmd, stdout, stderr := startPurge(t, args...)
 	waitBypassed(t, cfg, name, true)
