@@ -129,3 +129,60 @@ func TestFromJSONReadsIdentityAndKeepsTheRest(t *testing.T) {
 		t.Errorf("saved as\n%s\nwant\n%s", o.line, want)
 	}
 }
+
+// A page saved together lands as each object saved alone would: the
+// restore table's placement (kube-root-ca.crt to record/, made only for
+// it), an earlier run's copy kept, a name twice in the page saved once,
+// and an index line per object written.
+func TestSaveObjectsPlacesAPageAsSavesOneByOne(t *testing.T) {
+	dir := t.TempDir()
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	cm := func(name, v string) *Object {
+		o, err := FromJSON(fmt.Appendf(nil, `{"metadata":{"name":%q,"uid":"u-%s"},"data":{"v":%q}}`, name, name, v), "v1", "ConfigMap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	first, err := New(dir, "purge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.SaveObjects(cms, []*Object{cm("a", "before")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, RecordDir)); !os.IsNotExist(err) {
+		t.Fatalf("record/ exists before anything goes there: %v", err)
+	}
+	w, err := New(dir, "purge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := []*Object{cm("a", "after"), cm("b", "1"), cm("kube-root-ca.crt", "ca"), cm("b", "2")}
+	if err := w.SaveObjects(cms, page); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Holds(cms, "b") || !w.Holds(cms, "kube-root-ca.crt") || w.Count() != 3 {
+		t.Errorf("holds b %v, holds kube-root-ca.crt %v, count %d (want true true 3)", w.Holds(cms, "b"), w.Holds(cms, "kube-root-ca.crt"), w.Count())
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), NamespaceFile) {
+		t.Fatalf("Open without a namespace: %v", err)
+	}
+	if err := w.SaveNamespace(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "ns"}}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range f.Objects {
+		v, _, _ := unstructured.NestedString(o.Object.Object, "data", "v")
+		got = append(got, fmt.Sprintf("%s=%s uid=%s record=%v", o.Name, v, o.UID, o.Record))
+	}
+	want := "[a=before uid=u-a record=false b=1 uid=u-b record=false kube-root-ca.crt=ca uid=u-kube-root-ca.crt record=true]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("folder holds\n%v\nwant\n%s", got, want)
+	}
+}

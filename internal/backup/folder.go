@@ -21,7 +21,7 @@ import (
 // The folder every ns-doctor backup is (purge's, rescue's, the janitor's):
 //
 //	DIR/backup.json              the manifest: which namespace, made by which command, when
-//	DIR/namespace.yaml           the namespace: its labels and annotations come back with it
+//	DIR/namespace.yaml           the namespace (as JSON, which YAML readers read): its labels and annotations come back with it
 //	DIR/index.jsonl              a line per saved object: its type, name, uid and owner references
 //	DIR/objects/RES.GROUP.json   what `kubectl apply --server-side -n NS -f DIR/objects/` re-creates
 //	DIR/record/RES.GROUP.json    kept for the record: what a restore leaves out (Rules says why)

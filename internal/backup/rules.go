@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,7 +111,12 @@ var holdsState = []schema.GroupResource{grClaims, grSecrets, grConfigMaps}
 var jobServerLabels = []string{"batch.kubernetes.io/controller-uid", "controller-uid", "batch.kubernetes.io/job-name", "job-name"}
 
 // Rules is the restore table, in the order its rows are tried.
-func Rules() []Rule {
+func Rules() []Rule { return slices.Clone(table()) }
+
+// table is the restore table, made once: a purge decides every object it
+// saves of a type some row names (every ConfigMap), and building the
+// table for each allocated more than saving it did. Read only.
+var table = sync.OnceValue(func() []Rule {
 	return []Rule{{
 		Name: "events", Resources: []schema.GroupResource{grEvents, grEventsK8s}, Verdict: LeaveOut,
 		Why: "an Event records what happened to the old objects; their writers record new ones",
@@ -182,13 +188,13 @@ func Rules() []Rule {
 		Name: "as-saved", Verdict: Restore,
 		Why: "applied as saved",
 	}}
-}
+})
 
 // Decide finds the row that decides o (of type gr) and applies its edit
 // to a copy; the copy also loses its owner references to owners not
 // restored (at save time: all of them, their uids would not exist).
 func Decide(gr schema.GroupResource, o *unstructured.Unstructured, in Context) Decision {
-	for _, r := range Rules() {
+	for _, r := range table() {
 		if len(r.Resources) > 0 && !slices.Contains(r.Resources, gr) {
 			continue
 		}

@@ -107,10 +107,11 @@ func (b *backupOps) List(ctx context.Context, gvr schemaGVR, ns string) (*metav1
 }
 
 // saveAll pages through the full objects of a resource and saves each one
-// as the server sent it (also to each, when set); if that fails, the
-// deletion is not sent and the pass reports why.
+// as the server sent it (also to each, when set), a page at a time; if
+// that fails, the deletion is not sent and the pass reports why.
 func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string, each func(raw []byte) error) error {
 	n, held := 0, false
+	var page []*backup.Object
 	err := b.dyn.Collections.EachObjectJSON(ctx, gvr, ns, backupPageSize, func(raw []byte, apiVersion, kind string) error {
 		obj, err := backup.FromJSON(raw, apiVersion, kind)
 		if err != nil {
@@ -124,8 +125,16 @@ func (b *backupOps) saveAll(ctx context.Context, gvr schemaGVR, ns string, each 
 				return err
 			}
 		}
-		return b.bk.SaveObject(gvr, obj)
+		if page = append(page, obj); len(page) < backupPageSize {
+			return nil
+		}
+		err = b.bk.SaveObjects(gvr, page)
+		page = page[:0]
+		return err
 	})
+	if err == nil && len(page) > 0 {
+		err = b.bk.SaveObjects(gvr, page)
+	}
 	b.counts.set(gvr, n, held)
 	if err != nil {
 		// Nothing is deleted that could not be saved first.

@@ -340,7 +340,7 @@ func checkBackup(t *testing.T, dir, ns, pv string, gone ...string) {
 	for _, f := range []string{backup.NamespaceFile, filepath.Join(backup.ClusterDir, "persistentvolumes.core_"+pv+".yaml")} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		plugintest.Must(t, err)
-		if f == backup.NamespaceFile && (!strings.Contains(string(data), "team: shop") || !strings.Contains(string(data), "owner: shop@example.com")) {
+		if f == backup.NamespaceFile && (!strings.Contains(string(data), `"team": "shop"`) || !strings.Contains(string(data), `"owner": "shop@example.com"`)) {
 			t.Errorf("the saved namespace lacks its labels or annotations:\n%s", data)
 		}
 	}
