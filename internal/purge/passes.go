@@ -56,6 +56,8 @@ type passLoop struct {
 	// pass read it.
 	disc   *kube.Discovery
 	lastNS *v1.Namespace
+	// discoveries is the discovery the runs of RunMany share (nil alone).
+	discoveries *discoveryCache
 	// revived: a former namespace was re-created (and deleted again) so
 	// its leftovers' finalizers could be removed.
 	revived bool
@@ -223,6 +225,7 @@ func (r *passLoop) onePass(ctx context.Context, pass int) (time.Duration, int, e
 		return 0, 0, err
 	}
 	r.disc = disc
+	r.deleter.Deletable = r.discoveries.deletable(disc)
 	r.pre.tally.startPass()
 	r.rec.startPass(pass)
 	r.l.startPass()

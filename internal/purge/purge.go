@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ns-doctor/ns-doctor/internal/access"
+	"github.com/ns-doctor/ns-doctor/internal/deletion"
 	"github.com/ns-doctor/ns-doctor/internal/diagnose"
 	"github.com/ns-doctor/ns-doctor/internal/inspect"
 	"github.com/ns-doctor/ns-doctor/internal/kube"
@@ -82,7 +83,37 @@ type discoveryCache struct {
 	mu   sync.Mutex
 	at   time.Time
 	disc *kube.Discovery
+	// derived is what the deleter derives from each discovery in use
+	// (a run's first pass has the snapshot's, later ones the shared one).
+	derived map[*kube.Discovery]*deletion.Deletable
 }
+
+// deletable is the deleter's derivation of disc (the resources it may
+// delete), made once for every pass of the runs sharing disc: made per
+// pass, it allocated 40 KB a pass. Nil alone: each pass derives its own,
+// as upstream.
+func (c *discoveryCache) deletable(disc *kube.Discovery) *deletion.Deletable {
+	if c == nil || disc == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.derived[disc]; ok {
+		return d
+	}
+	if len(c.derived) >= derivedMax {
+		c.derived = nil // older discoveries' runs have ended, or derive again
+	}
+	if c.derived == nil {
+		c.derived = map[*kube.Discovery]*deletion.Deletable{}
+	}
+	c.derived[disc] = deletion.DeletableOf(disc.Resources)
+	return c.derived[disc]
+}
+
+// derivedMax bounds the derivations kept: a discovery is replaced every
+// discoveryMaxAge.
+const derivedMax = 8
 
 // discoveryMaxAge bounds how stale a shared discovery may be.
 const discoveryMaxAge = 5 * time.Second

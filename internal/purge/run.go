@@ -99,7 +99,7 @@ func (r *run) preflight() *preflight {
 func (r *run) passLoop(pre prepared) *passLoop {
 	return &passLoop{ns: r.ns(), opts: &r.Opts, clients: r.Clients, l: r.l, report: r.report, actions: r.actions, rc: r.rc,
 		insp: r.insp, now: r.now, started: r.started, emit: r.emit,
-		pre: pre, disc: pre.disc, reported: map[string]bool{}}
+		pre: pre, disc: pre.disc, discoveries: r.discoveries, reported: map[string]bool{}}
 }
 
 // beforePasses runs the escalations that act once, before the first pass;
@@ -159,7 +159,7 @@ func (r *passLoop) newDeleter() *deletion.NamespacedResourcesDeleter {
 	var ops deletion.Operations = r.rec
 	pods := r.pre.w.pods()
 	if census := r.insp.Census(); census != nil && r.opts.DryRun != DryRunClient {
-		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns}
+		c := censusOps{Operations: r.rec, pods: pods, census: census, namespace: r.ns, empty: &metav1.PartialObjectMetadataList{}}
 		ops, pods = c, c
 	}
 	d := &deletion.NamespacedResourcesDeleter{
