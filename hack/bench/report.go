@@ -316,12 +316,16 @@ var targets = []target{
 		return s.Med("purge", "rejected"), fmt.Sprintf("the floor's %s", g(s.Med("floor", "rejected"))), ran(s, "purge")
 	}, ""},
 	{"scale-purge", "purge -l --force's peak memory", "<", 200, " MiB", peak(false, "purge"), ""},
+	{"scale-purge", "purge -l --force's own CPU over etcd's and kube-apiserver's meanwhile (what it takes of the 2 cores the API server runs on)", "", 0, "x", func(s *Section) (float64, string, bool) {
+		own, server := s.Med("purge", "cpu"), s.Med("purge", "server")
+		return ratio(own, server), fmt.Sprintf("%s s vs %s s; the floor's %s s vs %s s", g(own), g(server), g(s.Med("floor", "cpu")), g(s.Med("floor", "server"))), ran(s, "purge", "floor")
+	}, ""},
 }
 
 // Why the scale targets are missed, as measured (issue #49).
 const (
 	whyScaleExplain = "ns-doctor's own CPU, on 2 cores shared with the kube-apiserver and etcd serving the same lists: each namespace's diagnosis (the controller's pass played over its content, owner inference, the verdict) beside the floor's two lists; the census is streamed, so most of it overlaps the lists. The runs vary by a third on this machine (explain 1.9 to 2.7 s, its floor 1.25 to 2.1 s at 10,000 in one run), so a median near 2x may land on either side. What pprof of explain over 10,000 shows next (1.85 s of samples): the diagnoses about 30%, the collector about 18% (537 MB allocated in all), the census's decoding 12%, the namespaces' list 11%."
-	whyScalePurge   = "the writes floor is what the API server admits for the same writes (a deletecollection, 3 PATCHes and a finalize per namespace: 5 requests, 64 namespaces at a time); purge sends 10 a namespace (its requests by verb, below): those 5, the backup's full list of the namespace's objects before its deletecollection, the controller's pass (its read of the namespace, its list after the deletecollection), then the second pass's read of the namespace and its list that finds nothing left before the finalize. The strip patches from the pass's own list and the backup's copies, and the finalize's answer proves the namespace gone (16 requests a namespace before). At the floor's pace (about 690 requests a second here), 100,000 requests take about 146 s: most of the time is the API server's throughput times those requests. Not all: purge's own CPU (92 s of it, beside the API server's and etcd's 220 s; the floor's 11 s) takes a share of the 2 cores the API server runs on, and pprof of purge over 2,000 namespaces puts a third of it in the backup's files (a folder and namespace.yaml per namespace, an open and append per object and per index line), the next cut. Under 90 s would also need about 6 requests a namespace, which means dropping the backup's list or the controller's own reads (its namespace read before deleting, its lists before finalizing)."
+	whyScalePurge   = "the API server's CPU on this machine's 2 cores, measured in the same run (the table's CPU columns): over purge's run etcd and kube-apiserver spent 196 s of CPU, 98 s of both cores by themselves, above 90 s before purge's own CPU is counted. Purge sends 10 requests a namespace (its requests by verb, below): the writes floor's 5 (a deletecollection, 3 PATCHes and a finalize, on which the API server spent 126 s), the backup's full list of the namespace's objects before its deletecollection, the controller's pass (its read of the namespace, its list after the deletecollection), then the second pass's read of the namespace and its list that finds nothing left before the finalize. Both runs keep the 2 cores busy (purge 62 + 196 s of CPU in 134 s, the floor 10 + 126 s in 71 s). Purge's own CPU is a quarter of its run's (92 s before this round's cuts: a page of objects saved with one append per file, namespace.yaml as JSON rather than YAML, the deleter's discovery derivation shared; pprof over 10,000 puts a fifth of the rest in the backup's files, a folder, manifest, namespace, type file and index each, and another fifth in the Go collector). Under 90 s would need the API server's and purge's CPU together under 180 s: with purge's own at 40 s, about 7 requests a namespace (the API server spent about 2 ms of CPU a request), which means dropping the backup's list or the controller's own reads (its namespace read before each pass, its lists before finalizing)."
 )
 
 // slowerOf is the higher of the keys' median times.
@@ -416,6 +420,8 @@ type ScaleRow struct {
 	ExplainAPI, ExplainAPIFloor           float64
 	Selector, Bytes, FullBytes, ExplainMB float64 // -l's median s; -o json and --full per namespace; peak MiB
 	Purge, PurgeFloor, Purge429, PurgeMB  float64
+	PurgeCPU, PurgeServerCPU              float64 // s: purge's own, etcd's and kube-apiserver's meanwhile
+	FloorCPU, FloorServerCPU              float64
 	GuardP50, GuardP99                    float64 // ms, the client's DELETE
 	WatchAll, WatchStop                   float64 // s
 	WatchReq, ControllerReq               float64 // per minute, settled
@@ -451,6 +457,7 @@ func (r *Result) Scale() []ScaleRow {
 			x.FullBytes, _, _ = perNamespace("full", "output")(s)
 		case "scale-purge":
 			x.Purge, x.PurgeFloor, x.Purge429, x.PurgeMB = s.Med("purge", "s"), s.Med("floor", "s"), s.Med("purge", "rejected"), s.S("purge").Of("rss").Max()
+			x.PurgeCPU, x.PurgeServerCPU, x.FloorCPU, x.FloorServerCPU = s.Med("purge", "cpu"), s.Med("purge", "server"), s.Med("floor", "cpu"), s.Med("floor", "server")
 		case "scale-guard":
 			xs := s.S("with").Of("s")
 			x.GuardP50, x.GuardP99 = 1000*xs.Quantile(0.5), 1000*xs.Quantile(0.99)
