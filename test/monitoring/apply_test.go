@@ -30,8 +30,7 @@ func TestManifestsApply(t *testing.T) {
 	// Server-side: client-side apply would store each CRD whole in an
 	// annotation, too big for the larger ones.
 	mustKubectl(t, "apply", "--server-side", "-f", crds.PrometheusRules, "-f", crds.ServiceMonitors)
-	mustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/prometheusrules.monitoring.coreos.com", "crd/servicemonitors.monitoring.coreos.com")
+	waitEstablished(t, "prometheusrules.monitoring.coreos.com", "servicemonitors.monitoring.coreos.com")
 	installCertManagerCRDs(t)
 
 	// A server dry run creates no namespace, and the namespaced objects

@@ -202,7 +202,7 @@ func installCertManagerCRDs(t *testing.T) {
 		args = append(args, "-f", f)
 	}
 	mustKubectl(t, args...)
-	mustKubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/issuers.cert-manager.io", "crd/certificates.cert-manager.io")
+	waitEstablished(t, "issuers.cert-manager.io", "certificates.cert-manager.io")
 }
 
 func decodeJSON(raw []byte, into any) error { return json.Unmarshal(raw, into) }

@@ -85,3 +85,24 @@ func mustKubectl(t *testing.T, args ...string) string {
 	}
 	return r.Stdout
 }
+
+// waitEstablished waits up to a minute for each CRD's Established
+// condition. Not `kubectl wait --for=condition=Established`: it fails at
+// once on a CRD created a moment before, whose status has no conditions
+// yet (".status.conditions accessor error: <nil> is of the type <nil>").
+func waitEstablished(t *testing.T, crds ...string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, crd := range crds {
+		for {
+			r := kubectl(t, "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			if r.Code == 0 && strings.TrimSpace(r.Stdout) == "True" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("CRD %s not Established after a minute: exit %d\n%s%s", crd, r.Code, r.Stdout, r.Stderr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
